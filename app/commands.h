@@ -1,0 +1,22 @@
+// Every `loft` subcommand registers itself on the root CLI11 app through one of these functions
+// (one file per command). Callbacks throw loft::UsageError (exit 2) or loft::Error (exit 1).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace loft::app {
+
+void add_info_command(CLI::App& root);
+// Commands later issues build: each says so plainly and exits non-zero.
+void add_pending_commands(CLI::App& root);
+
+// Adds --device auto|cpu|cuda[:N] to a command that computes.
+CLI::Option* add_device_option(CLI::App& cmd, std::string& device);
+
+// Builds the root app with every command registered (main.cpp and the CLI tests share it).
+void build_cli(CLI::App& root);
+// Parses argv and runs the chosen command; returns the process exit code. Prints errors as
+// "loft: error: ..." on stderr.
+int run_cli(int argc, const char* const* argv);
+
+}  // namespace loft::app

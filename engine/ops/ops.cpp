@@ -1,0 +1,211 @@
+// Validation and dispatch for the op table (see ops.h). Backends trust what passes here.
+#include "engine/ops/ops.h"
+
+#include "engine/ops/backend.h"
+
+namespace loft::ops {
+
+Backend& backend_for(Device device) {
+  if (device.is_cpu()) return cpu_backend();
+#ifdef LOFT_WITH_CUDA
+  return cuda_backend();
+#else
+  throw Error("this loft was built without the CUDA backend; use --device cpu");
+#endif
+}
+
+namespace {
+
+void same_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Device d = (*ts.begin())->device();
+  for (const Tensor* t : ts) {
+    LOFT_CHECK(t->defined(), op, ": undefined tensor argument");
+    LOFT_CHECK(t->device() == d, op, ": tensors on different devices (", d.str(), " and ",
+               t->device().str(), ")");
+  }
+}
+
+bool activation_dtype_ok(const Tensor& t) {
+  if (t.device().is_cpu()) return t.dtype() == DType::F32;
+  return t.dtype() == DType::F32 || t.dtype() == DType::BF16;
+}
+
+void need_activation(const char* op, const char* name, const Tensor& t) {
+  LOFT_CHECK(activation_dtype_ok(t), op, ": ", name, " has dtype ", dtype_name(t.dtype()), " on ",
+             t.device().str(), " (F32", t.device().is_cuda() ? " or BF16" : "", " expected)");
+}
+
+void need_shape(const char* op, const char* name, const Tensor& t, const Shape& s) {
+  LOFT_CHECK(t.shape() == s, op, ": ", name, " is ", shape_str(t.shape()), ", expected ",
+             shape_str(s));
+}
+
+void need_dtype(const char* op, const char* name, const Tensor& t, DType d) {
+  LOFT_CHECK(t.dtype() == d, op, ": ", name, " has dtype ", dtype_name(t.dtype()), ", expected ",
+             dtype_name(d));
+}
+
+// Views x as [rows, last_dim].
+int64_t rows_of(const Tensor& t) { return t.dim() == 0 ? 1 : t.numel() / std::max<int64_t>(t.size(-1), 1); }
+
+}  // namespace
+
+void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
+  same_device("gemm", {&a, &b, &c});
+  LOFT_CHECK(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "gemm: 2-D tensors expected, got ",
+             a.str(), ", ", b.str(), ", ", c.str());
+  const int64_t m = opt.trans_a ? a.size(1) : a.size(0);
+  const int64_t k = opt.trans_a ? a.size(0) : a.size(1);
+  const int64_t kb = opt.trans_b ? b.size(1) : b.size(0);
+  const int64_t n = opt.trans_b ? b.size(0) : b.size(1);
+  LOFT_CHECK(k == kb, "gemm: inner dimensions differ: op(A) is [", m, ", ", k, "], op(B) is [", kb,
+             ", ", n, "]");
+  need_shape("gemm", "C", c, {m, n});
+  LOFT_CHECK(a.dtype() == b.dtype(), "gemm: A is ", dtype_name(a.dtype()), " but B is ",
+             dtype_name(b.dtype()));
+  need_activation("gemm", "A", a);
+  need_activation("gemm", "C", c);
+  LOFT_CHECK(a.dtype() == c.dtype() || (a.dtype() == DType::BF16 && c.dtype() == DType::F32),
+             "gemm: unsupported dtypes ", dtype_name(a.dtype()), " x ", dtype_name(b.dtype()),
+             " -> ", dtype_name(c.dtype()));
+  backend_for(c.device()).gemm(a, b, c, opt);
+}
+
+void convert(const Tensor& src, Tensor& dst) {
+  same_device("convert", {&src, &dst});
+  LOFT_CHECK(src.numel() == dst.numel(), "convert: ", src.str(), " into ", dst.str());
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&src, &dst})
+    LOFT_CHECK(t->dtype() == DType::F32 || t->dtype() == DType::BF16 || t->dtype() == DType::F16,
+               "convert: unsupported dtype ", dtype_name(t->dtype()));
+  backend_for(dst.device()).convert(src, dst);
+}
+
+void axpy(float alpha, const Tensor& x, Tensor& y) {
+  same_device("axpy", {&x, &y});
+  need_activation("axpy", "y", y);
+  need_shape("axpy", "x", x, y.shape());
+  need_dtype("axpy", "x", x, y.dtype());
+  backend_for(y.device()).axpy(alpha, x, y);
+}
+
+void scale(Tensor& x, float alpha) {
+  same_device("scale", {&x});
+  need_activation("scale", "x", x);
+  backend_for(x.device()).scale(x, alpha);
+}
+
+void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
+  same_device("rmsnorm", {&x, &weight, &y});
+  need_activation("rmsnorm", "x", x);
+  need_activation("rmsnorm", "weight", weight);
+  need_shape("rmsnorm", "weight", weight, {x.size(-1)});
+  need_shape("rmsnorm", "y", y, x.shape());
+  need_dtype("rmsnorm", "y", y, x.dtype());
+  if (rstd) {
+    same_device("rmsnorm", {&x, rstd});
+    need_shape("rmsnorm", "rstd", *rstd, {rows_of(x)});
+    need_dtype("rmsnorm", "rstd", *rstd, DType::F32);
+  }
+  backend_for(x.device()).rmsnorm(x, weight, eps, y, rstd);
+}
+
+void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                      Tensor& dx, Tensor* dweight) {
+  same_device("rmsnorm_backward", {&dy, &x, &weight, &rstd, &dx});
+  need_activation("rmsnorm_backward", "x", x);
+  need_activation("rmsnorm_backward", "weight", weight);
+  need_shape("rmsnorm_backward", "weight", weight, {x.size(-1)});
+  need_shape("rmsnorm_backward", "dy", dy, x.shape());
+  need_shape("rmsnorm_backward", "dx", dx, x.shape());
+  need_dtype("rmsnorm_backward", "dy", dy, x.dtype());
+  need_dtype("rmsnorm_backward", "dx", dx, x.dtype());
+  need_shape("rmsnorm_backward", "rstd", rstd, {rows_of(x)});
+  need_dtype("rmsnorm_backward", "rstd", rstd, DType::F32);
+  if (dweight) {
+    same_device("rmsnorm_backward", {&x, dweight});
+    need_shape("rmsnorm_backward", "dweight", *dweight, {x.size(-1)});
+    need_dtype("rmsnorm_backward", "dweight", *dweight, DType::F32);
+  }
+  backend_for(x.device()).rmsnorm_backward(dy, x, weight, rstd, dx, dweight);
+}
+
+void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+  same_device("rope", {&x, &positions, &inv_freq});
+  need_activation("rope", "x", x);
+  LOFT_CHECK(x.dim() == 3, "rope: x must be [tokens, heads, head_dim], got ", x.str());
+  LOFT_CHECK(x.size(2) % 2 == 0, "rope: head_dim ", x.size(2), " is odd");
+  need_shape("rope", "positions", positions, {x.size(0)});
+  need_dtype("rope", "positions", positions, DType::I32);
+  need_shape("rope", "inv_freq", inv_freq, {x.size(2) / 2});
+  need_dtype("rope", "inv_freq", inv_freq, DType::F32);
+  backend_for(x.device()).rope(x, positions, inv_freq, inverse);
+}
+
+void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  same_device("swiglu", {&gate, &up, &out});
+  need_activation("swiglu", "gate", gate);
+  need_shape("swiglu", "up", up, gate.shape());
+  need_shape("swiglu", "out", out, gate.shape());
+  need_dtype("swiglu", "up", up, gate.dtype());
+  need_dtype("swiglu", "out", out, gate.dtype());
+  backend_for(gate.device()).swiglu(gate, up, out);
+}
+
+void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                     Tensor& dup) {
+  same_device("swiglu_backward", {&dout, &gate, &up, &dgate, &dup});
+  need_activation("swiglu_backward", "gate", gate);
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&dout, &up, &dgate, &dup}) {
+    need_shape("swiglu_backward", "argument", *t, gate.shape());
+    need_dtype("swiglu_backward", "argument", *t, gate.dtype());
+  }
+  backend_for(gate.device()).swiglu_backward(dout, gate, up, dgate, dup);
+}
+
+void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+  same_device("embedding", {&table, &ids, &out});
+  LOFT_CHECK(table.dim() == 2, "embedding: table must be [vocab, dim], got ", table.str());
+  need_activation("embedding", "table", table);
+  LOFT_CHECK(ids.dim() == 1, "embedding: ids must be 1-D, got ", ids.str());
+  need_dtype("embedding", "ids", ids, DType::I32);
+  need_shape("embedding", "out", out, {ids.size(0), table.size(1)});
+  need_dtype("embedding", "out", out, table.dtype());
+  backend_for(table.device()).embedding(table, ids, out);
+}
+
+void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {
+  same_device("embedding_backward", {&dout, &ids, &dtable});
+  LOFT_CHECK(dtable.dim() == 2, "embedding_backward: dtable must be 2-D, got ", dtable.str());
+  need_dtype("embedding_backward", "dtable", dtable, DType::F32);
+  need_dtype("embedding_backward", "ids", ids, DType::I32);
+  LOFT_CHECK(ids.dim() == 1, "embedding_backward: ids must be 1-D, got ", ids.str());
+  need_shape("embedding_backward", "dout", dout, {ids.size(0), dtable.size(1)});
+  need_activation("embedding_backward", "dout", dout);
+  backend_for(dout.device()).embedding_backward(dout, ids, dtable);
+}
+
+void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, Tensor* dlogits,
+                   float grad_scale) {
+  same_device("cross_entropy", {&logits, &targets, &losses});
+  LOFT_CHECK(logits.dim() == 2, "cross_entropy: logits must be [tokens, vocab], got ",
+             logits.str());
+  need_activation("cross_entropy", "logits", logits);
+  need_shape("cross_entropy", "targets", targets, {logits.size(0)});
+  need_dtype("cross_entropy", "targets", targets, DType::I32);
+  need_shape("cross_entropy", "losses", losses, {logits.size(0)});
+  need_dtype("cross_entropy", "losses", losses, DType::F32);
+  if (dlogits) {
+    same_device("cross_entropy", {&logits, dlogits});
+    need_shape("cross_entropy", "dlogits", *dlogits, logits.shape());
+    need_dtype("cross_entropy", "dlogits", *dlogits, logits.dtype());
+  }
+  backend_for(logits.device()).cross_entropy(logits, targets, losses, dlogits, grad_scale);
+}
+
+double sum(const Tensor& x) {
+  double s = 0;
+  for (float v : x.to_float_vector()) s += v;
+  return s;
+}
+
+}  // namespace loft::ops

@@ -1,0 +1,80 @@
+// The op table every model calls. Each op validates shapes, dtypes and devices here, once, then
+// dispatches to the backend of its tensors' device (engine/ops/cpu, engine/ops/cuda). All tensors
+// of one call must be on one device. Outputs are preallocated by the caller (no hidden allocation
+// in the step loop).
+//
+// Dtypes: the CPU backend computes in float32 (F32 tensors; it is the reference). The CUDA backend
+// takes F32 or BF16 activations and accumulates in fp32. Small parameter vectors (norm weights,
+// rope inverse frequencies) may be F32 or the activation dtype. Index tensors are I32.
+#pragma once
+#include <optional>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft::ops {
+
+// ---- GEMM ----------------------------------------------------------------------------------
+// C = alpha * op(A) · op(B) + beta * C, with op(X) = Xᵀ when trans_X. 2-D tensors:
+// op(A) is [M, K], op(B) is [K, N], C is [M, N]. A linear layer Y = X·Wᵀ is gemm(X, W, Y, false,
+// true). With beta = 0, C's prior contents are ignored (NaN in C does not leak).
+// Dtypes: CPU F32×F32→F32; CUDA F32×F32→F32, BF16×BF16→BF16 or BF16×BF16→F32.
+struct GemmOptions {
+  bool trans_a = false;
+  bool trans_b = false;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+};
+void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt = {});
+
+// ---- elementwise ---------------------------------------------------------------------------
+// dst = src converted to dst's dtype (float dtypes F32/BF16/F16; round to nearest even).
+void convert(const Tensor& src, Tensor& dst);
+// y += alpha * x (same shape and dtype). Residual adds and gradient accumulation.
+void axpy(float alpha, const Tensor& x, Tensor& y);
+// x *= alpha, in place.
+void scale(Tensor& x, float alpha);
+
+// ---- RMSNorm (Llama) -----------------------------------------------------------------------
+// x [rows, D], weight [D]: y = weight * (x * rstd), rstd = 1/sqrt(mean(x²) + eps), computed in
+// fp32. Writes rstd [rows] F32 when given (saved for backward).
+void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd = nullptr);
+// dx = d(rmsnorm)/dx · dy, using the saved rstd. dweight (F32 [D]), when given, is ACCUMULATED.
+void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                      Tensor& dx, Tensor* dweight = nullptr);
+
+// ---- RoPE (Hugging Face rotate-half convention) --------------------------------------------
+// x [tokens, heads, head_dim], rotated in place: for i < head_dim/2, with θ = pos·inv_freq[i]
+// (fp32): x[i] ← x[i]·cos θ − x[i+h/2]·sin θ ; x[i+h/2] ← x[i+h/2]·cos θ + x[i]·sin θ.
+// positions [tokens] I32; inv_freq [head_dim/2] F32 (from rope_inv_freq). inverse = rotate by
+// −θ, which is exactly the backward of the forward rotation.
+void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse = false);
+
+// ---- SwiGLU --------------------------------------------------------------------------------
+// out = silu(gate) * up, all [rows, F].
+void swiglu(const Tensor& gate, const Tensor& up, Tensor& out);
+// dgate = dout·up·silu'(gate); dup = dout·silu(gate). dgate/dup may alias gate/up.
+void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                     Tensor& dup);
+
+// ---- embedding -----------------------------------------------------------------------------
+// out[t] = table[ids[t]]; table [V, D], ids [T] I32, out [T, D]. An id outside [0, V) is an
+// error naming the token position (checked on the host for CPU; on CUDA the kernel writes zeros
+// and raises a device-side flag that the op turns into the same error).
+void embedding(const Tensor& table, const Tensor& ids, Tensor& out);
+// dtable[ids[t]] += dout[t] (dtable F32 [V, D], accumulated).
+void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable);
+
+// ---- softmax cross-entropy -----------------------------------------------------------------
+// logits [T, V]; targets [T] I32, kIgnoreIndex (-100) = no loss. Writes losses [T] F32
+// (-log softmax(logits)[target], 0 for ignored rows), computed in fp32 with a max-subtracted
+// log-sum-exp. When dlogits is given ([T, V], may be the same tensor as logits: overwritten in
+// place), writes grad_scale · (softmax − onehot(target)) per row, 0 for ignored rows. Callers
+// chunk over T so that [T, V] is never materialised for the whole batch.
+constexpr int32_t kIgnoreIndex = -100;
+void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,
+                   Tensor* dlogits = nullptr, float grad_scale = 1.0f);
+
+// Sum of a F32 tensor, in double on the host (device → host copy when needed).
+double sum(const Tensor& x);
+
+}  // namespace loft::ops

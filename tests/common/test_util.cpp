@@ -1,0 +1,57 @@
+#include "tests/common/test_util.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace loft::test {
+
+std::filesystem::path data_dir() {
+  if (const char* env = std::getenv("LOFT_TEST_DATA"); env && *env) return env;
+  return LOFT_DEFAULT_TEST_DATA;
+}
+
+TempDir::TempDir() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  path_ = std::filesystem::temp_directory_path() / ("loft-test-" + std::to_string(rng()));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+Tensor random_tensor(const Shape& shape, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(size_t(shape_numel(shape)));
+  for (float& x : v) x = dist(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+Tensor random_ids(const Shape& shape, int32_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> dist(0, n - 1);
+  std::vector<int32_t> v(size_t(shape_numel(shape)));
+  for (int32_t& x : v) x = dist(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    const double d = double(a[i]) - double(b[i]);
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  if (den == 0) return std::sqrt(num);
+  return std::sqrt(num / den);
+}
+
+double rel_error(const Tensor& a, const Tensor& b) {
+  return rel_error(a.to_float_vector(), b.to_float_vector());
+}
+
+bool have_gpu() { return cuda_device_count() > 0; }
+
+}  // namespace loft::test

@@ -1,0 +1,42 @@
+// Helpers shared by the test suites: where the shared data lives, random tensors, error norms.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft::test {
+
+// $LOFT_TEST_DATA, else ../shared/data beside the checkout.
+std::filesystem::path data_dir();
+// A fresh, empty temporary directory removed when the object goes away.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// F32 tensor on the CPU with entries uniform in [lo, hi).
+Tensor random_tensor(const Shape& shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f);
+// I32 tensor on the CPU with entries uniform in [0, n).
+Tensor random_ids(const Shape& shape, int32_t n, std::mt19937& rng);
+
+// ‖a − b‖ / ‖b‖ over the float values of two tensors of equal numel (any float dtype, any device).
+// Returns +inf when either holds a NaN/Inf, so NaN never passes a tolerance.
+double rel_error(const Tensor& a, const Tensor& b);
+double rel_error(const std::vector<float>& a, const std::vector<float>& b);
+
+// True when a CUDA GPU is usable; GPU tests call GTEST_SKIP() otherwise.
+bool have_gpu();
+#define LOFT_REQUIRE_GPU() \
+  if (!::loft::test::have_gpu()) GTEST_SKIP() << "no CUDA GPU on this machine"
+
+}  // namespace loft::test
