@@ -1,0 +1,80 @@
+// The CLI contract: exit codes (2 usage, 1 runtime), --version, --config, --device.
+#include <fstream>
+
+#include "app/commands.h"
+#include "tests/common/test_util.h"
+
+namespace loft {
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "loft");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int code = app::run_cli(int(argv.size()), argv.data());
+  Result r{code, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
+  return r;
+}
+
+TEST(Cli, VersionPrintsAndExitsZero) {
+  Result r = run({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("loft "), std::string::npos);
+}
+
+TEST(Cli, UnknownOptionIsUsageError) {
+  Result r = run({"--no-such-root-option"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("loft: error:"), std::string::npos);
+}
+
+TEST(Cli, MissingSubcommandIsUsageError) {
+  Result r = run({});
+  EXPECT_EQ(r.code, 2);
+}
+
+TEST(Cli, PendingCommandsSayNotBuiltAndFail) {
+  for (const char* cmd : {"generate"}) {
+    Result r = run({cmd, "--device", "cpu"});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_NE(r.err.find("not built yet"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << "no fake output: " << r.out;
+  }
+}
+
+TEST(Cli, BadDeviceIsUsageErrorNamingTheValue) {
+  Result r = run({"generate", "--device", "tpu:3"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("tpu:3"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CudaWithoutGpuIsClearError) {
+  if (test::have_gpu()) GTEST_SKIP() << "a GPU is present";
+  Result r = run({"generate", "--device", "cuda"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ConfigFileSuppliesOptions) {
+  test::TempDir dir;
+  std::ofstream(dir / "run.toml") << "[generate]\ndevice = \"bogus-device\"\n";
+  Result r = run({"--config", (dir / "run.toml").string(), "generate"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bogus-device"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingConfigFileIsUsageError) {
+  Result r = run({"--config", "/nonexistent/loft.toml", "generate"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("loft.toml"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace loft
