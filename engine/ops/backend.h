@@ -24,6 +24,16 @@ class Backend {
   virtual void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) = 0;
   virtual void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,
                              Tensor* dlogits, float grad_scale) = 0;
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& doc_start, int64_t seq, float scale, Tensor& out,
+                         Tensor& lse) = 0;
+  virtual void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const Tensor& out, const Tensor& lse,
+                                  const Tensor& doc_start, int64_t seq, float scale, Tensor& dq,
+                                  Tensor& dk, Tensor& dv) = 0;
+  virtual void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
+                     const AdamWStep& s) = 0;
+  virtual double sum_squares(const Tensor& x) = 0;
 };
 
 Backend& cpu_backend();

@@ -202,6 +202,74 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, 
   backend_for(logits.device()).cross_entropy(logits, targets, losses, dlogits, grad_scale);
 }
 
+namespace {
+void check_attention_args(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& doc_start, int64_t seq) {
+  same_device(op, {&q, &k, &v, &doc_start});
+  need_activation(op, "q", q);
+  LOFT_CHECK(q.dim() == 3 && k.dim() == 3, op, ": q and k must be [tokens, heads, head_dim], got ",
+             q.str(), ", ", k.str());
+  need_shape(op, "v", v, k.shape());
+  need_dtype(op, "k", k, q.dtype());
+  need_dtype(op, "v", v, q.dtype());
+  LOFT_CHECK(k.size(0) == q.size(0) && k.size(2) == q.size(2), op, ": k ", k.str(),
+             " does not match q ", q.str());
+  LOFT_CHECK(k.size(1) > 0 && q.size(1) % k.size(1) == 0, op, ": ", q.size(1),
+             " query heads are not a multiple of ", k.size(1), " kv heads");
+  LOFT_CHECK(seq > 0 && q.size(0) % seq == 0, op, ": ", q.size(0),
+             " tokens are not a whole number of rows of ", seq);
+  need_shape(op, "doc_start", doc_start, {q.size(0)});
+  need_dtype(op, "doc_start", doc_start, DType::I32);
+}
+}  // namespace
+
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+               int64_t seq, float scale, Tensor& out, Tensor& lse) {
+  check_attention_args("attention", q, k, v, doc_start, seq);
+  same_device("attention", {&q, &out, &lse});
+  need_shape("attention", "out", out, q.shape());
+  need_dtype("attention", "out", out, q.dtype());
+  need_shape("attention", "lse", lse, {q.size(0), q.size(1)});
+  need_dtype("attention", "lse", lse, DType::F32);
+  backend_for(q.device()).attention(q, k, v, doc_start, seq, scale, out, lse);
+}
+
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, const Tensor& doc_start,
+                        int64_t seq, float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
+  const char* op = "attention_backward";
+  check_attention_args(op, q, k, v, doc_start, seq);
+  same_device(op, {&q, &dout, &out, &lse, &dq, &dk, &dv});
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&dout, &out, &dq}) {
+    need_shape(op, "dout/out/dq", *t, q.shape());
+    need_dtype(op, "dout/out/dq", *t, q.dtype());
+  }
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&dk, &dv}) {
+    need_shape(op, "dk/dv", *t, k.shape());
+    need_dtype(op, "dk/dv", *t, q.dtype());
+  }
+  need_shape(op, "lse", lse, {q.size(0), q.size(1)});
+  need_dtype(op, "lse", lse, DType::F32);
+  backend_for(q.device()).attention_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq,
+                                             dk, dv);
+}
+
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& s) {
+  same_device("adamw", {&param, &grad, &m, &v});
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&param, &grad, &m, &v}) {
+    need_dtype("adamw", "argument", *t, DType::F32);
+    need_shape("adamw", "argument", *t, param.shape());
+  }
+  LOFT_CHECK(s.step >= 1, "adamw: step counts from 1, got ", s.step);
+  backend_for(param.device()).adamw(param, grad, m, v, s);
+}
+
+double sum_squares(const Tensor& x) {
+  same_device("sum_squares", {&x});
+  need_dtype("sum_squares", "x", x, DType::F32);
+  return backend_for(x.device()).sum_squares(x);
+}
+
 double sum(const Tensor& x) {
   double s = 0;
   for (float v : x.to_float_vector()) s += v;

@@ -74,6 +74,31 @@ constexpr int32_t kIgnoreIndex = -100;
 void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,
                    Tensor* dlogits = nullptr, float grad_scale = 1.0f);
 
+// ---- causal self-attention (grouped-query heads, document masking) ---------------------------
+// Tokens are B rows of S positions, flattened: T = B·S. q [T, Hq, D]; k, v [T, Hkv, D] with
+// Hq % Hkv == 0 (query head h reads kv head h / (Hq/Hkv)). doc_start [T] I32 holds, for each
+// token, the row-local index of the first token of its document (all 0 without packing). Query
+// at row-local position i attends key j iff doc_start[i] <= j <= i, so packed documents never see
+// each other. scores = scale · q·k; out [T, Hq, D] = softmax(scores)·v; lse [T, Hq] F32 is the
+// log-sum-exp of each query's scores (saved for backward). fp32 softmax on every backend.
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+               int64_t seq, float scale, Tensor& out, Tensor& lse);
+// Gradients of attention given dout and the forward's out and lse. dq, dk, dv are overwritten.
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, const Tensor& doc_start,
+                        int64_t seq, float scale, Tensor& dq, Tensor& dk, Tensor& dv);
+
+// ---- optimizer ---------------------------------------------------------------------------------
+// One AdamW update with PyTorch's semantics (decoupled weight decay, bias correction by `step`,
+// counted from 1). param, grad, m, v: F32, same shape; m and v are updated in place.
+struct AdamWStep {
+  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  int64_t step = 1;
+};
+void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& s);
+// Σ x² of a F32 tensor, accumulated in double (syncs with the device).
+double sum_squares(const Tensor& x);
+
 // Sum of a F32 tensor, in double on the host (device → host copy when needed).
 double sum(const Tensor& x);
 

@@ -1,0 +1,49 @@
+// Every frozen projection of the model (q, k, v, o, gate, up, down) is an AdaptedLinear. Methods
+// (LoRA, QLoRA, FALQON, HALO) differ only in how they store the frozen weight and multiply by it,
+// and in what their adapter is; the model and the trainer see this interface alone.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft {
+
+// A trainable tensor: fp32 master value and fp32 gradient (accumulated across micro-batches).
+struct Param {
+  std::string name;  // e.g. "model.layers.0.self_attn.q_proj.lora_A"
+  Tensor value;      // F32
+  Tensor grad;       // F32, same shape; zeroed by the trainer after each optimizer step
+};
+
+// What a projection's forward keeps for its backward. The method decides what goes in (LoRA: the
+// input and X·Aᵀ; FALQON: only O_A), so it is a small bag of tensors, not a fixed struct.
+struct LinearSaved {
+  std::vector<Tensor> tensors;
+  void clear() { tensors.clear(); }
+};
+
+class AdaptedLinear {
+ public:
+  virtual ~AdaptedLinear() = default;
+  virtual int64_t in_features() const = 0;
+  virtual int64_t out_features() const = 0;
+
+  // y [T, out] = adapted(x [T, in]); y is overwritten. With `saved` (training) the method stores
+  // what backward needs in it.
+  virtual void forward(const Tensor& x, Tensor& y, LinearSaved* saved) = 0;
+  // Given dy [T, out], accumulates the adapter's gradients and writes dx [T, in] (added to dx's
+  // contents when accumulate_dx: projections that share an input sum their dx).
+  virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
+                        bool accumulate_dx) = 0;
+
+  // Trainable tensors (empty for a frozen layer).
+  virtual std::vector<Param*> params() = 0;
+  // Called after every optimizer step, once the Params hold their new values: refresh derived
+  // low-precision copies, or apply FALQON's row update.
+  virtual void after_step() {}
+  // The effective weight W + ΔW as [out, in] F32 on the CPU (export, checks).
+  virtual Tensor merged_weight() const = 0;
+};
+
+}  // namespace loft

@@ -1,0 +1,88 @@
+#include "engine/peft/lora_linear.h"
+
+#include <cmath>
+
+#include "engine/ops/ops.h"
+
+namespace loft {
+
+LoraLinear::LoraLinear(std::string name, Tensor weight, const LoraOptions& opt,
+                       std::mt19937_64& rng)
+    : weight_(std::move(weight)), opt_(opt) {
+  LOFT_CHECK(weight_.dim() == 2, "LoRA target ", name, ": weight must be 2-D, got ", weight_.str());
+  LOFT_CHECK(opt.rank > 0, "LoRA rank must be positive, got ", opt.rank);
+  const Device dev = weight_.device();
+  const int64_t in = weight_.size(1), out = weight_.size(0), r = opt.rank;
+  a_ = {name + ".lora_A", Tensor::zeros({r, in}, DType::F32, dev),
+        Tensor::zeros({r, in}, DType::F32, dev)};
+  b_ = {name + ".lora_B", Tensor::zeros({out, r}, DType::F32, dev),
+        Tensor::zeros({out, r}, DType::F32, dev)};
+  const float bound = 1.0f / std::sqrt(float(in));
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  std::vector<float> a(size_t(r * in));
+  for (float& v : a) v = dist(rng);
+  a_.value.copy_from(Tensor::from_vector(a, {r, in}));
+  refresh_compute_copies();
+}
+
+void LoraLinear::set_adapter(const Tensor& a, const Tensor& b) {
+  LOFT_CHECK(a.shape() == a_.value.shape(), a_.name, ": adapter tensor is ", shape_str(a.shape()),
+             ", expected ", shape_str(a_.value.shape()));
+  LOFT_CHECK(b.shape() == b_.value.shape(), b_.name, ": adapter tensor is ", shape_str(b.shape()),
+             ", expected ", shape_str(b_.value.shape()));
+  a_.value.copy_from(a);
+  b_.value.copy_from(b);
+  refresh_compute_copies();
+}
+
+void LoraLinear::refresh_compute_copies() {
+  if (weight_.dtype() == DType::F32) {
+    a_compute_ = a_.value;
+    b_compute_ = b_.value;
+    return;
+  }
+  if (!a_compute_.defined()) {
+    a_compute_ = Tensor::empty(a_.value.shape(), weight_.dtype(), weight_.device());
+    b_compute_ = Tensor::empty(b_.value.shape(), weight_.dtype(), weight_.device());
+  }
+  ops::convert(a_.value, a_compute_);
+  ops::convert(b_.value, b_compute_);
+}
+
+void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
+  const int64_t t = x.size(0);
+  Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
+  ops::gemm(x, weight_, y, {.trans_b = true});
+  ops::gemm(x, a_compute_, xa, {.trans_b = true});
+  ops::gemm(xa, b_compute_, y, {.trans_b = true, .alpha = opt_.scaling(), .beta = 1.0f});
+  if (saved) saved->tensors = {x, xa};
+}
+
+void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
+                          bool accumulate_dx) {
+  LOFT_CHECK(saved.tensors.size() == 2, a_.name, ": backward without a saved forward");
+  const Tensor& x = saved.tensors[0];
+  const Tensor& xa = saved.tensors[1];
+  const float s = opt_.scaling();
+  // dB += s · dyᵀ·(x·Aᵀ);  g = dy·B;  dA += s · gᵀ·x;  dx (+)= dy·W + s · g·A.
+  ops::gemm(dy, xa, b_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
+  Tensor g = Tensor::empty({dy.size(0), opt_.rank}, dy.dtype(), dy.device());
+  ops::gemm(dy, b_compute_, g);
+  ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
+  ops::gemm(dy, weight_, dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
+  ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
+}
+
+Tensor LoraLinear::merged_weight() const {
+  const Tensor w = weight_.to(Device::cpu());
+  Tensor merged = Tensor::empty(w.shape(), DType::F32);
+  if (w.dtype() == DType::F32)
+    merged.copy_from(w);
+  else
+    ops::convert(w, merged);
+  ops::gemm(b_.value.to(Device::cpu()), a_.value.to(Device::cpu()), merged,
+            {.alpha = opt_.scaling(), .beta = 1.0f});
+  return merged;
+}
+
+}  // namespace loft

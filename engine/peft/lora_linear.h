@@ -1,0 +1,47 @@
+// LoRA on a frozen weight held in the compute dtype (bf16 on the GPU, f32 on the CPU):
+// y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters; the GEMMs use copies in
+// the compute dtype, refreshed in after_step(). See METHODS.md, "LoRA (bf16 reference)".
+#pragma once
+#include <random>
+
+#include "engine/peft/adapted_linear.h"
+
+namespace loft {
+
+struct LoraOptions {
+  int rank = 64;
+  float alpha = 16.0f;
+  float scaling() const { return alpha / float(rank); }
+};
+
+class LoraLinear : public AdaptedLinear {
+ public:
+  // `weight` [out, in] in the compute dtype on the compute device. A is Kaiming-uniform
+  // (bound 1/sqrt(in), as PEFT's kaiming_uniform_(a=√5)), B is zero.
+  LoraLinear(std::string name, Tensor weight, const LoraOptions& opt, std::mt19937_64& rng);
+
+  int64_t in_features() const override { return weight_.size(1); }
+  int64_t out_features() const override { return weight_.size(0); }
+  void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override;
+  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
+                bool accumulate_dx) override;
+  std::vector<Param*> params() override { return {&a_, &b_}; }
+  void after_step() override { refresh_compute_copies(); }
+  Tensor merged_weight() const override;
+
+  const LoraOptions& options() const { return opt_; }
+  Param& lora_a() { return a_; }
+  Param& lora_b() { return b_; }
+  // Replaces A and B (e.g. from a PEFT adapter file); shapes must match. Values are host F32.
+  void set_adapter(const Tensor& a, const Tensor& b);
+
+ private:
+  void refresh_compute_copies();
+
+  Tensor weight_;
+  LoraOptions opt_;
+  Param a_, b_;
+  Tensor a_compute_, b_compute_;  // A, B in the compute dtype (alias the masters on F32)
+};
+
+}  // namespace loft
