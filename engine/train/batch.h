@@ -1,0 +1,44 @@
+// One micro-batch of token rows as the model consumes it, and the interface the trainer drives.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/peft/adapted_linear.h"
+
+namespace loft {
+
+// B rows of S tokens, flattened to T = B·S, all I32 on the model's device.
+struct Batch {
+  int64_t rows = 0, seq = 0;
+  Tensor ids;        // [T] input token ids
+  Tensor targets;    // [T] the token to predict AT this position (already shifted), -100 = none
+  Tensor positions;  // [T] RoPE positions (restart at 0 for each packed document)
+  Tensor doc_start;  // [T] row-local index of the first token of this token's document
+  int64_t target_count = 0;  // targets != -100, known on the host when the batch is built
+};
+
+// Builds a Batch from host rows. `labels` follow Hugging Face's convention (labels[t] is the token
+// at t, -100 = not trained; the model predicts labels[t+1] at t); they are shifted here, and a
+// document's last token never predicts the next document's first. doc_ids[t] (any values, equal
+// within a document) mark packed documents; empty = one document per row.
+Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
+                 const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device);
+
+struct LossSums {
+  double loss_sum = 0;  // Σ −log p(target) over target tokens
+  int64_t tokens = 0;   // target tokens
+};
+
+// What the trainer needs from a model.
+class TrainableModel {
+ public:
+  virtual ~TrainableModel() = default;
+  // Forward + backward: adds grad_scale · ∂(Σ losses)/∂θ into every Param's grad; returns the
+  // unscaled loss sum.
+  virtual LossSums forward_backward(const Batch& batch, float grad_scale) = 0;
+  virtual LossSums evaluate(const Batch& batch) = 0;
+  virtual std::vector<Param*> params() = 0;
+  virtual void after_step() = 0;
+};
+
+}  // namespace loft
