@@ -63,6 +63,16 @@ TEST(OpsCpuGemm, BetaZeroIgnoresNanInC) {
   EXPECT_LT(test::rel_error_ref(c, ref), 1e-6);  // +inf if any NaN leaked
 }
 
+TEST(OpsCpuGemm, EmptyInnerDimensionGivesBetaC) {
+  Tensor a = Tensor::zeros({2, 0}, DType::F32), b = Tensor::zeros({0, 3}, DType::F32);
+  Tensor c = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  ops::gemm(a, b, c, {.beta = 0.5f});
+  EXPECT_EQ(c.to_float_vector(), (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f, 3}));
+  Tensor nan_c = Tensor::from_vector(std::vector<float>(6, NAN), {2, 3});
+  ops::gemm(a, b, nan_c);
+  EXPECT_EQ(nan_c.to_float_vector(), std::vector<float>(6, 0.0f));
+}
+
 TEST(OpsCpuGemm, ExactSmallProduct) {
   // [[1,2],[3,4]] · [[5,6],[7,8]] = [[19,22],[43,50]]; with alpha 2, beta -1 on C = 1s.
   Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {2, 2});

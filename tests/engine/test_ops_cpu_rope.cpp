@@ -39,24 +39,31 @@ std::vector<RopeCase> cases() {
           {3, 1, 6, {}}, {4, 5, 172, {}}};
 }
 
-std::vector<int32_t> random_positions(int64_t n, std::mt19937& rng) {
+// Random x and positions in [0, 8192) for one case, as host vectors and as op arguments.
+struct RopeInputs {
+  std::vector<float> freq;
+  std::vector<int32_t> pos;
+  Tensor x, positions, inv_freq;
+};
+
+RopeInputs make_inputs(const RopeCase& c, double theta, std::mt19937& rng) {
+  RopeInputs in;
+  in.freq = rope_inv_freq(int(c.dim), theta, c.scaling);
   std::uniform_int_distribution<int32_t> dist(0, 8191);
-  std::vector<int32_t> p(static_cast<size_t>(n));
-  for (auto& v : p) v = dist(rng);
-  return p;
+  for (int64_t t = 0; t < c.tokens; ++t) in.pos.push_back(dist(rng));
+  in.x = test::random_tensor({c.tokens, c.heads, c.dim}, rng);
+  in.positions = Tensor::from_vector(in.pos, {c.tokens});
+  in.inv_freq = Tensor::from_vector(in.freq, {c.dim / 2});
+  return in;
 }
 
 TEST(OpsCpuRope, ForwardMatchesDoubleReference) {
   std::mt19937 rng(31);
   for (const RopeCase& c : cases()) {
-    const auto freq = rope_inv_freq(int(c.dim), 500000.0, c.scaling);
-    const auto pos = random_positions(c.tokens, rng);
-    Tensor x = test::random_tensor({c.tokens, c.heads, c.dim}, rng);
-    const auto ref = rope_ref(test::to_double(x), pos, freq, c.heads);
-    Tensor p = Tensor::from_vector(pos, {c.tokens});
-    Tensor f = Tensor::from_vector(freq, {c.dim / 2});
-    ops::rope(x, p, f);
-    EXPECT_LT(test::rel_error_ref(x, ref), 1e-5) << x.str();
+    RopeInputs in = make_inputs(c, 500000.0, rng);
+    const auto ref = rope_ref(test::to_double(in.x), in.pos, in.freq, c.heads);
+    ops::rope(in.x, in.positions, in.inv_freq);
+    EXPECT_LT(test::rel_error_ref(in.x, ref), 1e-5) << in.x.str();
   }
 }
 
@@ -92,18 +99,15 @@ TEST(OpsCpuRope, MatchesHfFormulaAtKnownAngles) {
 TEST(OpsCpuRope, InverseIsBackwardByFiniteDifferences) {
   std::mt19937 rng(33);
   for (const RopeCase& c : cases()) {
-    const auto freq = rope_inv_freq(int(c.dim), 10000.0, c.scaling);
-    const auto pos = random_positions(c.tokens, rng);
-    Tensor x = test::random_tensor({c.tokens, c.heads, c.dim}, rng);
-    Tensor r = test::random_tensor(x.shape(), rng);  // L = Σ r⊙rope(x): dL/dx = rope⁻¹(r)
+    const RopeInputs in = make_inputs(c, 10000.0, rng);
+    Tensor r = test::random_tensor(in.x.shape(), rng);  // L = Σ r⊙rope(x): dL/dx = rope⁻¹(r)
     Tensor grad = r.clone();
-    ops::rope(grad, Tensor::from_vector(pos, {c.tokens}), Tensor::from_vector(freq, {c.dim / 2}),
-              /*inverse=*/true);
+    ops::rope(grad, in.positions, in.inv_freq, /*inverse=*/true);
     const auto rd = test::to_double(r);
-    const auto fd = test::fd_gradient(test::to_double(x), [&](const auto& v) {
-      return test::dot(rd, rope_ref(v, pos, freq, c.heads));
+    const auto fd = test::fd_gradient(test::to_double(in.x), [&](const auto& v) {
+      return test::dot(rd, rope_ref(v, in.pos, in.freq, c.heads));
     });
-    EXPECT_LT(test::rel_error_ref(grad, fd), 1e-5) << x.str();
+    EXPECT_LT(test::rel_error_ref(grad, fd), 1e-5) << in.x.str();
   }
 }
 
