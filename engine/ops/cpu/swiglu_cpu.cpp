@@ -1,0 +1,38 @@
+// SwiGLU (silu(gate) · up) forward and backward on the CPU, in fp32.
+#include <cmath>
+
+#include "engine/ops/cpu/cpu_ops.h"
+
+namespace loft::ops::cpu {
+namespace {
+
+// 1/(1+e^−g): for very negative g, e^−g overflows to inf and the result is a clean 0.
+inline float sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
+
+}  // namespace
+
+void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const float* g = gate.ptr<float>();
+  const float* u = up.ptr<float>();
+  float* o = out.ptr<float>();
+  for (int64_t i = 0, n = gate.numel(); i < n; ++i) o[i] = g[i] * sigmoid(g[i]) * u[i];
+}
+
+// silu'(g) = s·(1 + g·(1 − s)), s = sigmoid(g). Inputs are read before outputs are written, per
+// element, so dgate/dup may alias gate/up (and dout).
+void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                     Tensor& dup) {
+  const float* d = dout.ptr<float>();
+  const float* g = gate.ptr<float>();
+  const float* u = up.ptr<float>();
+  float* dg = dgate.ptr<float>();
+  float* du = dup.ptr<float>();
+  for (int64_t i = 0, n = gate.numel(); i < n; ++i) {
+    const float gi = g[i], ui = u[i], di = d[i];
+    const float s = sigmoid(gi);
+    dg[i] = di * ui * (s * (1.0f + gi * (1.0f - s)));
+    du[i] = di * (gi * s);
+  }
+}
+
+}  // namespace loft::ops::cpu
