@@ -36,7 +36,8 @@ std::string one_line(std::string s) {
 
 // Mirrors SentencePieceProcessor::Decode one id at a time: byte-fallback runs become UTF-8
 // characters (U+FFFD per invalid byte, decided only once enough bytes are known), and the
-// leading-space drop applies until text has appeared or a leading "▁" was dropped.
+// leading-space drop applies until text has appeared or a leading "▁" was dropped. A model with
+// a denormalizer (none of the Llama tokenizers has one) would differ: decode() applies it last.
 class SentencePieceStreamDecoder final : public StreamDecoder {
  public:
   explicit SentencePieceStreamDecoder(const SentencePieceTokenizer& tok) : tok_(tok) {}
@@ -109,7 +110,8 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::filesystem::path& mode
     } else if (sp_.IsByte(id)) {
       // The library accepts only "<0xNN>" as a byte piece.
       kind_[size_t(id)] = Kind::kByte;
-      byte_[size_t(id)] = static_cast<unsigned char>(std::stoi(sp_.IdToPiece(id).substr(3, 2), nullptr, 16));
+      const int value = std::stoi(sp_.IdToPiece(id).substr(3, 2), nullptr, 16);
+      byte_[size_t(id)] = static_cast<unsigned char>(value);
     }
   }
   if (unk_id_ >= 0) unk_surface_ = sp_.DecodeIds({unk_id_});
@@ -127,7 +129,8 @@ void SentencePieceTokenizer::probe_leading_space_rules() {
       word = id;
   }
   if (word < 0) return;  // no piece starts with "▁": the rules never apply
-  drops_leading_space_ = sp_.DecodeIds({word}) == replace_space_symbol(sp_.IdToPiece(word)).substr(1);
+  const std::string word_text = replace_space_symbol(sp_.IdToPiece(word));  // " x…"
+  drops_leading_space_ = sp_.DecodeIds({word}) == word_text.substr(1);
   const int32_t space = sp_.PieceToId(kSpaceSymbol);
   if (drops_leading_space_ && space >= 0 && sp_.IdToPiece(space) == kSpaceSymbol &&
       kind_[size_t(space)] == Kind::kText)

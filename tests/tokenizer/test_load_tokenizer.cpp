@@ -73,7 +73,8 @@ TEST(LoadTokenizer, OnlyTokenizerJsonIsNotSupportedYet) {
 TEST(LoadTokenizer, TokenizerModelWinsOverTokenizerJson) {
   test::TempDir dir;
   write_file(dir / "tokenizer.json", "{}");
-  write_file(dir / "tokenizer.model", read_file(test::data_dir() / "models/stories260K/tok512.model"));
+  const auto tok512 = test::data_dir() / "models/stories260K/tok512.model";
+  write_file(dir / "tokenizer.model", read_file(tok512));
   EXPECT_EQ(load_tokenizer(dir.path())->vocab_size(), 512);
 }
 

@@ -88,7 +88,8 @@ TEST_P(SentencePieceReference, SpecialIds) {
   EXPECT_EQ(tok->special_id("<s>"), 1);
   EXPECT_EQ(tok->special_id("</s>"), 2);
   EXPECT_EQ(tok->special_id("<unk>"), 0);
-  for (const char* not_special : {"<pad>", "<|eot_id|>", "", "<0x0A>", "\xE2\x96\x81" "a", "a", "<s"})
+  for (const char* not_special :
+       {"<pad>", "<|eot_id|>", "", "<0x0A>", "\xE2\x96\x81" "a", "a", "<s"})
     EXPECT_EQ(tok->special_id(not_special), -1) << not_special;
   // Control pieces are never produced from literal text, and they decode to nothing.
   const auto ids = tok->encode("<s>hi</s>");

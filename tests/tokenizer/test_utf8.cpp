@@ -40,7 +40,8 @@ std::string encode_cp(uint32_t cp) {
   } else if (cp < 0x800) {
     s += char(0xC0 | (cp >> 6)), s += char(0x80 | (cp & 0x3F));
   } else if (cp < 0x10000) {
-    s += char(0xE0 | (cp >> 12)), s += char(0x80 | ((cp >> 6) & 0x3F)), s += char(0x80 | (cp & 0x3F));
+    s += char(0xE0 | (cp >> 12)), s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
   } else {
     s += char(0xF0 | (cp >> 18)), s += char(0x80 | ((cp >> 12) & 0x3F));
     s += char(0x80 | ((cp >> 6) & 0x3F)), s += char(0x80 | (cp & 0x3F));
