@@ -10,6 +10,18 @@
 
 namespace loft {
 
+// Decodes ids pushed one at a time: the concatenation of every push() result and of finish()
+// equals decode(all pushed ids), byte for byte.
+class StreamDecoder {
+ public:
+  virtual ~StreamDecoder() = default;
+  // Text made final by this id; empty while a byte-fallback character is still incomplete.
+  // Throws loft::Error naming an id outside the vocabulary.
+  virtual std::string push(int32_t id) = 0;
+  // Text held back at the end (an incomplete UTF-8 character, as decode() renders it).
+  virtual std::string finish() = 0;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -17,9 +29,16 @@ class Tokenizer {
   // Ids of `text` without BOS/EOS (callers add them as ids, never as literal text). Throws
   // loft::Error when text is not valid UTF-8, naming the byte offset.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Throws loft::Error naming the first id outside [0, vocab_size).
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
-  // The text of one id as it appears inside a decoded sequence (for streaming generation).
+  // The text of one id as it appears inside a decoded sequence, after other text: control ids
+  // are empty and a byte-fallback id is its single raw byte (maybe part of a UTF-8 character).
+  // Joining pieces can differ from decode() at the start of a sequence (SentencePiece drops the
+  // leading space there) and on invalid byte runs; stream_decoder() reproduces decode() exactly.
   virtual std::string piece(int32_t id) const = 0;
+  // A fresh incremental decoder for streaming generation (see StreamDecoder). It refers to this
+  // tokenizer, which must outlive it.
+  virtual std::unique_ptr<StreamDecoder> stream_decoder() const = 0;
 
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when the model has none

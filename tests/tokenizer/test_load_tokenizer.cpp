@@ -1,0 +1,121 @@
+// load_tokenizer / load_sentencepiece: real model folders load; missing, unsupported and corrupt
+// tokenizer files give one-line errors naming the folder or file, never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "engine/core/error.h"
+#include "tests/common/test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace loft {
+namespace {
+
+using ::testing::HasSubstr;
+
+void write_file(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string load_error(const std::filesystem::path& dir) {
+  try {
+    load_tokenizer(dir);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    return msg;
+  }
+  ADD_FAILURE() << "load_tokenizer(" << dir << ") did not throw";
+  return "";
+}
+
+TEST(LoadTokenizer, ModelFoldersLoadTheirSentencePieceModel) {
+  for (const char* dir : {"models/stories260K-hf", "models/wide-random"}) {
+    const auto tok = load_tokenizer(test::data_dir() / dir);
+    EXPECT_EQ(tok->vocab_size(), 512) << dir;
+    EXPECT_EQ(tok->bos_id(), 1);
+    EXPECT_EQ(tok->eos_id(), 2);
+    EXPECT_EQ(tok->encode("Once upon a time"), (std::vector<int32_t>{403, 407, 261, 378}));
+    EXPECT_EQ(tok->decode({1, 403, 407, 261, 378, 2}), "Once upon a time");
+  }
+}
+
+TEST(LoadTokenizer, EmptyFolderIsNamed) {
+  test::TempDir dir;
+  const std::string msg = load_error(dir.path());
+  EXPECT_THAT(msg, HasSubstr(dir.path().string()));
+  EXPECT_THAT(msg, HasSubstr("no tokenizer"));
+}
+
+TEST(LoadTokenizer, MissingFolderIsNamed) {
+  test::TempDir dir;
+  const std::string msg = load_error(dir / "nope");
+  EXPECT_THAT(msg, HasSubstr((dir / "nope").string()));
+  EXPECT_THAT(msg, HasSubstr("does not exist"));
+}
+
+TEST(LoadTokenizer, OnlyTokenizerJsonIsNotSupportedYet) {
+  test::TempDir dir;
+  write_file(dir / "tokenizer.json", R"({"model": {"type": "BPE"}})");
+  const std::string msg = load_error(dir.path());
+  EXPECT_THAT(msg, HasSubstr(dir.path().string()));
+  EXPECT_THAT(msg, HasSubstr("Llama-3 tokenizer.json (BPE) is not supported yet"));
+}
+
+TEST(LoadTokenizer, TokenizerModelWinsOverTokenizerJson) {
+  test::TempDir dir;
+  write_file(dir / "tokenizer.json", "{}");
+  const auto tok512 = test::data_dir() / "models/stories260K/tok512.model";
+  write_file(dir / "tokenizer.model", read_file(tok512));
+  EXPECT_EQ(load_tokenizer(dir.path())->vocab_size(), 512);
+}
+
+TEST(LoadTokenizer, CorruptModelFilesAreNamed) {
+  const std::string real = read_file(test::data_dir() / "tokenizers/llama2/tokenizer.model");
+  ASSERT_GT(real.size(), 1000u);
+  std::mt19937 rng(99);
+  std::string garbage(4096, '\0');
+  for (char& c : garbage) c = char(rng() & 0xFF);
+  const std::pair<const char*, std::string> corrupt[] = {
+      {"empty", ""},
+      {"text", "this is not a protobuf\n"},
+      {"random bytes", garbage},
+      {"truncated", real.substr(0, real.size() / 2)},
+      {"tail only", real.substr(real.size() / 2)},
+  };
+  for (const auto& [what, bytes] : corrupt) {
+    test::TempDir dir;
+    const auto file = dir / "tokenizer.model";
+    write_file(file, bytes);
+    const std::string msg = load_error(dir.path());
+    EXPECT_THAT(msg, HasSubstr(file.string())) << what;
+    EXPECT_THAT(msg, HasSubstr("SentencePiece")) << what;
+  }
+}
+
+TEST(LoadTokenizer, TokenizerModelThatIsAFolderIsNamed) {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir / "tokenizer.model");
+  EXPECT_THAT(load_error(dir.path()), HasSubstr((dir / "tokenizer.model").string()));
+}
+
+TEST(LoadSentencePiece, MissingFileIsNamed) {
+  test::TempDir dir;
+  try {
+    load_sentencepiece(dir / "missing.model");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr((dir / "missing.model").string()));
+  }
+}
+
+}  // namespace
+}  // namespace loft

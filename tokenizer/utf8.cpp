@@ -1,0 +1,60 @@
+#include "tokenizer/utf8.h"
+
+namespace loft::utf8 {
+
+namespace {
+
+bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// Unicode 15 table 3-7: the lead byte fixes the length and the allowed range of the second byte;
+// the narrowed ranges are exactly what excludes overlongs, surrogates and > U+10FFFF.
+struct Lead {
+  int length;
+  unsigned char lo, hi;     // allowed second byte
+  const char* below_lo;     // problem when the second byte is a continuation below lo
+  const char* above_hi;     // ... or above hi
+};
+
+}  // namespace
+
+CharCheck check_char(std::string_view bytes) {
+  if (bytes.empty()) return {0, true, "empty input"};
+  const auto b0 = static_cast<unsigned char>(bytes[0]);
+  if (b0 < 0x80) return {1, false, nullptr};
+  if (is_continuation(b0)) return {0, false, "unexpected continuation byte"};
+  if (b0 == 0xC0 || b0 == 0xC1) return {0, false, "overlong encoding"};
+  if (b0 >= 0xF5 && b0 <= 0xF7) return {0, false, "code point above U+10FFFF"};
+  if (b0 >= 0xF8) return {0, false, "invalid lead byte"};
+
+  constexpr const char* kOverlong = "overlong encoding";
+  constexpr const char* kSurrogate = "surrogate code point";
+  constexpr const char* kTooBig = "code point above U+10FFFF";
+  Lead lead{2, 0x80, 0xBF, nullptr, nullptr};
+  if (b0 >= 0xE0 && b0 <= 0xEF) lead = {3, 0x80, 0xBF, nullptr, nullptr};
+  if (b0 == 0xE0) lead = {3, 0xA0, 0xBF, kOverlong, nullptr};
+  if (b0 == 0xED) lead = {3, 0x80, 0x9F, nullptr, kSurrogate};
+  if (b0 >= 0xF0) lead = {4, 0x80, 0xBF, nullptr, nullptr};
+  if (b0 == 0xF0) lead = {4, 0x90, 0xBF, kOverlong, nullptr};
+  if (b0 == 0xF4) lead = {4, 0x80, 0x8F, nullptr, kTooBig};
+
+  for (int i = 1; i < lead.length; ++i) {
+    if (size_t(i) >= bytes.size()) return {0, true, "truncated sequence"};
+    const auto b = static_cast<unsigned char>(bytes[size_t(i)]);
+    if (!is_continuation(b)) return {0, false, "missing continuation byte"};
+    if (i == 1 && b < lead.lo) return {0, false, lead.below_lo};
+    if (i == 1 && b > lead.hi) return {0, false, lead.above_hi};
+  }
+  return {lead.length, false, nullptr};
+}
+
+std::optional<Invalid> find_invalid(std::string_view text) {
+  size_t offset = 0;
+  while (offset < text.size()) {
+    const CharCheck c = check_char(text.substr(offset));
+    if (c.length == 0) return Invalid{offset, c.problem};
+    offset += size_t(c.length);
+  }
+  return std::nullopt;
+}
+
+}  // namespace loft::utf8
