@@ -1,7 +1,9 @@
 // cpu_backend(): the float32 reference backend. It only forwards to the per-family functions in
 // cpu_ops.h, so each family stays in its own file.
 #include "engine/ops/backend.h"
+#include "engine/ops/cpu/attention_cpu.h"
 #include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/cpu/optim_cpu.h"
 
 namespace loft::ops {
 namespace {
@@ -42,6 +44,21 @@ class CpuBackend final : public Backend {
                      Tensor* dlogits, float grad_scale) override {
     cpu::cross_entropy(logits, targets, losses, dlogits, grad_scale);
   }
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+                 int64_t seq, float scale, Tensor& out, Tensor& lse) override {
+    cpu::attention(q, k, v, doc_start, seq, scale, out, lse);
+  }
+  void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& out, const Tensor& lse, const Tensor& doc_start,
+                          int64_t seq, float scale, Tensor& dq, Tensor& dk,
+                          Tensor& dv) override {
+    cpu::attention_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq, dk, dv);
+  }
+  void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
+             const AdamWStep& s) override {
+    cpu::adamw(param, grad, m, v, s);
+  }
+  double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
 };
 
 }  // namespace
