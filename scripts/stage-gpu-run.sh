@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
+# not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
+# libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
+# Then, on the GPU machine: scripts/gpu-check.sh (with .gpurun carried).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build-gpu}
+data=${LOFT_TEST_DATA:-../shared/data}
+dst=.gpurun
+rm -rf "$dst"
+mkdir -p "$dst/bin" "$dst/lib" "$dst/data"
+for b in "$build"/loft "$build"/tests/loft_tests_*; do
+  case "$b" in *.cmake) continue;; esac
+  [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
+done
+# Libraries from the distribution that the GPU image may not have (OpenBLAS, SentencePiece...).
+ldd "$dst"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread*|libdl.so*|librt.so*|ld-linux*|libstdc++*|libgcc_s*) ;;
+    libcuda.so*|libcudart*|libcublas*|libnvidia*) ;;
+    *) cp -L "$lib" "$dst/lib/";;
+  esac
+done
+# Test data the GPU-side tests read (models, golden values, tokenizers, references).
+for d in models golden reference tokenizers tinystories alpaca; do cp -r "$data/$d" "$dst/data/"; done
+du -sh "$dst" "$dst"/*
