@@ -17,6 +17,15 @@ constexpr int64_t kTrainableBytesPerParam = 16;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// batch, seq and rank come from the command line: absurd values must not wrap around.
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_mul_overflow(a, b, &out))
+    throw UsageError(
+        cat("memory estimate overflows 64 bits (", a, " x ", b, "); batch, seq or rank too large"));
+  return out;
+}
+
 struct Sizes {
   int64_t proj_params = 0;     // P·L
   int64_t proj_nf4 = 0;        // Σ nf4_dq_bytes over every projection tensor
@@ -66,14 +75,15 @@ std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
                                                    const MemoryEstimateOptions& opt) {
   LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens > 0,
              "memory estimate: batch, seq, rank and chunk must be positive");
-  const int64_t r = opt.lora_rank, T = opt.batch * opt.seq;
+  const int64_t r = opt.lora_rank, T = checked_mul(opt.batch, opt.seq);
   const Sizes s = sizes(c, r);
 
   const int64_t norms = kBf16 * (2 * c.num_layers + 1) * c.hidden_size;
   const int64_t embeddings = kBf16 * c.vocab_size * c.hidden_size * (c.tie_word_embeddings ? 1 : 2);
   // Layers, plus the embedding output and the final RMSNorm output (bf16, h each).
   const int64_t activations =
-      T * (c.num_layers * activation_bytes_per_token_layer(c, r) + kBf16 * 2 * c.hidden_size);
+      checked_mul(T, checked_mul(c.num_layers, activation_bytes_per_token_layer(c, r)) +
+                         kBf16 * 2 * c.hidden_size);
   // One chunk of logits: bf16 out of the lm_head GEMM + fp32 softmax/gradient written in place.
   const int64_t logits = std::min(T, opt.logits_chunk_tokens) * c.vocab_size * (kBf16 + kFp32);
 

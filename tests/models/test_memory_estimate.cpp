@@ -74,6 +74,8 @@ TEST(MemoryEstimate, ActivationsByHand) {
   const auto big = estimate_training_memory(c, {.batch = 16, .seq = 512, .lora_rank = 8});
   EXPECT_EQ(big[0].logits, 1024 * 512 * 6);
   EXPECT_THROW(estimate_training_memory(c, {.batch = 0}), Error);
+  EXPECT_THROW(estimate_training_memory(c, {.batch = int64_t(1) << 40, .seq = int64_t(1) << 30}),
+               UsageError);
 }
 
 }  // namespace
