@@ -91,17 +91,17 @@ TEST(InfoCommand, TextReport) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* part : {"2 layers, hidden 512", "8 heads / 4 KV heads", "6,326,784", "BF16",
                            "rope theta 500000", "qlora-nf4", "falqon-fp8", "halo-nf4", "estimate"})
-    EXPECT_NE(r.out.find(part), std::string::npos) << part << " not in:\n" << r.out;
+    EXPECT_TRUE(test::contains(r.out, part));
 }
 
 TEST(InfoCommand, BadInvocations) {
   EXPECT_EQ(run({"info"}).code, 2);  // --model is required
   auto r = run({"info", "--model", "/definitely/not/here"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("/definitely/not/here"), std::string::npos) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "/definitely/not/here"));
   r = run({"info", "--model", model("wide-random"), "--batch", "0"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--batch"), std::string::npos) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--batch"));
   EXPECT_EQ(run({"info", "--model", model("wide-random"), "--lora-rank", "x"}).code, 2);
 
   // A folder with config.json but no weights: a runtime error naming the folder.
@@ -110,14 +110,14 @@ TEST(InfoCommand, BadInvocations) {
                              dir / "config.json");
   r = run({"info", "--model", dir.path().string()});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("no model.safetensors"), std::string::npos) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "no model.safetensors"));
   EXPECT_TRUE(r.out.empty());
   // And one without config.json.
   std::filesystem::remove(dir / "config.json");
   write_safetensors(dir / "model.safetensors", {});
   r = run({"info", "--model", dir.path().string()});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("config.json"), std::string::npos) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "config.json"));
 }
 
 }  // namespace

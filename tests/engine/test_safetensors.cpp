@@ -12,11 +12,6 @@
 namespace loft {
 namespace {
 
-std::vector<unsigned char> file_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::vector<unsigned char> tensor_bytes(const Tensor& t) {
   const auto* p = static_cast<const unsigned char*>(t.data());
   return {p, p + t.nbytes()};
@@ -76,8 +71,8 @@ TEST(Safetensors, HeaderPaddedAndOutputDeterministic) {
   const auto tensors = sample_tensors();
   write_safetensors(dir / "1.safetensors", tensors, {{"k", "v"}});
   write_safetensors(dir / "2.safetensors", tensors, {{"k", "v"}});
-  const auto b1 = file_bytes(dir / "1.safetensors");
-  EXPECT_EQ(b1, file_bytes(dir / "2.safetensors"));
+  const auto b1 = test::read_bytes(dir / "1.safetensors");
+  EXPECT_EQ(b1, test::read_bytes(dir / "2.safetensors"));
   uint64_t len;
   std::memcpy(&len, b1.data(), 8);
   EXPECT_EQ((8 + len) % 8, 0u);
@@ -134,7 +129,7 @@ TEST(Safetensors, ReadsRealFileAndMatchesRawBytes) {
   EXPECT_EQ(r.names().size(), 2u + 5u * 9u);
   EXPECT_EQ(r.metadata().at("format"), "pt");
 
-  const auto raw = file_bytes(path);
+  const auto raw = test::read_bytes(path);
   uint64_t len;
   std::memcpy(&len, raw.data(), 8);
   const auto header = nlohmann::json::parse(raw.begin() + 8, raw.begin() + 8 + long(len));

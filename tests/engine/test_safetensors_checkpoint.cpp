@@ -30,10 +30,6 @@ std::string open_error(const std::filesystem::path& dir) {
   return "";
 }
 
-void expect_has(const std::string& msg, const std::string& part) {
-  EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
-}
-
 // Two shards: a, b in the first; c in the second.
 void write_two_shards(const test::TempDir& dir) {
   write_safetensors(dir / "s1.safetensors", {{"a", ones({2, 3})}, {"b", ones({5})}});
@@ -49,7 +45,7 @@ TEST(SafetensorsCheckpoint, SingleFile) {
   EXPECT_EQ(ck.parameter_count(), 8);
   EXPECT_EQ(ck.dtypes(), std::vector<DType>{DType::F32});
   EXPECT_EQ(ck.tensor("y").shape(), (Shape{2, 2}));
-  expect_has(
+  EXPECT_TRUE(test::contains(
       [&] {
         try {
           ck.tensor("zz");
@@ -58,7 +54,7 @@ TEST(SafetensorsCheckpoint, SingleFile) {
         }
         return std::string();
       }(),
-      "no tensor named zz");
+      "no tensor named zz"));
 }
 
 TEST(SafetensorsCheckpoint, ShardedIndex) {
@@ -77,9 +73,9 @@ TEST(SafetensorsCheckpoint, ShardNamedInIndexButAbsent) {
   write_safetensors(dir / "s1.safetensors", {{"a", ones({1})}});
   write_index(dir, R"({"a": "s1.safetensors", "c": "s9.safetensors"})");
   const std::string msg = open_error(dir.path());
-  expect_has(msg, "model.safetensors.index.json");
-  expect_has(msg, "s9.safetensors");
-  expect_has(msg, "holding c");
+  EXPECT_TRUE(test::contains(msg, "model.safetensors.index.json"));
+  EXPECT_TRUE(test::contains(msg, "s9.safetensors"));
+  EXPECT_TRUE(test::contains(msg, "holding c"));
 }
 
 TEST(SafetensorsCheckpoint, IndexAndShardsDisagree) {
@@ -87,33 +83,33 @@ TEST(SafetensorsCheckpoint, IndexAndShardsDisagree) {
   write_two_shards(dir);
   write_index(dir, R"({"a": "s1.safetensors", "b": "s1.safetensors", "c": "s1.safetensors"})");
   std::string msg = open_error(dir.path());
-  expect_has(msg, "tensor c is mapped to s1.safetensors");
+  EXPECT_TRUE(test::contains(msg, "tensor c is mapped to s1.safetensors"));
   write_index(dir, R"({"a": "s1.safetensors", "zz": "s2.safetensors"})");
-  expect_has(open_error(dir.path()), "tensor zz");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "tensor zz"));
   // One tensor stored in two shards.
   write_safetensors(dir / "s2.safetensors", {{"a", ones({1})}});
   write_index(dir, R"({"a": "s1.safetensors", "b": "s2.safetensors"})");
-  expect_has(open_error(dir.path()), "tensor a is also stored in");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "tensor a is also stored in"));
 }
 
 TEST(SafetensorsCheckpoint, BadIndexFiles) {
   test::TempDir dir;
   write_two_shards(dir);
   std::ofstream(dir / "model.safetensors.index.json") << "{not json";
-  expect_has(open_error(dir.path()), "not valid JSON");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "not valid JSON"));
   std::ofstream(dir / "model.safetensors.index.json") << R"({"metadata": {}})";
-  expect_has(open_error(dir.path()), "no \"weight_map\"");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "no \"weight_map\""));
   write_index(dir, R"({"a": 3})");
-  expect_has(open_error(dir.path()), "'a' is not a file name");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "'a' is not a file name"));
   write_index(dir, R"({"a": "../s1.safetensors"})");
-  expect_has(open_error(dir.path()), "not a file in the same folder");
+  EXPECT_TRUE(test::contains(open_error(dir.path()), "not a file in the same folder"));
 }
 
 TEST(SafetensorsCheckpoint, EmptyFolder) {
   test::TempDir dir;
   const std::string msg = open_error(dir.path());
-  expect_has(msg, dir.path().string());
-  expect_has(msg, "no model.safetensors or model.safetensors.index.json");
+  EXPECT_TRUE(test::contains(msg, dir.path().string()));
+  EXPECT_TRUE(test::contains(msg, "no model.safetensors or model.safetensors.index.json"));
 }
 
 TEST(SafetensorsCheckpoint, BadShardNamesTheShard) {
@@ -122,8 +118,8 @@ TEST(SafetensorsCheckpoint, BadShardNamesTheShard) {
   std::ofstream(dir / "s2.safetensors") << "xx";
   write_index(dir, R"({"a": "s1.safetensors", "b": "s2.safetensors"})");
   const std::string msg = open_error(dir.path());
-  expect_has(msg, "s2.safetensors");
-  expect_has(msg, "truncated");
+  EXPECT_TRUE(test::contains(msg, "s2.safetensors"));
+  EXPECT_TRUE(test::contains(msg, "truncated"));
 }
 
 }  // namespace

@@ -37,10 +37,6 @@ std::string parse_error(const json& j) {
   return "";
 }
 
-void expect_has(const std::string& msg, const std::string& part) {
-  EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
-}
-
 TEST(LlamaConfig, Stories260KHf) {
   const auto c = load_llama_config(test::data_dir() / "models/stories260K-hf");
   EXPECT_EQ(c.architecture, "LlamaForCausalLM");
@@ -98,12 +94,12 @@ TEST(LlamaConfig, EosList) {
   j["eos_token_id"] = {128001, 128008, 128009};
   EXPECT_EQ(parse(j).eos_token_ids, (std::vector<int64_t>{128001, 128008, 128009}));
   j["eos_token_id"] = {1, "x"};
-  expect_has(parse_error(j), "field eos_token_id must be a token id or a list");
+  EXPECT_TRUE(test::contains(parse_error(j), "field eos_token_id must be a token id or a list"));
   j["eos_token_id"] = -3;
-  expect_has(parse_error(j), "eos_token_id");
+  EXPECT_TRUE(test::contains(parse_error(j), "eos_token_id"));
   j["eos_token_id"] = 2;
   j["bos_token_id"] = {1, 2};
-  expect_has(parse_error(j), "bos_token_id must be a single token id");
+  EXPECT_TRUE(test::contains(parse_error(j), "bos_token_id must be a single token id"));
 }
 
 TEST(LlamaConfig, RopeParametersWinOverTopLevelTheta) {
@@ -113,9 +109,9 @@ TEST(LlamaConfig, RopeParametersWinOverTopLevelTheta) {
   j["rope_parameters"].erase("rope_theta");  // falls back to the top-level value
   EXPECT_DOUBLE_EQ(parse(j).rope_theta, 10000.0);
   j["rope_parameters"] = 5;
-  expect_has(parse_error(j), "field rope_parameters must be an object");
+  EXPECT_TRUE(test::contains(parse_error(j), "field rope_parameters must be an object"));
   j["rope_parameters"] = {{"rope_theta", -1.0}};
-  expect_has(parse_error(j), "field rope_parameters.rope_theta must be positive");
+  EXPECT_TRUE(test::contains(parse_error(j), "field rope_parameters.rope_theta must be positive"));
 }
 
 // Llama 3.1's scaling, in both spellings; the result drives rope_inv_freq exactly as written.
@@ -160,15 +156,17 @@ TEST(LlamaConfig, RopeScalingErrors) {
                        {"factor", 8.0},
                        {"high_freq_factor", 4.0},
                        {"original_max_position_embeddings", 8192}};
-  expect_has(parse_error(j), "field rope_scaling.low_freq_factor is missing");
+  EXPECT_TRUE(test::contains(parse_error(j), "field rope_scaling.low_freq_factor is missing"));
   j["rope_scaling"]["low_freq_factor"] = "1";
-  expect_has(parse_error(j), "field rope_scaling.low_freq_factor must be a number");
+  EXPECT_TRUE(
+      test::contains(parse_error(j), "field rope_scaling.low_freq_factor must be a number"));
   j["rope_scaling"]["low_freq_factor"] = 4.0;
-  expect_has(parse_error(j), "high_freq_factor");
+  EXPECT_TRUE(test::contains(parse_error(j), "high_freq_factor"));
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-  expect_has(parse_error(j), "field rope_scaling.rope_type 'yarn' is not supported");
+  EXPECT_TRUE(
+      test::contains(parse_error(j), "field rope_scaling.rope_type 'yarn' is not supported"));
   j["rope_scaling"] = {{"type", "linear"}};
-  expect_has(parse_error(j), "field rope_scaling.factor is missing");
+  EXPECT_TRUE(test::contains(parse_error(j), "field rope_scaling.factor is missing"));
 }
 
 TEST(LlamaConfig, MissingRequiredFields) {
@@ -176,7 +174,7 @@ TEST(LlamaConfig, MissingRequiredFields) {
                           "num_attention_heads", "vocab_size"}) {
     json j = base_config();
     j.erase(key);
-    expect_has(parse_error(j), cat("field ", key, " is missing"));
+    EXPECT_TRUE(test::contains(parse_error(j), cat("field ", key, " is missing")));
   }
 }
 
@@ -201,31 +199,31 @@ TEST(LlamaConfig, WrongTypes) {
   for (const Case& c : cases) {
     json j = base_config();
     j[c.key] = c.value;
-    expect_has(parse_error(j), c.expect);
+    EXPECT_TRUE(test::contains(parse_error(j), c.expect));
   }
 }
 
 TEST(LlamaConfig, InconsistentOrUnsupported) {
   json j = base_config();
   j["num_key_value_heads"] = 3;
-  expect_has(parse_error(j),
-             "field num_key_value_heads (3) does not divide num_attention_heads (8)");
+  EXPECT_TRUE(test::contains(
+      parse_error(j), "field num_key_value_heads (3) does not divide num_attention_heads (8)"));
   j = base_config();
   j["hidden_size"] = 100;
-  expect_has(parse_error(j), "does not divide hidden_size (100)");
+  EXPECT_TRUE(test::contains(parse_error(j), "does not divide hidden_size (100)"));
   j["head_dim"] = 16;  // an explicit head_dim need not divide hidden
   EXPECT_EQ(parse(j).q_dim(), 128);
   j["head_dim"] = 7;
-  expect_has(parse_error(j), "field head_dim (7) must be even");
+  EXPECT_TRUE(test::contains(parse_error(j), "field head_dim (7) must be even"));
   j = base_config();
   j["model_type"] = "qwen2";
-  expect_has(parse_error(j), "field model_type is 'qwen2'");
+  EXPECT_TRUE(test::contains(parse_error(j), "field model_type is 'qwen2'"));
   j = base_config();
   j["attention_bias"] = true;
-  expect_has(parse_error(j), "field attention_bias is true");
+  EXPECT_TRUE(test::contains(parse_error(j), "field attention_bias is true"));
   j = base_config();
   j["hidden_act"] = "gelu";
-  expect_has(parse_error(j), "field hidden_act is 'gelu'");
+  EXPECT_TRUE(test::contains(parse_error(j), "field hidden_act is 'gelu'"));
 }
 
 TEST(LlamaConfig, BadFiles) {
@@ -236,7 +234,7 @@ TEST(LlamaConfig, BadFiles) {
     load_llama_config(dir.path());
     FAIL() << "no error";
   } catch (const Error& e) {
-    expect_has(e.what(), (dir / "config.json").string());
+    EXPECT_TRUE(test::contains(e.what(), (dir / "config.json").string()));
   }
 }
 

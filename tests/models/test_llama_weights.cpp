@@ -17,17 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<unsigned char> file_bytes(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Parses a safetensors file by hand: header JSON and the offset where data starts.
 struct RawFile {
   std::vector<unsigned char> bytes;
   json header;
   size_t data_start = 0;
-  explicit RawFile(const std::filesystem::path& p) : bytes(file_bytes(p)) {
+  explicit RawFile(const std::filesystem::path& p) : bytes(test::read_bytes(p)) {
     uint64_t n;
     std::memcpy(&n, bytes.data(), 8);
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + long(n));
@@ -200,10 +195,6 @@ struct TinyFolder {
   }
 };
 
-void expect_has(const std::string& msg, const std::string& part) {
-  EXPECT_NE(msg.find(part), std::string::npos) << "'" << part << "' not in: " << msg;
-}
-
 TEST(LlamaWeights, SyntheticLoadsAndIgnoresExtras) {
   TinyFolder f;
   f.tensors["model.layers.0.self_attn.rotary_emb.inv_freq"] = Tensor::zeros({2}, DType::F32);
@@ -225,16 +216,16 @@ TEST(LlamaWeights, MissingTensorNamedWithExpectedShape) {
   f.tensors.erase("model.layers.1.mlp.up_proj.weight");
   f.write();
   const std::string msg = f.load_error();
-  expect_has(msg, "model.layers.1.mlp.up_proj.weight is missing");
-  expect_has(msg, "[12, 8]");
-  expect_has(msg, f.dir.path().string());
+  EXPECT_TRUE(test::contains(msg, "model.layers.1.mlp.up_proj.weight is missing"));
+  EXPECT_TRUE(test::contains(msg, "[12, 8]"));
+  EXPECT_TRUE(test::contains(msg, f.dir.path().string()));
 }
 
 TEST(LlamaWeights, UntiedWithoutLmHeadIsMissing) {
   TinyFolder f;
   f.tensors.erase("lm_head.weight");
   f.write();
-  expect_has(f.load_error(), "lm_head.weight is missing");
+  EXPECT_TRUE(test::contains(f.load_error(), "lm_head.weight is missing"));
   f.cfg.tie_word_embeddings = true;  // tied: lm_head is not needed
   const auto w = load_llama_weights(SafetensorsCheckpoint::open(f.dir.path()), f.cfg, DType::F32,
                                     Device::cpu());
@@ -247,21 +238,22 @@ TEST(LlamaWeights, MisShapedTensorNamedWithExpectedAndFound) {
       Tensor::zeros({8, 8}, DType::F32);  // [4, 8]
   f.write();
   const std::string msg = f.load_error();
-  expect_has(msg, "model.safetensors: tensor model.layers.0.self_attn.k_proj.weight");
-  expect_has(msg, "has shape [8, 8], expected [4, 8]");
+  EXPECT_TRUE(
+      test::contains(msg, "model.safetensors: tensor model.layers.0.self_attn.k_proj.weight"));
+  EXPECT_TRUE(test::contains(msg, "has shape [8, 8], expected [4, 8]"));
   // A transposed weight is caught the same way.
   std::mt19937 rng(1);
   f.tensors = tiny_tensors(f.cfg, rng);
   f.tensors["model.layers.1.mlp.down_proj.weight"] = Tensor::zeros({12, 8}, DType::F32);
   f.write();
-  expect_has(f.load_error(), "has shape [12, 8], expected [8, 12]");
+  EXPECT_TRUE(test::contains(f.load_error(), "has shape [12, 8], expected [8, 12]"));
 }
 
 TEST(LlamaWeights, IntegerTensorRejected) {
   TinyFolder f;
   f.tensors["model.norm.weight"] = Tensor::zeros({8}, DType::I32);
   f.write();
-  expect_has(f.load_error(), "model.norm.weight is I32, expected a float dtype");
+  EXPECT_TRUE(test::contains(f.load_error(), "model.norm.weight is I32, expected a float dtype"));
 }
 
 TEST(LlamaWeights, ShardedSyntheticAndAbsentShard) {
@@ -285,8 +277,8 @@ TEST(LlamaWeights, ShardedSyntheticAndAbsentShard) {
   }
   std::filesystem::remove(f.dir / "part-b.safetensors");
   const std::string msg = f.load_error();
-  expect_has(msg, "model.safetensors.index.json");
-  expect_has(msg, "part-b.safetensors");
+  EXPECT_TRUE(test::contains(msg, "model.safetensors.index.json"));
+  EXPECT_TRUE(test::contains(msg, "part-b.safetensors"));
 }
 
 TEST(LlamaWeights, Fp8StoredWeightsAreWidened) {
