@@ -1,12 +1,175 @@
-// loft info: placeholder until the checkpoint loader lands (replaced by the loader work).
+// loft info: describes a Hugging Face Llama folder (architecture, exact parameter count, stored
+// dtypes) and prints the per-method training memory estimate from models/llama/memory_estimate.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
 #include "app/commands.h"
 #include "engine/core/error.h"
+#include "engine/io/safetensors_checkpoint.h"
+#include "models/llama/config.h"
+#include "models/llama/memory_estimate.h"
 
 namespace loft::app {
 
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool json = false;
+  llama::MemoryEstimateOptions estimate;
+};
+
+constexpr const char* kEstimateNote =
+    "estimate: counts weights, adapter state, saved activations and one logits chunk; excludes "
+    "the CUDA context, cuBLAS workspaces, allocator fragmentation and transient backward buffers, "
+    "so real peaks run higher";
+
+std::string with_commas(int64_t n) {  // n >= 0
+  const std::string digits = std::to_string(n);
+  std::string s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
+  return s;
+}
+
+// CLI11's PositiveNumber prints its range as a 300-digit double; say it plainly instead.
+const CLI::Validator kPositive(
+    [](std::string& v) -> std::string {
+      try {
+        size_t used = 0;
+        if (std::stoll(v, &used) > 0 && used == v.size()) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a positive integer, got '" + v + "'";
+    },
+    "POSITIVE");
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (int64_t(1) << 30))
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(int64_t(1) << 30));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
+  return buf;
+}
+
+std::string dtype_list(const std::vector<DType>& ds) {
+  std::string s;
+  for (DType d : ds) s += (s.empty() ? "" : ", ") + std::string(dtype_name(d));
+  return s;
+}
+
+nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
+                       const SafetensorsCheckpoint& ck,
+                       const std::vector<llama::MethodMemory>& methods) {
+  nlohmann::json dtypes = nlohmann::json::array();
+  for (DType d : ck.dtypes()) dtypes.push_back(std::string(dtype_name(d)));
+  nlohmann::json ms = nlohmann::json::array();
+  for (const auto& m : methods)
+    ms.push_back({{"method", m.method},
+                  {"description", m.description},
+                  {"frozen_weights_bytes", m.frozen_weights},
+                  {"embeddings_bytes", m.embeddings},
+                  {"adapter_bytes", m.adapter},
+                  {"adapter_parameters", m.adapter_params},
+                  {"activations_bytes", m.activations},
+                  {"logits_bytes", m.logits},
+                  {"total_bytes", m.total()}});
+  return {{"model", o.model},
+          {"architecture", c.architecture},
+          {"parameters", ck.parameter_count()},
+          {"files", ck.files().size()},
+          {"dtypes_on_disk", dtypes},
+          {"layers", c.num_layers},
+          {"hidden_size", c.hidden_size},
+          {"intermediate_size", c.intermediate_size},
+          {"num_attention_heads", c.num_heads},
+          {"num_key_value_heads", c.num_kv_heads},
+          {"head_dim", c.head_dim},
+          {"vocab_size", c.vocab_size},
+          {"max_position_embeddings", c.max_position_embeddings},
+          {"tie_word_embeddings", c.tie_word_embeddings},
+          {"rope_theta", c.rope_theta},
+          {"rope_type", c.rope_scaling.type},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"memory_estimate",
+           {{"batch", o.estimate.batch},
+            {"seq", o.estimate.seq},
+            {"lora_rank", o.estimate.lora_rank},
+            {"logits_chunk_tokens", o.estimate.logits_chunk_tokens},
+            {"activation_checkpointing", false},
+            {"note", kEstimateNote},
+            {"methods", ms}}}};
+}
+
+void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfig& c,
+                const SafetensorsCheckpoint& ck, const std::vector<llama::MethodMemory>& methods) {
+  out << "model         " << o.model;
+  if (!c.architecture.empty()) out << " (" << c.architecture << ")";
+  out << "\narchitecture  " << c.num_layers << " layers, hidden " << c.hidden_size
+      << ", intermediate " << c.intermediate_size << ", " << c.num_heads << " heads / "
+      << c.num_kv_heads << " KV heads, head_dim " << c.head_dim << ", vocab " << c.vocab_size
+      << "\n              rope theta " << c.rope_theta << " (" << c.rope_scaling.type
+      << "), rms_norm_eps " << c.rms_norm_eps << ", max positions " << c.max_position_embeddings
+      << ", lm_head " << (c.tie_word_embeddings ? "tied to embeddings" : "untied")
+      << "\nparameters    " << with_commas(ck.parameter_count()) << " (" << ck.files().size()
+      << (ck.files().size() == 1 ? " file" : " files") << ")\non disk       "
+      << dtype_list(ck.dtypes()) << "\n\nmemory estimate for training: batch " << o.estimate.batch
+      << " x seq " << o.estimate.seq << ", LoRA rank " << o.estimate.lora_rank
+      << ", bf16 activations, activation checkpointing off\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "  %-11s %11s %11s %11s %12s %11s %11s  %s\n", "method",
+                "frozen", "embed/head", "adapter", "activations", "logits", "total",
+                "adapter params");
+  out << line;
+  for (const auto& m : methods) {
+    std::snprintf(line, sizeof line, "  %-11s %11s %11s %11s %12s %11s %11s  %s\n",
+                  m.method.c_str(), human_bytes(m.frozen_weights).c_str(),
+                  human_bytes(m.embeddings).c_str(), human_bytes(m.adapter).c_str(),
+                  human_bytes(m.activations).c_str(), human_bytes(m.logits).c_str(),
+                  human_bytes(m.total()).c_str(), with_commas(m.adapter_params).c_str());
+    out << line;
+  }
+  out << "frozen = the 7 projections as each method stores them + RMSNorm weights; adapter = "
+         "fp32 params, grads and AdamW moments (16 B/param)\n"
+      << kEstimateNote << '\n';
+}
+
+void run_info(const InfoOptions& o) {
+  if (!std::filesystem::is_directory(o.model))
+    throw UsageError(cat("--model ", o.model, ": not a folder"));
+  const auto cfg = llama::load_llama_config(o.model);
+  const auto ck = SafetensorsCheckpoint::open(o.model);
+  const auto methods = llama::estimate_training_memory(cfg, o.estimate);
+  if (o.json)
+    std::cout << to_json(o, cfg, ck, methods).dump(2) << '\n';
+  else
+    print_text(std::cout, o, cfg, ck, methods);
+  std::cout.flush();
+}
+
+}  // namespace
+
 void add_info_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("info", "describe a checkpoint and its memory needs");
-  cmd->callback([] { throw Error("'loft info' is not built yet"); });
+  auto o = std::make_shared<InfoOptions>();
+  cmd->add_option("--model", o->model, "Hugging Face Llama folder (config.json + safetensors)")
+      ->required();
+  cmd->add_flag("--json", o->json, "print one JSON object instead of text");
+  cmd->add_option("--batch", o->estimate.batch, "sequences per step for the estimate")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--seq", o->estimate.seq, "tokens per sequence for the estimate")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--lora-rank", o->estimate.lora_rank, "adapter rank for the estimate")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->callback([o] { run_info(*o); });
 }
 
 }  // namespace loft::app

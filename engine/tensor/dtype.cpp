@@ -66,4 +66,28 @@ uint16_t f32_to_f16(float f) {
   return sign | uint16_t(((r >> 13) - (112u << 10)) & 0x7fffu);
 }
 
+float fp8_e4m3_to_f32(uint8_t b) {
+  const uint32_t exp = (b >> 3) & 0xfu, man = b & 0x7u;
+  float v;
+  if (exp == 15 && man == 7)
+    v = NAN;
+  else if (exp == 0)
+    v = std::ldexp(float(man), -9);  // subnormal: man/8 * 2^-6
+  else
+    v = std::ldexp(float(man | 0x8u), int(exp) - 10);  // (1 + man/8) * 2^(exp-7)
+  return (b & 0x80u) ? -v : v;
+}
+
+float fp8_e5m2_to_f32(uint8_t b) {
+  const uint32_t exp = (b >> 2) & 0x1fu, man = b & 0x3u;
+  float v;
+  if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else if (exp == 0)
+    v = std::ldexp(float(man), -16);  // subnormal: man/4 * 2^-14
+  else
+    v = std::ldexp(float(man | 0x4u), int(exp) - 17);  // (1 + man/4) * 2^(exp-15)
+  return (b & 0x80u) ? -v : v;
+}
+
 }  // namespace loft

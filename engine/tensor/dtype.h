@@ -32,4 +32,9 @@ inline uint16_t f32_to_bf16(float f) {
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
+// FP8 -> fp32 (exact). E4M3 is the "fn" variant (OCP/NVIDIA): no infinities, S.1111.111 is NaN,
+// max 448. E5M2 follows IEEE: exponent 31 is inf (mantissa 0) or NaN, max 57344.
+float fp8_e4m3_to_f32(uint8_t b);
+float fp8_e5m2_to_f32(uint8_t b);
+
 }  // namespace loft

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 
 namespace loft::test {
 
@@ -50,6 +51,16 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 
 double rel_error(const Tensor& a, const Tensor& b) {
   return rel_error(a.to_float_vector(), b.to_float_vector());
+}
+
+::testing::AssertionResult contains(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << part << "' not in: " << text;
+}
+
+std::vector<unsigned char> read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 bool have_gpu() { return cuda_device_count() > 0; }

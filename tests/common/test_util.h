@@ -34,6 +34,11 @@ Tensor random_ids(const Shape& shape, int32_t n, std::mt19937& rng);
 double rel_error(const Tensor& a, const Tensor& b);
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
 
+// Error-message checks: EXPECT_TRUE(test::contains(msg, "tensor 'w'")) reports both strings.
+::testing::AssertionResult contains(const std::string& text, const std::string& part);
+// The whole file as bytes (empty when it cannot be read).
+std::vector<unsigned char> read_bytes(const std::filesystem::path& path);
+
 // True when a CUDA GPU is usable; GPU tests call GTEST_SKIP() otherwise.
 bool have_gpu();
 #define LOFT_REQUIRE_GPU() \

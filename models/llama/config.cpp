@@ -1,0 +1,205 @@
+#include "models/llama/config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/core/error.h"
+
+namespace loft::llama {
+
+namespace {
+
+using nlohmann::json;
+
+// Typed access to one JSON object with errors that name the file and the field.
+class Fields {
+ public:
+  Fields(const json& j, std::string source, std::string prefix = "")
+      : j_(j), source_(std::move(source)), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(cat(source_, ": field ", prefix_, key, " ", what));
+  }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
+  const json& at(const std::string& key) const {
+    if (!has(key)) fail(key, "is missing");
+    return j_[key];
+  }
+
+  int64_t integer(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number_integer()) fail(key, cat("must be an integer, got ", v.dump()));
+    return v.get<int64_t>();
+  }
+  int64_t positive(const std::string& key) const {
+    const int64_t v = integer(key);
+    if (v <= 0) fail(key, cat("must be positive, got ", v));
+    return v;
+  }
+  int64_t positive(const std::string& key, int64_t fallback) const {
+    return has(key) ? positive(key) : fallback;
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number()) fail(key, cat("must be a number, got ", v.dump()));
+    return v.get<double>();
+  }
+  double positive_number(const std::string& key) const {
+    const double v = number(key);
+    if (!(v > 0)) fail(key, cat("must be positive, got ", v));
+    return v;
+  }
+  double positive_number(const std::string& key, double fallback) const {
+    return has(key) ? positive_number(key) : fallback;
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean()) fail(key, cat("must be true or false, got ", j_[key].dump()));
+    return j_[key].get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) fail(key, cat("must be a string, got ", j_[key].dump()));
+    return j_[key].get<std::string>();
+  }
+  Fields object(const std::string& key) const {
+    if (!at(key).is_object()) fail(key, cat("must be an object, got ", j_[key].dump()));
+    return Fields(j_[key], source_, prefix_ + key + ".");
+  }
+  // A token id, or a list of them (eos_token_id in Llama 3 configs).
+  std::vector<int64_t> id_list(const std::string& key) const {
+    if (!has(key)) return {};
+    const json& v = j_[key];
+    std::vector<int64_t> ids;
+    for (const json& e : v.is_array() ? v : json::array({v})) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0)
+        fail(key, cat("must be a token id or a list of them, got ", v.dump()));
+      ids.push_back(e.get<int64_t>());
+    }
+    return ids;
+  }
+
+ private:
+  const json& j_;
+  std::string source_, prefix_;
+};
+
+// rope_scaling (transformers 4) or rope_parameters (transformers 5): same keys, the type under
+// "rope_type" (older files: "type").
+RopeScaling parse_rope_scaling(const Fields& f) {
+  RopeScaling s;
+  s.type = f.has("rope_type") ? f.string("rope_type", "default") : f.string("type", "default");
+  if (s.type == "default") return s;
+  if (s.type == "linear") {
+    s.factor = f.positive_number("factor");
+    return s;
+  }
+  if (s.type == "llama3") {
+    s.factor = f.positive_number("factor");
+    s.low_freq_factor = f.positive_number("low_freq_factor");
+    s.high_freq_factor = f.positive_number("high_freq_factor");
+    s.original_max_position_embeddings = int(f.positive("original_max_position_embeddings"));
+    if (s.high_freq_factor <= s.low_freq_factor)
+      f.fail("high_freq_factor", cat("(", s.high_freq_factor, ") must exceed low_freq_factor (",
+                                     s.low_freq_factor, ")"));
+    return s;
+  }
+  f.fail(f.has("rope_type") ? "rope_type" : "type",
+         cat("'", s.type, "' is not supported (default, linear, llama3)"));
+}
+
+}  // namespace
+
+std::array<ProjShape, kNumProj> LlamaConfig::projections() const {
+  return {{{Proj::Q, q_dim(), hidden_size},
+           {Proj::K, kv_dim(), hidden_size},
+           {Proj::V, kv_dim(), hidden_size},
+           {Proj::O, hidden_size, q_dim()},
+           {Proj::Gate, intermediate_size, hidden_size},
+           {Proj::Up, intermediate_size, hidden_size},
+           {Proj::Down, hidden_size, intermediate_size}}};
+}
+
+int64_t LlamaConfig::projection_params_per_layer() const {
+  int64_t n = 0;
+  for (const ProjShape& p : projections()) n += p.out * p.in;
+  return n;
+}
+
+LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(cat(source, ": not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
+  const Fields f(j, source);
+
+  const std::string model_type = f.string("model_type", "llama");
+  if (model_type != "llama")
+    f.fail("model_type", cat("is '", model_type, "'; loft reads Llama checkpoints only"));
+  for (const char* key : {"attention_bias", "mlp_bias"})
+    if (f.boolean(key, false))
+      f.fail(key, "is true; Llama projections with biases are not supported");
+  if (const std::string act = f.string("hidden_act", "silu"); act != "silu")
+    f.fail("hidden_act", cat("is '", act, "'; only silu is supported"));
+
+  LlamaConfig c;
+  if (f.has("architectures")) {
+    const json& a = f.at("architectures");
+    if (!a.is_array() || (!a.empty() && !a[0].is_string()))
+      f.fail("architectures", "must be a list of strings");
+    if (!a.empty()) c.architecture = a[0].get<std::string>();
+  }
+  c.hidden_size = f.positive("hidden_size");
+  c.intermediate_size = f.positive("intermediate_size");
+  c.num_layers = f.positive("num_hidden_layers");
+  c.num_heads = f.positive("num_attention_heads");
+  c.num_kv_heads = f.positive("num_key_value_heads", c.num_heads);
+  c.vocab_size = f.positive("vocab_size");
+  c.max_position_embeddings = f.positive("max_position_embeddings", c.max_position_embeddings);
+  c.rms_norm_eps = f.positive_number("rms_norm_eps", c.rms_norm_eps);
+  c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
+  if (const auto bos = f.id_list("bos_token_id"); !bos.empty()) {
+    if (bos.size() != 1) f.fail("bos_token_id", "must be a single token id");
+    c.bos_token_id = bos[0];
+  }
+  c.eos_token_ids = f.id_list("eos_token_id");
+  c.torch_dtype = f.has("dtype") ? f.string("dtype", "") : f.string("torch_dtype", "");
+
+  if (f.has("head_dim")) {
+    c.head_dim = f.positive("head_dim");
+  } else {
+    if (c.hidden_size % c.num_heads != 0)
+      f.fail("num_attention_heads", cat("(", c.num_heads, ") does not divide hidden_size (",
+                                        c.hidden_size, ") and head_dim is not given"));
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.head_dim % 2 != 0) f.fail("head_dim", cat("(", c.head_dim, ") must be even for RoPE"));
+  if (c.num_heads % c.num_kv_heads != 0)
+    f.fail("num_key_value_heads",
+           cat("(", c.num_kv_heads, ") does not divide num_attention_heads (", c.num_heads, ")"));
+
+  if (f.has("rope_parameters")) {  // transformers 5
+    const Fields rp = f.object("rope_parameters");
+    c.rope_theta = rp.positive_number("rope_theta", f.positive_number("rope_theta", c.rope_theta));
+    c.rope_scaling = parse_rope_scaling(rp);
+  } else {
+    c.rope_theta = f.positive_number("rope_theta", c.rope_theta);
+    if (f.has("rope_scaling")) c.rope_scaling = parse_rope_scaling(f.object("rope_scaling"));
+  }
+  return c;
+}
+
+LlamaConfig load_llama_config(const std::filesystem::path& path) {
+  const auto file = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  std::ifstream in(file);
+  if (!in) throw Error(cat(file.string(), ": cannot open"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return LlamaConfig::from_json_text(text.str(), file.string());
+}
+
+}  // namespace loft::llama

@@ -1,0 +1,56 @@
+// The architecture of a Llama checkpoint, read from its Hugging Face config.json. Both the
+// transformers 4 spelling (top-level rope_theta + rope_scaling) and the transformers 5 one
+// (rope_parameters: {rope_theta, rope_type, ...}) are understood.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ops/rope_freq.h"
+
+namespace loft::llama {
+
+// The seven frozen projections of a decoder layer, each an nn.Linear with weight [out, in].
+enum class Proj { Q, K, V, O, Gate, Up, Down };
+constexpr int kNumProj = 7;
+struct ProjShape {
+  Proj proj;
+  int64_t out, in;
+};
+
+struct LlamaConfig {
+  std::string architecture;  // architectures[0] when given, e.g. "LlamaForCausalLM"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;    // num_hidden_layers
+  int64_t num_heads = 0;     // num_attention_heads
+  int64_t num_kv_heads = 0;  // num_key_value_heads (default: num_heads)
+  int64_t head_dim = 0;      // default: hidden_size / num_heads
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 2048;  // transformers' LlamaConfig defaults where optional
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // eos_token_id may be one id or a list
+  std::string torch_dtype;             // "dtype"/"torch_dtype" as written (informational)
+
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  // Shapes of q, k, v, o, gate, up, down, in that order.
+  std::array<ProjShape, kNumProj> projections() const;
+  int64_t projection_params_per_layer() const;
+
+  // Parses and validates; `source` names the file in errors ("DIR/config.json: field ...").
+  static LlamaConfig from_json_text(const std::string& text, const std::string& source);
+};
+
+// Reads `path`, or `path`/config.json when `path` is a folder. Throws Error naming the file and
+// the field at fault (missing, wrong type, inconsistent, unsupported).
+LlamaConfig load_llama_config(const std::filesystem::path& path);
+
+}  // namespace loft::llama

@@ -1,0 +1,136 @@
+#include "models/llama/weights.h"
+
+#include "engine/core/error.h"
+
+namespace loft::llama {
+
+namespace {
+
+const char* hf_proj_suffix(Proj p) {
+  switch (p) {
+    case Proj::Q:
+      return "self_attn.q_proj";
+    case Proj::K:
+      return "self_attn.k_proj";
+    case Proj::V:
+      return "self_attn.v_proj";
+    case Proj::O:
+      return "self_attn.o_proj";
+    case Proj::Gate:
+      return "mlp.gate_proj";
+    case Proj::Up:
+      return "mlp.up_proj";
+    case Proj::Down:
+      return "mlp.down_proj";
+  }
+  throw Error("unknown projection");
+}
+
+// Stored float values (F32/F16/BF16/F8) widened to fp32 on the host.
+std::vector<float> host_floats(const Tensor& t) {
+  switch (t.dtype()) {
+    case DType::F8_E4M3:
+    case DType::F8_E5M2: {
+      const bool e4m3 = t.dtype() == DType::F8_E4M3;
+      std::vector<float> out(size_t(t.numel()));
+      const auto* b = t.ptr<uint8_t>();
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = e4m3 ? fp8_e4m3_to_f32(b[i]) : fp8_e5m2_to_f32(b[i]);
+      return out;
+    }
+    default:
+      return t.to_float_vector();
+  }
+}
+
+// `src` (a CPU view of the file) as `dtype` on `device`.
+Tensor convert_to(const Tensor& src, DType dtype, Device device) {
+  if (src.dtype() == dtype) return src.to(device);
+  const std::vector<float> f = host_floats(src);
+  Tensor host;
+  if (dtype == DType::F32) {
+    host = Tensor::from_vector(f, src.shape());
+  } else {
+    std::vector<uint16_t> h(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = f32_to_bf16(f[i]);
+    host = Tensor::from_host(h.data(), src.shape(), DType::BF16);
+  }
+  return device.is_cpu() ? host : host.to(device);
+}
+
+struct Wanted {
+  std::string name;
+  Shape shape;
+  Tensor* dst;
+};
+
+void check_present(const SafetensorsCheckpoint& ckpt, const Wanted& w) {
+  if (!ckpt.contains(w.name))
+    throw Error(cat(ckpt.dir().string(), ": tensor ", w.name, " is missing from the checkpoint",
+                    " (expected shape ", shape_str(w.shape), ")"));
+  const SafetensorsEntry& e = ckpt.info(w.name);
+  const std::string file = ckpt.file_of(w.name).path().string();
+  if (e.shape != w.shape)
+    throw Error(cat(file, ": tensor ", w.name, " has shape ", shape_str(e.shape), ", expected ",
+                    shape_str(w.shape)));
+  if (!is_float(e.dtype))
+    throw Error(
+        cat(file, ": tensor ", w.name, " is ", dtype_name(e.dtype), ", expected a float dtype"));
+}
+
+}  // namespace
+
+Tensor& LlamaLayerWeights::proj(Proj p) {
+  switch (p) {
+    case Proj::Q:
+      return q;
+    case Proj::K:
+      return k;
+    case Proj::V:
+      return v;
+    case Proj::O:
+      return o;
+    case Proj::Gate:
+      return gate;
+    case Proj::Up:
+      return up;
+    case Proj::Down:
+      return down;
+  }
+  throw Error("unknown projection");
+}
+
+const Tensor& LlamaLayerWeights::proj(Proj p) const {
+  return const_cast<LlamaLayerWeights*>(this)->proj(p);
+}
+
+std::string hf_proj_name(int64_t layer, Proj p) {
+  return cat("model.layers.", layer, ".", hf_proj_suffix(p), ".weight");
+}
+
+LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
+                                DType dtype, Device device) {
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    throw Error(
+        cat("load_llama_weights: dtype ", dtype_name(dtype), " requested; F32 or BF16 only"));
+  LlamaWeights w;
+  w.layers.resize(size_t(cfg.num_layers));
+  const int64_t h = cfg.hidden_size;
+  std::vector<Wanted> wanted{{"model.embed_tokens.weight", {cfg.vocab_size, h}, &w.embed},
+                             {"model.norm.weight", {h}, &w.final_norm}};
+  if (!cfg.tie_word_embeddings)
+    wanted.push_back({"lm_head.weight", {cfg.vocab_size, h}, &w.lm_head});
+  for (int64_t i = 0; i < cfg.num_layers; ++i) {
+    LlamaLayerWeights& l = w.layers[size_t(i)];
+    const std::string pre = cat("model.layers.", i, ".");
+    wanted.push_back({pre + "input_layernorm.weight", {h}, &l.attn_norm});
+    wanted.push_back({pre + "post_attention_layernorm.weight", {h}, &l.ffn_norm});
+    for (const ProjShape& p : cfg.projections())
+      wanted.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj)});
+  }
+  for (const Wanted& x : wanted) check_present(ckpt, x);  // fail before any copy
+  for (const Wanted& x : wanted) *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
+  return w;
+}
+
+}  // namespace loft::llama

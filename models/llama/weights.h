@@ -1,0 +1,42 @@
+// The tensors of a Llama checkpoint, mapped from Hugging Face names and converted on load to one
+// dtype (F32 or BF16) on one device. Linear weights keep nn.Linear's [out, in] layout.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/io/safetensors_checkpoint.h"
+#include "engine/tensor/tensor.h"
+#include "models/llama/config.h"
+
+namespace loft::llama {
+
+struct LlamaLayerWeights {
+  Tensor attn_norm;  // input_layernorm [hidden]
+  Tensor ffn_norm;   // post_attention_layernorm [hidden]
+  Tensor q, k, v, o, gate, up, down;
+
+  Tensor& proj(Proj p);
+  const Tensor& proj(Proj p) const;
+};
+
+struct LlamaWeights {
+  Tensor embed;       // [vocab, hidden]
+  Tensor final_norm;  // [hidden]
+  Tensor lm_head;     // [vocab, hidden]; undefined when tie_word_embeddings
+  std::vector<LlamaLayerWeights> layers;
+
+  // The classifier: lm_head, or the embedding when tied.
+  const Tensor& output_weight() const { return lm_head.defined() ? lm_head : embed; }
+};
+
+// "model.layers.3.self_attn.q_proj.weight", ...
+std::string hf_proj_name(int64_t layer, Proj p);
+
+// Checks every expected tensor first (a missing one, a wrong shape or a non-float dtype is an
+// Error naming the tensor, with expected vs found), then loads them. Tensors the model does not
+// use (rotary_emb.inv_freq, a tied lm_head.weight) are ignored. `dtype` must be F32 or BF16;
+// stored F32/F16/BF16/F8 values are converted on the host (round to nearest even).
+LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
+                                DType dtype, Device device);
+
+}  // namespace loft::llama
