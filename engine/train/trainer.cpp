@@ -1,0 +1,223 @@
+#include "engine/train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+
+#include "engine/io/safetensors_reader.h"
+#include "engine/io/safetensors_writer.h"
+
+namespace loft {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, Tensor> param_tensors(const std::vector<Param*>& params) {
+  std::map<std::string, Tensor> out;
+  for (const Param* p : params) out.emplace(p->name, p->value);
+  return out;
+}
+
+namespace {
+
+std::string duration_str(double s) {
+  const int64_t t = int64_t(s + 0.5);
+  std::ostringstream os;
+  if (t >= 3600) os << t / 3600 << 'h' << std::setw(2) << std::setfill('0') << t % 3600 / 60 << 'm';
+  else if (t >= 60) os << t / 60 << 'm' << std::setw(2) << std::setfill('0') << t % 60 << 's';
+  else os << t << 's';
+  return os.str();
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  f.flush();
+  if (!f) throw Error(cat("cannot write ", path.string()));
+}
+
+// Keeps metrics.jsonl consistent with a resumed run: drops lines for steps after `step`.
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() <= step) kept += line + "\n";
+  }
+  write_text_file(path, kept);
+}
+
+int64_t checkpoint_step(const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (name.rfind("step-", 0) != 0) return -1;
+  try {
+    return std::stoll(name.substr(5));
+  } catch (...) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
+                 std::ostream* progress)
+    : model_(model),
+      data_(data),
+      config_(std::move(config)),
+      progress_(progress),
+      params_(model.params()),
+      optimizer_(params_, config_.adamw) {
+  LOFT_CHECK(config_.grad_accum >= 1, "gradient accumulation must be >= 1");
+  if (!config_.run_dir.empty()) fs::create_directories(config_.run_dir);
+}
+
+StepMetrics Trainer::train_step() {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Batch> micro;
+  int64_t targets = 0;
+  for (int64_t k = 0; k < config_.grad_accum; ++k) {
+    micro.push_back(data_.next());
+    targets += micro.back().target_count;
+  }
+  // Normalise by the target tokens of the whole accumulated batch, as one big batch would.
+  const float scale = targets > 0 ? 1.0f / float(targets) : 0.0f;
+  double loss_sum = 0;
+  for (size_t k = 0; k < micro.size(); ++k) {
+    const LossSums s = model_.forward_backward(micro[k], scale);
+    if (!std::isfinite(s.loss_sum))
+      throw Error(cat("step ", step_ + 1, ": loss is ", s.loss_sum, " in micro-batch ", k + 1, " of ",
+                      micro.size(), "; nothing from this step was applied or saved"));
+    loss_sum += s.loss_sum;
+  }
+  const double norm = clip_grad_norm(params_, config_.max_grad_norm);
+  if (!std::isfinite(norm))
+    throw Error(cat("step ", step_ + 1, ": gradient norm is ", norm,
+                    "; nothing from this step was applied or saved"));
+  const double lr = config_.schedule.lr(step_);
+  optimizer_.step(float(lr));
+  optimizer_.zero_grad();
+  model_.after_step();
+  ++step_;
+  if (!params_.empty()) synchronize(params_.front()->value.device());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int64_t tokens = 0;
+  for (const Batch& b : micro) tokens += b.ids.numel();
+  StepMetrics m;
+  m.step = step_;
+  m.loss = targets ? loss_sum / double(targets) : 0.0;
+  m.lr = lr;
+  m.grad_norm = norm;
+  m.tokens = targets;
+  m.seconds = secs;
+  m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
+  return m;
+}
+
+void Trainer::log(const StepMetrics& m) {
+  elapsed_ += m.seconds;
+  if (!config_.run_dir.empty()) {
+    nlohmann::json j = {{"step", m.step},         {"loss", m.loss},
+                        {"lr", m.lr},             {"grad_norm", m.grad_norm},
+                        {"tokens", m.tokens},     {"tokens_per_s", m.tokens_per_s},
+                        {"step_seconds", m.seconds}};
+    std::ofstream f(config_.run_dir / "metrics.jsonl", std::ios::app);
+    f << j.dump() << '\n';
+    if (!f) throw Error(cat("cannot append to ", (config_.run_dir / "metrics.jsonl").string()));
+  }
+  if (progress_ && !config_.quiet &&
+      (m.step % std::max<int64_t>(1, config_.log_every) == 0 || m.step == config_.steps)) {
+    const double per_step = elapsed_ / double(std::max<int64_t>(1, m.step - first_logged_step_ + 1));
+    std::ostringstream os;
+    os << "step " << m.step << '/' << config_.steps << " | loss " << std::fixed
+       << std::setprecision(4) << m.loss << " | lr " << std::scientific << std::setprecision(2)
+       << m.lr << " | grad " << std::fixed << std::setprecision(3) << m.grad_norm << " | "
+       << std::setprecision(0) << m.tokens_per_s << " tok/s | ETA "
+       << duration_str(per_step * double(config_.steps - m.step));
+    if (!params_.empty()) {
+      const MemoryStats mem = memory_stats(params_.front()->value.device());
+      os << " | peak " << std::setprecision(2) << double(mem.peak_allocated) / (1 << 30) << " GiB";
+    }
+    *progress_ << os.str() << '\n' << std::flush;
+  }
+}
+
+void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
+  first_logged_step_ = step_ + 1;
+  while (step_ < config_.steps) {
+    const StepMetrics m = train_step();
+    log(m);
+    if (on_step) on_step(m);
+    if (config_.save_every > 0 && step_ % config_.save_every == 0 && step_ < config_.steps)
+      save_checkpoint();
+  }
+}
+
+fs::path Trainer::save_checkpoint() {
+  LOFT_CHECK(!config_.run_dir.empty(), "save_checkpoint: no run directory configured");
+  const fs::path root = config_.run_dir / "checkpoints";
+  const fs::path final_dir = root / ("step-" + std::to_string(step_));
+  const fs::path tmp = root / (".tmp-step-" + std::to_string(step_) + "-" + std::to_string(getpid()));
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  write_safetensors(tmp / "adapter.safetensors", param_tensors(params_));
+  std::map<std::string, Tensor> opt;
+  for (auto& [name, t] : optimizer_.state()) opt.emplace(name, t);
+  write_safetensors(tmp / "optimizer.safetensors", opt);
+  nlohmann::json state = {{"step", step_},
+                          {"optimizer_steps", optimizer_.steps_taken()},
+                          {"data", data_.state()}};
+  write_text_file(tmp / "trainer_state.json", state.dump(2));
+  // The folder appears under its real name only once complete: a crash leaves a .tmp folder.
+  fs::remove_all(final_dir);
+  fs::rename(tmp, final_dir);
+  return final_dir;
+}
+
+int64_t Trainer::resume(const std::optional<fs::path>& dir) {
+  fs::path ckpt;
+  if (dir) {
+    ckpt = *dir;
+  } else {
+    const fs::path root = config_.run_dir / "checkpoints";
+    int64_t best = -1;
+    if (fs::exists(root))
+      for (const auto& e : fs::directory_iterator(root))
+        if (e.is_directory() && checkpoint_step(e.path()) > best) {
+          best = checkpoint_step(e.path());
+          ckpt = e.path();
+        }
+    if (best < 0) throw Error(cat("--resume: no checkpoint under ", root.string()));
+  }
+  const fs::path state_path = ckpt / "trainer_state.json";
+  std::ifstream in(state_path);
+  if (!in) throw Error(cat("--resume: cannot read ", state_path.string()));
+  const auto state = nlohmann::json::parse(in, nullptr, false);
+  if (state.is_discarded() || !state.contains("step") || !state.contains("data"))
+    throw Error(cat("--resume: ", state_path.string(), " is not a loft trainer state"));
+
+  const SafetensorsReader adapter = SafetensorsReader::open(ckpt / "adapter.safetensors");
+  for (Param* p : params_) {
+    if (!adapter.contains(p->name))
+      throw Error(cat("--resume: ", (ckpt / "adapter.safetensors").string(), " has no tensor ", p->name));
+    const Tensor t = adapter.tensor(p->name);
+    if (t.shape() != p->value.shape() || t.dtype() != DType::F32)
+      throw Error(cat("--resume: tensor ", p->name, " is ", t.str(), ", expected ", p->value.str()));
+    p->value.copy_from(t);
+  }
+  const SafetensorsReader opt = SafetensorsReader::open(ckpt / "optimizer.safetensors");
+  std::vector<std::pair<std::string, Tensor>> moments;
+  for (const std::string& name : opt.names()) moments.emplace_back(name, opt.tensor(name));
+  optimizer_.load_state(moments, state.value("optimizer_steps", state["step"].get<int64_t>()));
+  data_.restore(state["data"]);
+  step_ = state["step"].get<int64_t>();
+  model_.after_step();  // refresh derived copies of the loaded params
+  if (!config_.run_dir.empty()) truncate_metrics(config_.run_dir / "metrics.jsonl", step_);
+  return step_;
+}
+
+}  // namespace loft

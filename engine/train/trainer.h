@@ -1,0 +1,80 @@
+// The training loop: micro-batches with gradient accumulation, loss normalised by the target
+// tokens of the whole accumulated batch, global grad-norm clipping, AdamW, an LR schedule,
+// non-finite detection before anything is written, metrics.jsonl, progress, atomic checkpoints
+// and exact resume.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "engine/optim/adamw.h"
+#include "engine/train/batch.h"
+#include "engine/train/schedule.h"
+
+namespace loft {
+
+// Where micro-batches come from. state()/restore() make the position exact across a resume.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  virtual Batch next() = 0;
+  virtual nlohmann::json state() const = 0;
+  virtual void restore(const nlohmann::json& state) = 0;
+};
+
+struct TrainerConfig {
+  int64_t steps = 100;           // optimizer steps
+  int64_t grad_accum = 1;        // micro-batches per optimizer step
+  LrSchedule schedule;
+  double max_grad_norm = 0.0;    // <= 0: no clipping
+  AdamWConfig adamw;
+  int64_t save_every = 0;        // 0: only the final adapter
+  int64_t log_every = 1;         // terminal progress line every N steps
+  std::filesystem::path run_dir; // metrics.jsonl and checkpoints/ go here (empty: nowhere)
+  bool quiet = false;
+};
+
+struct StepMetrics {
+  int64_t step = 0;  // 1-based optimizer step just taken
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
+  int64_t tokens = 0;  // target tokens in this step
+};
+
+class Trainer {
+ public:
+  Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
+          std::ostream* progress = nullptr);
+
+  // Loads the newest checkpoint under run_dir/checkpoints (or `dir` when given): adapter,
+  // optimizer moments, step and data position. Returns the step resumed from.
+  int64_t resume(const std::optional<std::filesystem::path>& dir = std::nullopt);
+  // Runs until config.steps optimizer steps have been taken. `on_step` (optional) sees every
+  // step's metrics after it is logged.
+  void run(const std::function<void(const StepMetrics&)>& on_step = {});
+  // Writes a checkpoint for the current step now (atomic: temp folder + rename).
+  std::filesystem::path save_checkpoint();
+
+  int64_t step() const { return step_; }
+  AdamW& optimizer() { return optimizer_; }
+
+ private:
+  StepMetrics train_step();
+  void log(const StepMetrics& m);
+
+  TrainableModel& model_;
+  BatchSource& data_;
+  TrainerConfig config_;
+  std::ostream* progress_;
+  std::vector<Param*> params_;
+  AdamW optimizer_;
+  int64_t step_ = 0;
+  double elapsed_ = 0;            // seconds spent in steps since run() started
+  int64_t first_logged_step_ = 1; // first step of this process (for the ETA)
+};
+
+// Named tensors of a model's adapter params (F32, device as stored).
+std::map<std::string, Tensor> param_tensors(const std::vector<Param*>& params);
+
+}  // namespace loft

@@ -1,0 +1,243 @@
+#include "models/llama/model.h"
+
+#include <cmath>
+
+#include "engine/ops/ops.h"
+#include "engine/ops/rope_freq.h"
+
+namespace loft::llama {
+
+struct LlamaModel::Layer {
+  Tensor attn_norm, ffn_norm;
+  std::unique_ptr<AdaptedLinear> q, k, v, o, gate, up, down;
+};
+
+// Everything one block's backward reads. Linear inputs live in the LinearSaved bags (the
+// projections that share an input share the tensor, not a copy).
+struct LlamaModel::Saved {
+  Tensor x, rstd1;     // block input and its attention-norm statistics
+  Tensor q, k, v;      // [T, H, D], q and k already rotated
+  Tensor att, lse;     // attention output [T, Hq·D] and its log-sum-exp
+  Tensor x2, rstd2;    // residual after attention, ffn-norm statistics
+  Tensor gate, up;     // MLP projections before SwiGLU
+  LinearSaved sq, sk, sv, so, sgate, sup, sdown;
+};
+
+LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory)
+    : config_(std::move(config)), weights_(std::move(weights)) {
+  const Device dev = weights_.embed.device();
+  for (int l = 0; l < config_.num_layers; ++l) {
+    auto& w = weights_.layers[size_t(l)];
+    auto layer = std::make_unique<Layer>();
+    layer->attn_norm = w.attn_norm;
+    layer->ffn_norm = w.ffn_norm;
+    const std::string p = "model.layers." + std::to_string(l);
+    // The model owns each frozen weight through its AdaptedLinear only, so a method that
+    // re-encodes the weight (FP8, NF4) lets the original go.
+    auto make = [&](const char* module, const char* target, Tensor& weight) {
+      auto lin = factory(p + "." + module + "." + target, target, std::move(weight));
+      weight = Tensor();
+      named_.emplace_back(p + "." + module + "." + target, lin.get());
+      return lin;
+    };
+    layer->q = make("self_attn", "q_proj", w.q);
+    layer->k = make("self_attn", "k_proj", w.k);
+    layer->v = make("self_attn", "v_proj", w.v);
+    layer->o = make("self_attn", "o_proj", w.o);
+    layer->gate = make("mlp", "gate_proj", w.gate);
+    layer->up = make("mlp", "up_proj", w.up);
+    layer->down = make("mlp", "down_proj", w.down);
+    layers_.push_back(std::move(layer));
+  }
+  const auto inv = rope_inv_freq(config_.head_dim, config_.rope_theta, config_.rope_scaling);
+  inv_freq_ = Tensor::from_vector(inv, {int64_t(inv.size())}, dev);
+}
+
+std::vector<Param*> LlamaModel::params() {
+  std::vector<Param*> out;
+  for (auto& [name, lin] : named_)
+    for (Param* p : lin->params()) out.push_back(p);
+  return out;
+}
+
+void LlamaModel::after_step() {
+  for (auto& [name, lin] : named_) lin->after_step();
+}
+
+Tensor LlamaModel::embed(const Batch& b) {
+  Tensor x = Tensor::empty({b.ids.size(0), config_.hidden_size}, compute_dtype(), device());
+  ops::embedding(weights_.embed, b.ids, x);
+  return x;
+}
+
+void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s) {
+  Layer& L = *layers_[size_t(l)];
+  const int64_t T = x.size(0), H = config_.hidden_size, D = config_.head_dim;
+  const int64_t hq = config_.num_heads, hkv = config_.num_kv_heads;
+  const int64_t F = config_.intermediate_size;
+  const DType dt = x.dtype();
+  const Device dev = x.device();
+  const float eps = float(config_.rms_norm_eps);
+
+  Tensor h1 = Tensor::empty({T, H}, dt, dev), rstd1 = Tensor::empty({T}, DType::F32, dev);
+  ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1);
+  Tensor q = Tensor::empty({T, hq * D}, dt, dev), k = Tensor::empty({T, hkv * D}, dt, dev),
+         v = Tensor::empty({T, hkv * D}, dt, dev);
+  L.q->forward(h1, q, s ? &s->sq : nullptr);
+  L.k->forward(h1, k, s ? &s->sk : nullptr);
+  L.v->forward(h1, v, s ? &s->sv : nullptr);
+  Tensor q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
+  ops::rope(q3, b.positions, inv_freq_);
+  ops::rope(k3, b.positions, inv_freq_);
+  Tensor att = Tensor::empty({T, hq, D}, dt, dev), lse = Tensor::empty({T, hq}, DType::F32, dev);
+  ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+  Tensor att2 = att.view({T, hq * D});
+  Tensor x2 = Tensor::empty({T, H}, dt, dev);
+  L.o->forward(att2, x2, s ? &s->so : nullptr);
+  ops::axpy(1.0f, x, x2);  // residual
+
+  Tensor h2 = Tensor::empty({T, H}, dt, dev), rstd2 = Tensor::empty({T}, DType::F32, dev);
+  ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
+  Tensor gate = Tensor::empty({T, F}, dt, dev), up = Tensor::empty({T, F}, dt, dev);
+  L.gate->forward(h2, gate, s ? &s->sgate : nullptr);
+  L.up->forward(h2, up, s ? &s->sup : nullptr);
+  Tensor act = Tensor::empty({T, F}, dt, dev);
+  ops::swiglu(gate, up, act);
+  out = Tensor::empty({T, H}, dt, dev);
+  L.down->forward(act, out, s ? &s->sdown : nullptr);
+  ops::axpy(1.0f, x2, out);  // residual
+
+  if (s) {
+    s->x = x;
+    s->rstd1 = rstd1;
+    s->q = q3;
+    s->k = k3;
+    s->v = v3;
+    s->att = att;
+    s->lse = lse;
+    s->x2 = x2;
+    s->rstd2 = rstd2;
+    s->gate = gate;
+    s->up = up;
+  }
+}
+
+void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& dx) {
+  Layer& L = *layers_[size_t(l)];
+  const int64_t T = dx.size(0), H = config_.hidden_size, D = config_.head_dim;
+  const int64_t hq = config_.num_heads, hkv = config_.num_kv_heads;
+  const int64_t F = config_.intermediate_size;
+  const DType dt = dx.dtype();
+  const Device dev = dx.device();
+  const Tensor dout = dx;  // ∂loss/∂(block output)
+
+  // MLP: out = x2 + down(swiglu(gate(h2), up(h2))), h2 = rmsnorm(x2).
+  Tensor dact = Tensor::empty({T, F}, dt, dev);
+  L.down->backward(dout, s.sdown, dact, false);
+  Tensor dgate = Tensor::empty({T, F}, dt, dev), dup = Tensor::empty({T, F}, dt, dev);
+  ops::swiglu_backward(dact, s.gate, s.up, dgate, dup);
+  Tensor dh2 = Tensor::empty({T, H}, dt, dev);
+  L.gate->backward(dgate, s.sgate, dh2, false);
+  L.up->backward(dup, s.sup, dh2, true);
+  Tensor dx2 = Tensor::empty({T, H}, dt, dev);
+  ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
+  ops::axpy(1.0f, dout, dx2);
+
+  // Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = rmsnorm(x).
+  Tensor datt = Tensor::empty({T, hq * D}, dt, dev);
+  L.o->backward(dx2, s.so, datt, false);
+  Tensor dq = Tensor::empty({T, hq, D}, dt, dev), dk = Tensor::empty({T, hkv, D}, dt, dev),
+         dv = Tensor::empty({T, hkv, D}, dt, dev);
+  ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start, b.seq,
+                          1.0f / std::sqrt(float(D)), dq, dk, dv);
+  ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
+  ops::rope(dk, b.positions, inv_freq_, /*inverse=*/true);
+  Tensor dh1 = Tensor::empty({T, H}, dt, dev);
+  L.q->backward(dq.view({T, hq * D}), s.sq, dh1, false);
+  L.k->backward(dk.view({T, hkv * D}), s.sk, dh1, true);
+  L.v->backward(dv.view({T, hkv * D}), s.sv, dh1, true);
+  Tensor dxn = Tensor::empty({T, H}, dt, dev);
+  ops::rmsnorm_backward(dh1, s.x, L.attn_norm, s.rstd1, dxn);
+  ops::axpy(1.0f, dx2, dxn);
+  dx = dxn;
+}
+
+LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale) {
+  const int64_t T = h.size(0), H = config_.hidden_size, V = config_.vocab_size;
+  const DType dt = h.dtype();
+  const Device dev = h.device();
+  Tensor hn = Tensor::empty({T, H}, dt, dev), rstd = Tensor::empty({T}, DType::F32, dev);
+  ops::rmsnorm(h, weights_.final_norm, float(config_.rms_norm_eps), hn, &rstd);
+  Tensor dhn = dh ? Tensor::empty({T, H}, dt, dev) : Tensor();
+  Tensor losses = Tensor::empty({T}, DType::F32, dev);
+  // Never hold [T, V] logits at once: about 16M logits per chunk.
+  const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : std::max<int64_t>(1, (int64_t(1) << 24) / V);
+  for (int64_t c0 = 0; c0 < T; c0 += chunk) {
+    const int64_t n = std::min(chunk, T - c0);
+    Tensor logits = Tensor::empty({n, V}, dt, dev);
+    ops::gemm(hn.slice(c0, n), weights_.output_weight(), logits, {.trans_b = true});
+    Tensor lc = losses.slice(c0, n);
+    ops::cross_entropy(logits, b.targets.slice(c0, n), lc, dh ? &logits : nullptr, grad_scale);
+    if (dh) {
+      Tensor dchunk = dhn.slice(c0, n);
+      ops::gemm(logits, weights_.output_weight(), dchunk);
+    }
+  }
+  if (dh) {
+    *dh = Tensor::empty({T, H}, dt, dev);
+    ops::rmsnorm_backward(dhn, h, weights_.final_norm, rstd, *dh);
+  }
+  return {ops::sum(losses), b.target_count};
+}
+
+LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
+  const size_t n = layers_.size();
+  std::vector<Tensor> inputs(n);
+  std::vector<Saved> saved(checkpointing_ ? 0 : n);
+  Tensor x = embed(b);
+  for (size_t l = 0; l < n; ++l) {
+    inputs[l] = x;
+    Tensor out;
+    block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l]);
+    x = out;
+  }
+  Tensor dh;
+  const LossSums sums = loss_head(x, b, &dh, grad_scale);
+  for (size_t l = n; l-- > 0;) {
+    if (checkpointing_) {
+      Saved s;
+      Tensor unused;
+      block_forward(int(l), inputs[l], unused, b, &s);  // recompute what backward needs
+      block_backward(int(l), s, b, dh);
+    } else {
+      block_backward(int(l), saved[l], b, dh);
+      saved[l] = Saved();  // free this block's activations as soon as they are consumed
+    }
+    inputs[l] = Tensor();
+  }
+  return sums;
+}
+
+Tensor LlamaModel::forward_hidden(const Batch& b) {
+  Tensor x = embed(b);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    Tensor out;
+    block_forward(int(l), x, out, b, nullptr);
+    x = out;
+  }
+  return x;
+}
+
+LossSums LlamaModel::evaluate(const Batch& b) { return loss_head(forward_hidden(b), b, nullptr, 1.0f); }
+
+Tensor LlamaModel::logits(const Batch& b) {
+  const Tensor x = forward_hidden(b);
+  const int64_t T = x.size(0), H = config_.hidden_size, V = config_.vocab_size;
+  Tensor hn = Tensor::empty({T, H}, x.dtype(), x.device());
+  ops::rmsnorm(x, weights_.final_norm, float(config_.rms_norm_eps), hn);
+  Tensor logits = Tensor::empty({T, V}, DType::F32, x.device());
+  ops::gemm(hn, weights_.output_weight(), logits, {.trans_b = true});
+  return logits.to(Device::cpu());
+}
+
+}  // namespace loft::llama

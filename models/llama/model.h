@@ -1,0 +1,70 @@
+// The Llama decoder with explicit forward and backward (no autograd), as llm.c does: each block's
+// forward saves what its backward consumes. Frozen projections are AdaptedLinears built by the
+// method's factory; the rest of the model (embeddings, norms, lm_head) stays frozen.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/peft/adapted_linear.h"
+#include "engine/train/batch.h"
+#include "models/llama/config.h"
+#include "models/llama/weights.h"
+
+namespace loft::llama {
+
+// Which projections get an adapter: names as in Hugging Face ("q_proj", ..., "down_proj").
+using LinearFactory = std::function<std::unique_ptr<AdaptedLinear>(
+    const std::string& name, const std::string& target, Tensor weight)>;
+
+class LlamaModel : public TrainableModel {
+ public:
+  // Weights must already be in the compute dtype on the compute device (F32 on CPU, BF16 on
+  // CUDA). For each of the 7 projections of each layer, `factory` is asked for an AdaptedLinear.
+  LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory);
+
+  // Forward + backward of one micro-batch: adds grad_scale · ∂(Σ losses)/∂θ into every Param's
+  // grad and returns the unscaled loss sum. The trainer passes grad_scale = 1 / (target tokens of
+  // the whole accumulated batch).
+  LossSums forward_backward(const Batch& batch, float grad_scale) override;
+  // Forward only: loss sums (eval, perplexity).
+  LossSums evaluate(const Batch& batch) override;
+  // Forward only: logits [T, vocab] in F32 on the CPU (tests, scoring of short inputs).
+  Tensor logits(const Batch& batch);
+
+  std::vector<Param*> params() override;
+  void after_step() override;
+  // The adapted projections with their Hugging Face module names
+  // ("model.layers.0.self_attn.q_proj").
+  const std::vector<std::pair<std::string, AdaptedLinear*>>& linears() const { return named_; }
+
+  const LlamaConfig& config() const { return config_; }
+  Device device() const { return weights_.embed.device(); }
+  DType compute_dtype() const { return weights_.embed.dtype(); }
+  // Keep only block inputs in forward and re-run each block's forward before its backward.
+  void set_grad_checkpointing(bool on) { checkpointing_ = on; }
+  // Rows of logits materialised at once in the loss head.
+  void set_loss_chunk_tokens(int64_t n) { loss_chunk_ = n; }
+
+ private:
+  struct Layer;
+  struct Saved;
+  void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved);
+  void block_backward(int l, const Saved& saved, const Batch& b, Tensor& dx);
+  Tensor embed(const Batch& b);
+  // Embedding and every block without saving anything: the last hidden state [T, H].
+  Tensor forward_hidden(const Batch& b);
+  // Final norm + lm_head + cross-entropy over chunks; with dh, writes ∂loss/∂h_last into it.
+  LossSums loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale);
+
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::pair<std::string, AdaptedLinear*>> named_;
+  Tensor inv_freq_;
+  bool checkpointing_ = false;
+  int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
+};
+
+}  // namespace loft::llama
