@@ -82,7 +82,10 @@ class PieceBuilder {
   std::vector<TemplatePiece> pieces_;
 };
 
-void render_alpaca(const Conversation& conv, PieceBuilder& b) {
+// Templates made of BOS <prompt> <response> EOS blocks, one per exchange (Alpaca, Llama-2 chat).
+// System text is held until the next user turn, whose prompt `prompt(turn, system)` builds.
+template <typename PromptFn>
+void render_exchanges(const Conversation& conv, PieceBuilder& b, PromptFn prompt, bool strip_response) {
   std::string system;
   bool need_bos = true;
   for (const Turn& t : conv.turns) {
@@ -93,39 +96,36 @@ void render_alpaca(const Conversation& conv, PieceBuilder& b) {
     if (need_bos) b.bos();
     need_bos = false;
     if (t.role == Role::user) {
-      if (!system.empty()) b.text(system + "\n\n");
+      b.text(prompt(t, system));
       system.clear();
-      const std::string_view form = t.input.empty() ? kAlpacaNoInput : kAlpacaWithInput;
-      b.text(replace_all(replace_all(std::string(form), "{instruction}", t.text), "{input}", t.input));
     } else {
-      b.text(t.text, true);
-      b.eos(true);
-      need_bos = true;  // a further exchange starts a new BOS ... EOS block, as Llama-2 chat does
-    }
-  }
-}
-
-void render_llama2(const Conversation& conv, PieceBuilder& b) {
-  std::string system;
-  bool need_bos = true;
-  for (const Turn& t : conv.turns) {
-    if (t.role == Role::system) {
-      system += t.text;
-      continue;
-    }
-    if (need_bos) b.bos();
-    need_bos = false;
-    if (t.role == Role::user) {
-      std::string content = user_text(t);
-      if (!system.empty()) content = std::string(kSysOpen) + system + std::string(kSysClose) + content;
-      system.clear();
-      b.text(std::string(kInstOpen) + strip(content) + std::string(kInstClose));
-    } else {
-      b.text(strip(t.text), true);
+      b.text(strip_response ? strip(t.text) : t.text, true);
       b.eos(true);
       need_bos = true;
     }
   }
+}
+
+void render_alpaca(const Conversation& conv, PieceBuilder& b) {
+  render_exchanges(
+      conv, b,
+      [](const Turn& t, const std::string& system) {
+        const std::string_view form = t.input.empty() ? kAlpacaNoInput : kAlpacaWithInput;
+        const std::string p = replace_all(replace_all(std::string(form), "{instruction}", t.text), "{input}", t.input);
+        return system.empty() ? p : system + "\n\n" + p;
+      },
+      false);
+}
+
+void render_llama2(const Conversation& conv, PieceBuilder& b) {
+  render_exchanges(
+      conv, b,
+      [](const Turn& t, const std::string& system) {
+        std::string content = user_text(t);
+        if (!system.empty()) content = std::string(kSysOpen) + system + std::string(kSysClose) + content;
+        return std::string(kInstOpen) + strip(content) + std::string(kInstClose);
+      },
+      true);
 }
 
 void render_llama3(const Conversation& conv, PieceBuilder& b) {

@@ -327,3 +327,24 @@ TEST(DataConfig, OptionParsingAndValidation) {
 
 }  // namespace
 }  // namespace loft::data
+
+namespace loft::data {
+namespace {
+
+TEST(DataLoader, DemoDatasetLoadsAsAlpaca) {
+  // The checkout this test was built from (tests/datasets/ is two levels below its root).
+  const auto demo = std::filesystem::path(__FILE__).parent_path() / "../../examples/demo.jsonl";
+  test::ByteTokenizer tok;
+  DataConfig c;
+  c.train = {{demo}};
+  c.seq = 1024;
+  DataLoader loader = DataLoader::training(c, tok);
+  EXPECT_EQ(loader.sources()[0]->format(), RecordFormat::alpaca);
+  while (loader.next()) {
+  }
+  EXPECT_EQ(loader.stats().examples, 36);
+  EXPECT_EQ(loader.stats().skipped_bad + loader.stats().truncated + loader.stats().dropped_untrained, 0);
+}
+
+}  // namespace
+}  // namespace loft::data
