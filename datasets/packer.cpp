@@ -1,0 +1,99 @@
+#include "datasets/packer.h"
+
+#include "engine/core/error.h"
+
+namespace loft::data {
+
+Packer::Packer(int64_t seq, int64_t batch_rows, bool packing, int32_t pad_id)
+    : seq_(seq), batch_rows_(batch_rows), packing_(packing), pad_id_(pad_id) {}
+
+void Packer::add(TokenizedExample ex) {
+  LOFT_CHECK(!ex.ids.empty() && int64_t(ex.size()) <= seq_, "packer: example of ", ex.size(),
+             " tokens does not fit a row of ", seq_);
+  // Whole examples only: one that does not fit the current row starts the next one.
+  if (!current_.empty() && (!packing_ || current_len_ + int64_t(ex.size()) > seq_)) close_row();
+  current_len_ += int64_t(ex.size());
+  current_.push_back(std::move(ex));
+  if (!packing_ || current_len_ == seq_) close_row();
+}
+
+void Packer::close_row() {
+  rows_.push_back(std::move(current_));
+  current_.clear();
+  current_len_ = 0;
+}
+
+Batch Packer::take() {
+  LOFT_CHECK(ready(), "packer: no full batch yet");
+  return build(size_t(batch_rows_));
+}
+
+Batch Packer::flush() {
+  if (!current_.empty()) close_row();
+  return build(rows_.size());
+}
+
+Batch Packer::build(size_t n_rows) {
+  Batch b;
+  b.rows = int64_t(n_rows);
+  b.seq = seq_;
+  const size_t n = n_rows * size_t(seq_);
+  b.ids.assign(n, pad_id_);
+  b.targets.assign(n, Batch::kIgnore);
+  b.positions.assign(n, 0);
+  b.doc_ids.assign(n, -1);
+  for (size_t r = 0; r < n_rows; ++r) {
+    size_t at = r * size_t(seq_);
+    int32_t doc = 0;
+    for (const TokenizedExample& ex : rows_[r]) {
+      for (size_t t = 0; t < ex.size(); ++t, ++at) {
+        b.ids[at] = ex.ids[t];
+        b.positions[at] = int32_t(t);
+        b.doc_ids[at] = doc;
+        if (t + 1 < ex.size() && ex.trained[t + 1]) {
+          b.targets[at] = ex.ids[t + 1];
+          ++b.trained_tokens;
+        }
+      }
+      ++doc;
+      ++b.examples;
+    }
+  }
+  rows_.erase(rows_.begin(), rows_.begin() + std::ptrdiff_t(n_rows));
+  return b;
+}
+
+nlohmann::json Packer::state() const {
+  auto row_json = [](const Row& row) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const TokenizedExample& ex : row) j.push_back(to_json(ex));
+    return j;
+  };
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Row& r : rows_) rows.push_back(row_json(r));
+  return {{"seq", seq_}, {"batch_rows", batch_rows_}, {"packing", packing_}, {"rows", rows},
+          {"current", row_json(current_)}};
+}
+
+void Packer::restore(const nlohmann::json& s) {
+  const auto same = [&](const char* key, const char* option, auto mine) {
+    const auto theirs = s.at(key).get<decltype(mine)>();
+    if (theirs != mine)
+      throw UsageError(cat(option, ": the data position to resume was saved with ", theirs, ", not ", mine));
+  };
+  same("seq", "--seq", seq_);
+  same("batch_rows", "--batch-size", batch_rows_);
+  same("packing", "--packing", packing_);
+  auto row_from = [](const nlohmann::json& j) {
+    Row row;
+    for (const auto& e : j) row.push_back(tokenized_example_from_json(e));
+    return row;
+  };
+  rows_.clear();
+  for (const auto& r : s.at("rows")) rows_.push_back(row_from(r));
+  current_ = row_from(s.at("current"));
+  current_len_ = 0;
+  for (const TokenizedExample& ex : current_) current_len_ += int64_t(ex.size());
+}
+
+}  // namespace loft::data

@@ -1,0 +1,121 @@
+// Templates: exact rendered strings, BOS/EOS and special markers as ids, response flags; the Alpaca
+// prompt checked against the canonical `text` field of alpaca_tiny.json.
+#include <gtest/gtest.h>
+
+#include "datasets/record.h"
+#include "datasets/record_reader.h"
+#include "engine/core/error.h"
+#include "tests/common/test_util.h"
+#include "tests/datasets/fake_tokenizer.h"
+#include "tokenizer/templates.h"
+
+namespace loft {
+namespace {
+
+using test::ByteTokenizer;
+
+Conversation chat() {
+  return {{{Role::system, "Be brief.", {}},
+           {Role::user, " Hi ", {}},
+           {Role::assistant, " Hello! ", {}},
+           {Role::user, "Again", {}},
+           {Role::assistant, "Sure.", {}}}};
+}
+
+// The response pieces' text, concatenated.
+std::string responses(const std::vector<TemplatePiece>& pieces, const Tokenizer& tok) {
+  std::string s;
+  for (const auto& p : pieces)
+    if (p.response) s += p.id >= 0 ? "[" + tok.piece(p.id) + "]" : p.text;
+  return s;
+}
+
+TEST(Templates, NamesRoundTripAndUnknownIsAUsageError) {
+  for (auto t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::llama3, ChatTemplate::chatml,
+                 ChatTemplate::plain})
+    EXPECT_EQ(parse_chat_template(chat_template_name(t)), t);
+  EXPECT_THROW(parse_chat_template("vicuna"), UsageError);
+}
+
+TEST(Templates, AlpacaMatchesTheCanonicalTextOfEveryAlpacaTinyRecord) {
+  ByteTokenizer tok;
+  auto reader = data::open_record_reader(test::data_dir() / "alpaca/alpaca_tiny.json", 1 << 20);
+  data::RawRecord raw;
+  int n = 0, with_input = 0;
+  while (reader->next(raw)) {
+    const auto j = data::parse_json_record(raw.text);
+    const auto pieces = render_template(ChatTemplate::alpaca, data::to_conversation(j, data::RecordFormat::alpaca), tok);
+    ASSERT_EQ(pieces.size(), 4u);
+    EXPECT_EQ(pieces.front().id, ByteTokenizer::kBos);
+    EXPECT_EQ(pieces.back().id, ByteTokenizer::kEos);
+    EXPECT_TRUE(pieces.back().response);
+    EXPECT_FALSE(pieces[1].response);
+    EXPECT_EQ(pieces[1].text + pieces[2].text, j["text"].get<std::string>()) << "record " << n;
+    EXPECT_EQ(pieces[2].text, j["output"].get<std::string>());
+    with_input += !j["input"].get<std::string>().empty();
+    ++n;
+  }
+  EXPECT_EQ(n, 100);
+  EXPECT_EQ(with_input, 46);  // both prompt forms are covered
+}
+
+TEST(Templates, Llama2Chat) {
+  ByteTokenizer tok;
+  const auto pieces = render_template(ChatTemplate::llama2, chat(), tok);
+  EXPECT_EQ(rendered_text(pieces, tok),
+            // As Meta strips the user content only after folding the system block in front of it.
+            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n Hi [/INST]Hello!</s><s>[INST] Again [/INST]Sure.</s>");
+  EXPECT_EQ(responses(pieces, tok), "Hello![</s>]Sure.[</s>]");
+  for (const auto& p : pieces)
+    if (p.id < 0) EXPECT_EQ(p.text.find("<s>"), std::string::npos) << "BOS/EOS are ids, never text";
+}
+
+TEST(Templates, Llama3WithAndWithoutHeaderTokens) {
+  ByteTokenizer with({"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"});
+  const auto pieces = render_template(ChatTemplate::llama3, chat(), with);
+  EXPECT_EQ(rendered_text(pieces, with),
+            "<s><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nAgain<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nSure.<|eot_id|>");
+  EXPECT_EQ(responses(pieces, with), "Hello![<|eot_id|>]Sure.[<|eot_id|>]");
+  int special_ids = 0;
+  for (const auto& p : pieces) {
+    special_ids += p.id > 258;
+    if (p.id < 0) EXPECT_EQ(p.text.find("<|"), std::string::npos) << "markers the tokenizer has are ids";
+  }
+  EXPECT_EQ(special_ids, 15);
+
+  ByteTokenizer without;
+  const auto plain = render_template(ChatTemplate::llama3, chat(), without);
+  EXPECT_EQ(responses(plain, without), "Hello![</s>]Sure.[</s>]") << "end of turn falls back to EOS";
+  EXPECT_NE(rendered_text(plain, without).find("<|start_header_id|>assistant<|end_header_id|>\n\n"), std::string::npos);
+}
+
+TEST(Templates, ChatML) {
+  ByteTokenizer tok({"<|im_start|>", "<|im_end|>"});
+  const auto pieces = render_template(ChatTemplate::chatml, chat(), tok);
+  EXPECT_EQ(rendered_text(pieces, tok),
+            "<s><|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n"
+            "<|im_start|>assistant\n Hello! <|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n"
+            "<|im_start|>assistant\nSure.<|im_end|>\n");
+  EXPECT_EQ(responses(pieces, tok), " Hello! [<|im_end|>]Sure.[<|im_end|>]");
+}
+
+TEST(Templates, PlainAndAlpacaInputInChats) {
+  ByteTokenizer tok;
+  const Conversation pc{{{Role::user, "2+2=", {}}, {Role::assistant, "4", {}}}};
+  const auto pieces = render_template(ChatTemplate::plain, pc, tok);
+  EXPECT_EQ(rendered_text(pieces, tok), "<s>2+2=4</s>");
+  EXPECT_EQ(responses(pieces, tok), "4[</s>]");
+  const Conversation text{{{Role::assistant, "Once upon a time.", {}}}};
+  EXPECT_EQ(responses(render_template(ChatTemplate::plain, text, tok), tok), "Once upon a time.[</s>]");
+  // Alpaca's input joins the instruction after a blank line in chat templates.
+  const Conversation alpaca{{{Role::user, "Translate.", "Bonjour"}, {Role::assistant, "Hello", {}}}};
+  EXPECT_EQ(rendered_text(render_template(ChatTemplate::llama2, alpaca, tok), tok),
+            "<s>[INST] Translate.\n\nBonjour [/INST]Hello</s>");
+}
+
+}  // namespace
+}  // namespace loft

@@ -1,0 +1,216 @@
+#include "tokenizer/templates.h"
+
+#include "engine/core/error.h"
+
+namespace loft {
+namespace {
+
+// Alpaca, as in tatsu-lab/stanford_alpaca train.py PROMPT_DICT, with the "\n" after
+// "### Response:" that the released alpaca `text` field and alpaca-lora's template carry.
+constexpr std::string_view kAlpacaWithInput =
+    "Below is an instruction that describes a task, paired with an input that provides further context. "
+    "Write a response that appropriately completes the request.\n\n"
+    "### Instruction:\n{instruction}\n\n### Input:\n{input}\n\n### Response:\n";
+constexpr std::string_view kAlpacaNoInput =
+    "Below is an instruction that describes a task. Write a response that appropriately completes the request.\n\n"
+    "### Instruction:\n{instruction}\n\n### Response:\n";
+
+// Llama-2 chat, as in meta-llama/llama generation.py: the system prompt is folded into the first
+// user turn; each exchange is BOS "[INST] {user} [/INST] {answer}" EOS with stripped contents.
+constexpr std::string_view kInstOpen = "[INST] ", kInstClose = " [/INST]";
+constexpr std::string_view kSysOpen = "<<SYS>>\n", kSysClose = "\n<</SYS>>\n\n";
+
+// Llama-3 chat, as in meta-llama/llama3 tokenizer.py ChatFormat: <|begin_of_text|> (= BOS), then
+// per message "<|start_header_id|>{role}<|end_header_id|>\n\n{content stripped}<|eot_id|>".
+constexpr std::string_view kStartHeader = "<|start_header_id|>", kEndHeader = "<|end_header_id|>";
+constexpr std::string_view kEotId = "<|eot_id|>";
+
+// ChatML, as in OpenAI's ChatML description and HF chat templates:
+// "<|im_start|>{role}\n{content}<|im_end|>\n" per message.
+constexpr std::string_view kImStart = "<|im_start|>", kImEnd = "<|im_end|>";
+
+std::string strip(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+std::string replace_all(std::string s, std::string_view key, std::string_view value) {
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size()))
+    s.replace(at, key.size(), value);
+  return s;
+}
+
+// The user text a chat template shows: Alpaca's input, if any, follows the instruction.
+std::string user_text(const Turn& t) { return t.input.empty() ? t.text : t.text + "\n\n" + t.input; }
+
+class PieceBuilder {
+ public:
+  explicit PieceBuilder(const Tokenizer& tok) : tok_(tok) {}
+
+  void text(std::string_view s, bool response = false) {
+    if (s.empty()) return;
+    if (!pieces_.empty() && pieces_.back().id < 0 && pieces_.back().response == response) {
+      pieces_.back().text += s;
+      return;
+    }
+    pieces_.push_back({std::string(s), -1, response});
+  }
+  void id(int32_t token, bool response = false) {
+    if (token >= 0) pieces_.push_back({{}, token, response});
+  }
+  void bos() { id(tok_.bos_id()); }
+  void eos(bool response) { id(tok_.eos_id(), response); }
+  // A special marker: its id when the tokenizer has one, else its text.
+  void marker(std::string_view spelled, bool response = false) {
+    const int32_t sid = tok_.special_id(spelled);
+    if (sid >= 0)
+      id(sid, response);
+    else
+      text(spelled, response);
+  }
+  // An end-of-turn marker: its id, else EOS (so the model learns to stop even without it).
+  void end_of_turn(std::string_view spelled, bool response) {
+    const int32_t sid = tok_.special_id(spelled);
+    id(sid >= 0 ? sid : tok_.eos_id(), response);
+  }
+  std::vector<TemplatePiece> take() { return std::move(pieces_); }
+
+ private:
+  const Tokenizer& tok_;
+  std::vector<TemplatePiece> pieces_;
+};
+
+// Templates made of BOS <prompt> <response> EOS blocks, one per exchange (Alpaca, Llama-2 chat).
+// System text is held until the next user turn, whose prompt `prompt(turn, system)` builds.
+template <typename PromptFn>
+void render_exchanges(const Conversation& conv, PieceBuilder& b, PromptFn prompt, bool strip_response) {
+  std::string system;
+  bool need_bos = true;
+  for (const Turn& t : conv.turns) {
+    if (t.role == Role::system) {
+      system += t.text;
+      continue;
+    }
+    if (need_bos) b.bos();
+    need_bos = false;
+    if (t.role == Role::user) {
+      b.text(prompt(t, system));
+      system.clear();
+    } else {
+      b.text(strip_response ? strip(t.text) : t.text, true);
+      b.eos(true);
+      need_bos = true;
+    }
+  }
+}
+
+void render_alpaca(const Conversation& conv, PieceBuilder& b) {
+  render_exchanges(
+      conv, b,
+      [](const Turn& t, const std::string& system) {
+        const std::string_view form = t.input.empty() ? kAlpacaNoInput : kAlpacaWithInput;
+        const std::string p = replace_all(replace_all(std::string(form), "{instruction}", t.text), "{input}", t.input);
+        return system.empty() ? p : system + "\n\n" + p;
+      },
+      false);
+}
+
+void render_llama2(const Conversation& conv, PieceBuilder& b) {
+  render_exchanges(
+      conv, b,
+      [](const Turn& t, const std::string& system) {
+        std::string content = user_text(t);
+        if (!system.empty()) content = std::string(kSysOpen) + system + std::string(kSysClose) + content;
+        return std::string(kInstOpen) + strip(content) + std::string(kInstClose);
+      },
+      true);
+}
+
+void render_llama3(const Conversation& conv, PieceBuilder& b) {
+  b.bos();
+  for (const Turn& t : conv.turns) {
+    const bool response = t.role == Role::assistant;
+    b.marker(kStartHeader);
+    b.text(role_name(t.role));
+    b.marker(kEndHeader);
+    b.text("\n\n");
+    b.text(strip(response ? t.text : user_text(t)), response);
+    b.end_of_turn(kEotId, response);
+  }
+}
+
+void render_chatml(const Conversation& conv, PieceBuilder& b) {
+  b.bos();
+  for (const Turn& t : conv.turns) {
+    const bool response = t.role == Role::assistant;
+    b.marker(kImStart);
+    b.text(std::string(role_name(t.role)) + "\n");
+    b.text(response ? t.text : user_text(t), response);
+    b.end_of_turn(kImEnd, response);
+    b.text("\n");
+  }
+}
+
+// Texts concatenated as they are (the prompt/completion convention); EOS after each response.
+void render_plain(const Conversation& conv, PieceBuilder& b) {
+  b.bos();
+  for (const Turn& t : conv.turns) {
+    if (t.role != Role::assistant) {
+      b.text(user_text(t));
+      continue;
+    }
+    b.text(t.text, true);
+    b.eos(true);
+  }
+}
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::system: return "system";
+    case Role::user: return "user";
+    case Role::assistant: return "assistant";
+  }
+  return "?";
+}
+
+ChatTemplate parse_chat_template(std::string_view name) {
+  for (ChatTemplate t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::llama3, ChatTemplate::chatml,
+                         ChatTemplate::plain})
+    if (chat_template_name(t) == name) return t;
+  throw UsageError(cat("--template: unknown template '", name, "' (expected alpaca, llama2, llama3, chatml or plain)"));
+}
+
+std::string_view chat_template_name(ChatTemplate t) {
+  switch (t) {
+    case ChatTemplate::alpaca: return "alpaca";
+    case ChatTemplate::llama2: return "llama2";
+    case ChatTemplate::llama3: return "llama3";
+    case ChatTemplate::chatml: return "chatml";
+    case ChatTemplate::plain: return "plain";
+  }
+  return "?";
+}
+
+std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& conv, const Tokenizer& tok) {
+  PieceBuilder b(tok);
+  switch (t) {
+    case ChatTemplate::alpaca: render_alpaca(conv, b); break;
+    case ChatTemplate::llama2: render_llama2(conv, b); break;
+    case ChatTemplate::llama3: render_llama3(conv, b); break;
+    case ChatTemplate::chatml: render_chatml(conv, b); break;
+    case ChatTemplate::plain: render_plain(conv, b); break;
+  }
+  return b.take();
+}
+
+std::string rendered_text(const std::vector<TemplatePiece>& pieces, const Tokenizer& tok) {
+  std::string out;
+  for (const TemplatePiece& p : pieces) out += p.id >= 0 ? tok.piece(p.id) : p.text;
+  return out;
+}
+
+}  // namespace loft
