@@ -4,14 +4,35 @@
 
 namespace loft {
 
+namespace {
+void check_sizes(size_t ids, size_t labels, size_t docs, int64_t rows, int64_t seq) {
+  const size_t t_total = size_t(rows * seq);
+  LOFT_CHECK(ids == t_total && labels == t_total, "batch: ", ids, " ids and ", labels,
+             " labels for ", rows, " rows of ", seq);
+  LOFT_CHECK(docs == 0 || docs == t_total, "batch: ", docs, " document ids for ", t_total,
+             " tokens");
+}
+}  // namespace
+
 Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
                  const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device) {
-  const size_t t_total = size_t(rows * seq);
-  LOFT_CHECK(ids.size() == t_total && labels.size() == t_total, "make_batch: ", ids.size(),
-             " ids and ", labels.size(), " labels for ", rows, " rows of ", seq);
-  LOFT_CHECK(doc_ids.empty() || doc_ids.size() == t_total, "make_batch: ", doc_ids.size(),
-             " document ids for ", t_total, " tokens");
-  std::vector<int32_t> targets(t_total), positions(t_total), doc_start(t_total);
+  check_sizes(ids.size(), labels.size(), doc_ids.size(), rows, seq);
+  // Shift: position t predicts labels[t+1] of the same document.
+  std::vector<int32_t> targets(ids.size(), ops::kIgnoreIndex);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i + 1 < seq; ++i) {
+      const size_t t = size_t(r * seq + i);
+      if (doc_ids.empty() || doc_ids[t + 1] == doc_ids[t]) targets[t] = labels[t + 1];
+    }
+  return make_batch_shifted(ids, targets, doc_ids, rows, seq, device);
+}
+
+Batch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
+                         const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
+                         Device device) {
+  check_sizes(ids.size(), targets.size(), doc_ids.size(), rows, seq);
+  const size_t t_total = ids.size();
+  std::vector<int32_t> positions(t_total), doc_start(t_total);
   Batch b;
   b.rows = rows;
   b.seq = seq;
@@ -22,8 +43,6 @@ Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& la
       if (i > 0 && !doc_ids.empty() && doc_ids[t] != doc_ids[t - 1]) start = int32_t(i);
       doc_start[t] = start;
       positions[t] = int32_t(i) - start;
-      const bool has_next = i + 1 < seq && (doc_ids.empty() || doc_ids[t + 1] == doc_ids[t]);
-      targets[t] = has_next ? labels[t + 1] : ops::kIgnoreIndex;
       if (targets[t] != ops::kIgnoreIndex) ++b.target_count;
     }
   }

@@ -39,6 +39,16 @@ class ByteTokenizer : public Tokenizer {
       if (v == id) return k;
     return "<unk>";
   }
+  // Bytes are whole pieces here, so streaming is just piece() per id.
+  std::unique_ptr<StreamDecoder> stream_decoder() const override {
+    struct Pieces : StreamDecoder {
+      const ByteTokenizer* tok;
+      explicit Pieces(const ByteTokenizer* t) : tok(t) {}
+      std::string push(int32_t id) override { return tok->piece(id); }
+      std::string finish() override { return {}; }
+    };
+    return std::make_unique<Pieces>(this);
+  }
   int32_t vocab_size() const override { return kFirstByte + 256 + int32_t(specials_.size()); }
   int32_t bos_id() const override { return kBos; }
   int32_t eos_id() const override { return kEos; }
