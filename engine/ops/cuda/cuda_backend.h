@@ -1,0 +1,29 @@
+// The CUDA implementation of the op table. Each op family lives in its own file in this folder
+// (gemm_cublaslt.cpp, elementwise.cu, rmsnorm.cu, rope.cu, swiglu.cu, embedding.cu,
+// cross_entropy.cu); all run on cuda::stream(device) of their tensors' device. Inputs arrive
+// validated by ops.cpp.
+#pragma once
+#include "engine/ops/backend.h"
+
+namespace loft::ops {
+
+class CudaBackend final : public Backend {
+ public:
+  void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) override;
+  void convert(const Tensor& src, Tensor& dst) override;
+  void axpy(float alpha, const Tensor& x, Tensor& y) override;
+  void scale(Tensor& x, float alpha) override;
+  void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) override;
+  void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                        Tensor& dx, Tensor* dweight) override;
+  void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) override;
+  void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                       Tensor& dup) override;
+  void embedding(const Tensor& table, const Tensor& ids, Tensor& out) override;
+  void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) override;
+  void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, Tensor* dlogits,
+                     float grad_scale) override;
+};
+
+}  // namespace loft::ops

@@ -1,0 +1,171 @@
+// RMSNorm forward and backward: one block per row, fp32 sums reduced with warp shuffles. The
+// weight gradient is reduced over rows by a separate column-tiled kernel (one atomicAdd per
+// column and row chunk) instead of one atomic per element.
+#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/cuda/kernel_util.cuh"
+
+namespace loft::ops {
+
+using namespace cuda_kernels;
+
+namespace {
+
+template <typename TX, typename TW>
+__global__ void rmsnorm_kernel(const TX* x, const TW* w, TX* y, float* rstd, int64_t d, float eps) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  const TX* xr = x + row * d;
+  TX* yr = y + row * d;
+  const bool vec = aligned16(xr) && aligned16(yr) && aligned16(w);
+  const int64_t chunks = vec ? d / kChunk : 0;
+
+  float ss = 0.0f;
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    float v[kChunk];
+    load_chunk(xr + c * kChunk, v);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) ss += v[e] * v[e];
+  }
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+    const float v = to_f32(xr[j]);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  const float r = 1.0f / sqrtf(ss / float(d) + eps);
+  if (rstd && threadIdx.x == 0) rstd[row] = r;
+
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    float v[kChunk], wv[kChunk];
+    load_chunk(xr + c * kChunk, v);
+    load_chunk(w + c * kChunk, wv);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) v[e] = wv[e] * (v[e] * r);
+    store_chunk(yr + c * kChunk, v);
+  }
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x)
+    yr[j] = from_f32<TX>(to_f32(w[j]) * (to_f32(xr[j]) * r));
+}
+
+// dx = r·dy·w − (r³/D)·x·Σ(dy·w·x). Each element is read before it is written by the same
+// thread, so dx may alias dy or x.
+template <typename TX, typename TW>
+__global__ void rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
+                                        TX* dx, int64_t d) {
+  __shared__ float scratch[32];
+  const int64_t row = blockIdx.x;
+  const TX* dyr = dy + row * d;
+  const TX* xr = x + row * d;
+  TX* dxr = dx + row * d;
+  const bool vec = aligned16(dyr) && aligned16(xr) && aligned16(dxr) && aligned16(w);
+  const int64_t chunks = vec ? d / kChunk : 0;
+  const float r = rstd[row];
+
+  float dot = 0.0f;
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    float g[kChunk], v[kChunk], wv[kChunk];
+    load_chunk(dyr + c * kChunk, g);
+    load_chunk(xr + c * kChunk, v);
+    load_chunk(w + c * kChunk, wv);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) dot += g[e] * wv[e] * v[e];
+  }
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x)
+    dot += to_f32(dyr[j]) * to_f32(w[j]) * to_f32(xr[j]);
+  dot = block_sum(dot, scratch);
+  const float coef = r * r * r * dot / float(d);
+
+  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+    float g[kChunk], v[kChunk], wv[kChunk];
+    load_chunk(dyr + c * kChunk, g);
+    load_chunk(xr + c * kChunk, v);
+    load_chunk(w + c * kChunk, wv);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) g[e] = r * g[e] * wv[e] - coef * v[e];
+    store_chunk(dxr + c * kChunk, g);
+  }
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+    const float g = to_f32(dyr[j]), v = to_f32(xr[j]);
+    dxr[j] = from_f32<TX>(r * g * to_f32(w[j]) - coef * v);
+  }
+}
+
+// dweight[j] += Σ_rows dy[row, j]·x[row, j]·rstd[row]. Block (32, 8): 32 columns × a chunk of
+// rows; the 8 row lanes are summed in shared memory, then one atomicAdd per column.
+constexpr int kColTile = 32, kRowLanes = 8;
+
+template <typename TX>
+__global__ void rmsnorm_dweight_kernel(const TX* dy, const TX* x, const float* rstd, float* dw,
+                                       int64_t rows, int64_t d, int64_t rows_per_block) {
+  __shared__ float part[kRowLanes][kColTile + 1];
+  const int64_t col = int64_t(blockIdx.x) * kColTile + threadIdx.x;
+  const int64_t r0 = int64_t(blockIdx.y) * rows_per_block;
+  const int64_t r1 = min(rows, r0 + rows_per_block);
+  float acc = 0.0f;
+  if (col < d)
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kRowLanes)
+      acc += to_f32(dy[r * d + col]) * to_f32(x[r * d + col]) * rstd[r];
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < d) {
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kRowLanes; ++k) s += part[k][threadIdx.x];
+    atomicAdd(dw + col, s);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                          Tensor* rstd) {
+  const int dev = use_device(x);
+  const int64_t d = x.size(-1);
+  if (x.numel() == 0) return;
+  const int64_t rows = x.numel() / d;
+  LOFT_CHECK(rows <= INT32_MAX, "rmsnorm: too many rows (", rows, ") for one launch");
+  float* rstd_ptr = rstd ? rstd->ptr<float>() : nullptr;
+  dispatch_activation(x.dtype(), "rmsnorm", [&](auto xt) {
+    using TX = typename decltype(xt)::type;
+    dispatch_activation(weight.dtype(), "rmsnorm", [&](auto wt) {
+      using TW = typename decltype(wt)::type;
+      rmsnorm_kernel<TX, TW><<<unsigned(rows), row_threads(d), 0, cuda::stream(dev)>>>(
+          x.ptr<const TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps);
+      cuda::check_launch("rmsnorm");
+    });
+  });
+}
+
+void CudaBackend::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   const Tensor& rstd, Tensor& dx, Tensor* dweight) {
+  const int dev = use_device(x);
+  const int64_t d = x.size(-1);
+  if (x.numel() == 0) return;
+  const int64_t rows = x.numel() / d;
+  LOFT_CHECK(rows <= INT32_MAX, "rmsnorm_backward: too many rows (", rows, ") for one launch");
+  cudaStream_t stream = cuda::stream(dev);
+  dispatch_activation(x.dtype(), "rmsnorm_backward", [&](auto xt) {
+    using TX = typename decltype(xt)::type;
+    // dweight first: dx may alias dy or x, which it reads.
+    if (dweight) {
+      const int64_t col_blocks = (d + kColTile - 1) / kColTile;
+      const int64_t max_row_blocks = std::min<int64_t>((rows + kRowLanes - 1) / kRowLanes, 65535);
+      const int64_t want = (int64_t(sm_count(dev)) * 8 + col_blocks - 1) / col_blocks;
+      const int64_t row_blocks = std::clamp<int64_t>(want, 1, max_row_blocks);
+      const int64_t rows_per_block = (rows + row_blocks - 1) / row_blocks;
+      const dim3 grid(unsigned(col_blocks), unsigned((rows + rows_per_block - 1) / rows_per_block));
+      rmsnorm_dweight_kernel<TX><<<grid, dim3(kColTile, kRowLanes), 0, stream>>>(
+          dy.ptr<const TX>(), x.ptr<const TX>(), rstd.ptr<const float>(), dweight->ptr<float>(),
+          rows, d, rows_per_block);
+      cuda::check_launch("rmsnorm_dweight");
+    }
+    dispatch_activation(weight.dtype(), "rmsnorm_backward", [&](auto wt) {
+      using TW = typename decltype(wt)::type;
+      rmsnorm_backward_kernel<TX, TW><<<unsigned(rows), row_threads(d), 0, stream>>>(
+          dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+          dx.ptr<TX>(), d);
+      cuda::check_launch("rmsnorm_backward");
+    });
+  });
+}
+
+}  // namespace loft::ops

@@ -1,0 +1,57 @@
+// RoPE (rotate-half), in place. One block per token: the token's cos/sin table (head_dim/2
+// angles, θ = float(pos)·inv_freq[i] with full-precision sincosf) is built once in shared memory
+// and applied to every head.
+#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/cuda/kernel_util.cuh"
+
+namespace loft::ops {
+
+using namespace cuda_kernels;
+
+namespace {
+
+template <typename T>
+__global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
+                            int half, bool inverse) {
+  extern __shared__ float table[];  // cos[half], then sin[half]
+  const int64_t t = blockIdx.x;
+  const float pos = float(positions[t]);
+  for (int i = threadIdx.x; i < half; i += blockDim.x) {
+    float s, c;
+    sincosf(pos * inv_freq[i], &s, &c);
+    table[i] = c;
+    table[half + i] = inverse ? -s : s;
+  }
+  __syncthreads();
+  T* xt = x + t * heads * 2 * half;
+  for (int idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
+    const int h = idx / half, i = idx - h * half;
+    T* xh = xt + int64_t(h) * 2 * half;
+    const float a = to_f32(xh[i]), b = to_f32(xh[i + half]);
+    const float c = table[i], s = table[half + i];
+    xh[i] = from_f32<T>(a * c - b * s);
+    xh[i + half] = from_f32<T>(b * c + a * s);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+  const int dev = use_device(x);
+  if (x.numel() == 0) return;
+  const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
+  LOFT_CHECK(tokens <= INT32_MAX && heads * half <= INT32_MAX, "rope: ", x.str(),
+             " too large for one launch");
+  const int threads = int(std::clamp<int64_t>((heads * half + 31) / 32 * 32, 32, 256));
+  const size_t shared = size_t(2 * half) * sizeof(float);
+  LOFT_CHECK(shared <= 48 * 1024, "rope: head_dim ", 2 * half, " too large");
+  dispatch_activation(x.dtype(), "rope", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    rope_kernel<T><<<unsigned(tokens), threads, shared, cuda::stream(dev)>>>(
+        x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
+        int(half), inverse);
+    cuda::check_launch("rope");
+  });
+}
+
+}  // namespace loft::ops
