@@ -206,6 +206,7 @@ Split split_work(int64_t seq, int64_t entries, size_t bytes_per_score) {
 struct Call {
   int device;
   cudaStream_t stream;
+  cublasHandle_t blas;
   Geometry g;
   DType dtype;
   int64_t elem;  // bytes per q/k/v element
@@ -219,6 +220,7 @@ struct Call {
         elem(int64_t(dtype_size(q.dtype()))) {
     cuda::set_device(device);
     stream = cuda::stream(device);
+    blas = cuda::cublas_handle(device);
     split = split_work(seq, entries, scratch_bytes);
     pointers = Tensor::empty({kSlots * split.entries}, DType::I64, q.device());
   }
@@ -267,7 +269,6 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& do
   const Split sp = call.split;
   Tensor scores = Tensor::empty({sp.entries * sp.rows * seq}, DType::F32, q.device());
   Tensor probs = Tensor::empty({sp.entries * sp.rows * seq}, call.dtype, q.device());
-  const BatchedGemm gemm0{cuda::cublas_handle(call.device), 0};
   const int64_t ldq = g.hq * g.d, ldk = g.hkv * g.d;
 
   for (int64_t i0 = 0; i0 < seq; i0 += sp.rows) {
@@ -285,8 +286,7 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& do
       plan.op[kScores] = call.scratch(scores, rows * nk * int64_t(sizeof(float)));
       plan.op[kP] = call.scratch(probs, rows * nk * call.elem);
       call.fill(plan);
-      BatchedGemm gemm = gemm0;
-      gemm.batch = n;
+      const BatchedGemm gemm{call.blas, n};
       const DType dt = call.dtype;
       // Scoresᵀ [nk × rows] = K · Qᵀ, scaled.
       gemm.run(true, false, nk, rows, g.d, scale, call.slot(kK, n), dt, ldk, call.slot(kQ, n),
@@ -335,15 +335,13 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
   const int64_t cap = sp.entries * sp.rows * seq;
   Tensor scores = Tensor::empty({cap}, DType::F32, dev), dp = Tensor::empty({cap}, DType::F32, dev);
   Tensor probs = Tensor::empty({cap}, dt, dev), dscores = Tensor::empty({cap}, dt, dev);
-  const BatchedGemm gemm0{cuda::cublas_handle(call.device), 0};
   const int64_t ldq = g.hq * g.d, ldk = g.hkv * g.d;
 
   for (int64_t i0 = 0; i0 < seq; i0 += sp.rows) {
     const int64_t rows = std::min(sp.rows, seq - i0), nk = i0 + rows;
     for (int64_t first = 0; first < entries; first += sp.entries) {
       const int64_t n = std::min(sp.entries, entries - first);
-      BatchedGemm gemm = gemm0;
-      gemm.batch = n;
+      const BatchedGemm gemm{call.blas, n};
       for (int64_t r = 0; r < g.group; ++r) {
         PointerPlan plan{};
         plan.map = {first, g.hkv, g.group, r};
