@@ -142,11 +142,11 @@ std::vector<float> numeric_grad(std::vector<double>& x, const std::function<doub
 TEST(AttentionCpu, BackwardMatchesFiniteDifferences) {
   std::mt19937 rng(11);
   const std::pair<Dims, int64_t> cases[] = {
-      {{2, 7, 4, 2, 8}, 3},   // GQA groups of 2, packed documents
-      {{1, 12, 6, 1, 24}, 5}, // one kv head for six query heads
-      {{2, 9, 3, 3, 5}, 0},   // plain multi-head, one document per row, odd head_dim
-      {{3, 1, 8, 4, 8}, 0},   // single-token rows
-      {{1, 16, 2, 1, 8}, 1},  // every token its own document
+      {{2, 7, 4, 2, 8}, 3},    // GQA groups of 2, packed documents
+      {{1, 12, 6, 1, 24}, 5},  // one kv head for six query heads
+      {{2, 9, 3, 3, 5}, 0},    // plain multi-head, one document per row, odd head_dim
+      {{3, 1, 8, 4, 8}, 0},    // single-token rows
+      {{1, 16, 2, 1, 8}, 1},   // every token its own document
   };
   for (const auto& [n, max_doc_len] : cases) {
     SCOPED_TRACE(dims_str(n, max_doc_len));
@@ -220,7 +220,8 @@ TEST(AttentionCpu, DocStartOutsideRowIsAnError) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("doc_start[8]"), std::string::npos) << e.what();
     }
-    Tensor dq = Tensor::empty(in.q.shape(), DType::F32), dk = Tensor::empty(in.k.shape(), DType::F32),
+    Tensor dq = Tensor::empty(in.q.shape(), DType::F32),
+           dk = Tensor::empty(in.k.shape(), DType::F32),
            dv = Tensor::empty(in.v.shape(), DType::F32);
     EXPECT_THROW(ops::cpu::attention_backward(in.q, in.q, in.k, in.v, in.q, lse, in.doc_start,
                                               n.seq, in.scale, dq, dk, dv),

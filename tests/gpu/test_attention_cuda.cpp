@@ -48,7 +48,8 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
                                        : test::random_doc_start(c.rows, c.seq, c.max_doc_len, rng);
   const float scale = float(1.0 / std::sqrt(double(c.d)));
 
-  Tensor out = Tensor::empty(q.shape(), DType::F32), lse = Tensor::empty({tokens, c.hq}, DType::F32);
+  Tensor out = Tensor::empty(q.shape(), DType::F32),
+         lse = Tensor::empty({tokens, c.hq}, DType::F32);
   ops::cpu::attention(q, k, v, ds, c.seq, scale, out, lse);
   Tensor dq = Tensor::empty(q.shape(), DType::F32), dk = Tensor::empty(k.shape(), DType::F32),
          dv = Tensor::empty(v.shape(), DType::F32);
@@ -57,7 +58,8 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
   const Device gpu = Device::cuda(0);
   const Tensor gq = on_gpu(q, dt), gk = on_gpu(k, dt), gv = on_gpu(v, dt), gdout = on_gpu(dout, dt);
   const Tensor gds = ds.to(gpu);
-  Tensor gout = Tensor::empty(q.shape(), dt, gpu), glse = Tensor::empty(lse.shape(), DType::F32, gpu);
+  Tensor gout = Tensor::empty(q.shape(), dt, gpu),
+         glse = Tensor::empty(lse.shape(), DType::F32, gpu);
   ops::cuda_attention::forward(gq, gk, gv, gds, c.seq, scale, gout, glse);
   Tensor gdq = Tensor::empty(q.shape(), dt, gpu), gdk = Tensor::empty(k.shape(), dt, gpu),
          gdv = Tensor::empty(v.shape(), dt, gpu);
@@ -73,9 +75,8 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
 // seq 1 / 7 / 33 / 172 / 512, head_dim 8 / 24 / 64 / 128, query heads per kv head 1 / 2 / 4 / 6,
 // with and without packed documents.
 const Case kCases[] = {
-    {3, 1, 8, 4, 64, 0},     {2, 7, 4, 4, 8, 3},      {1, 33, 6, 1, 24, 9},
-    {2, 172, 8, 4, 64, 40},  {1, 172, 8, 2, 128, 0},  {2, 512, 8, 2, 128, 100},
-    {1, 512, 4, 4, 8, 0},
+    {3, 1, 8, 4, 64, 0},    {2, 7, 4, 4, 8, 3},       {1, 33, 6, 1, 24, 9}, {2, 172, 8, 4, 64, 40},
+    {1, 172, 8, 2, 128, 0}, {2, 512, 8, 2, 128, 100}, {1, 512, 4, 4, 8, 0},
 };
 
 TEST(AttentionCuda, MatchesCpuF32) {

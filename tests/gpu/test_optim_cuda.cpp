@@ -35,9 +35,9 @@ TEST(SumSquaresCuda, MatchesCpu) {
   LOFT_REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
   EXPECT_EQ(ops::cuda_optim::sum_squares(Tensor::zeros({0}, DType::F32, gpu)), 0.0);
-  EXPECT_EQ(ops::cuda_optim::sum_squares(
-                Tensor::from_vector(std::vector<float>{1, -2, 3}, {3}).to(gpu)),
-            14.0);
+  EXPECT_EQ(
+      ops::cuda_optim::sum_squares(Tensor::from_vector(std::vector<float>{1, -2, 3}, {3}).to(gpu)),
+      14.0);
   std::mt19937 rng(43);
   for (int64_t n : {int64_t(1), int64_t(7), int64_t(172), (int64_t(1) << 22) + 3}) {
     const Tensor x = test::random_tensor({n}, rng, -3, 3);

@@ -27,9 +27,13 @@ __device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
 template <>
-__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+__device__ __forceinline__ float from_f32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __forceinline__ bf16 from_f32<bf16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ bf16 from_f32<bf16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 struct Geometry {
   int64_t seq, hq, hkv, d, group;  // group = hq / hkv query heads per kv head
@@ -75,10 +79,17 @@ __global__ void fill_pointers(PointerPlan plan, const void** out) {
     const Operand& o = plan.op[s];
     int64_t offset = 0;
     switch (o.side) {
-      case Side::kNone: continue;
-      case Side::kQuery: offset = ((b * g.seq + plan.i0) * g.hq + h) * g.d * o.elem_bytes; break;
-      case Side::kKv: offset = (b * g.seq * g.hkv + h / g.group) * g.d * o.elem_bytes; break;
-      case Side::kScratch: offset = e * o.entry_bytes; break;
+      case Side::kNone:
+        continue;
+      case Side::kQuery:
+        offset = ((b * g.seq + plan.i0) * g.hq + h) * g.d * o.elem_bytes;
+        break;
+      case Side::kKv:
+        offset = (b * g.seq * g.hkv + h / g.group) * g.d * o.elem_bytes;
+        break;
+      case Side::kScratch:
+        offset = e * o.entry_bytes;
+        break;
     }
     out[s * plan.entries + e] = o.base + offset;
   }
@@ -112,7 +123,8 @@ __device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
 // Block-wide merge of every thread's (m, l); all threads get the result.
 __device__ void block_merge(float& m, float& l) {
   __shared__ float sm[kRowThreads / 32], sl[kRowThreads / 32];
-  for (int o = 16; o > 0; o /= 2) merge(m, l, __shfl_xor_sync(~0u, m, o), __shfl_xor_sync(~0u, l, o));
+  for (int o = 16; o > 0; o /= 2)
+    merge(m, l, __shfl_xor_sync(~0u, m, o), __shfl_xor_sync(~0u, l, o));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) sm[warp] = m, sl[warp] = l;
   __syncthreads();
@@ -124,8 +136,8 @@ __device__ void block_merge(float& m, float& l) {
 // probs = softmax of the visible keys (0 elsewhere), lse per (token, head).
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
-    masked_softmax(const float* scores, T* probs, float* lse, const int32_t* doc_start,
-                   Geometry g, EntryMap map, int64_t i0, int64_t rows, int64_t nk) {
+    masked_softmax(const float* scores, T* probs, float* lse, const int32_t* doc_start, Geometry g,
+                   EntryMap map, int64_t i0, int64_t rows, int64_t nk) {
   const RowCtx c = row_ctx(g, map, i0, rows, doc_start);
   const float* s = scores + blockIdx.x * nk;
   float m = -INFINITY, l = 0;
@@ -142,8 +154,8 @@ __global__ void __launch_bounds__(kRowThreads)
 template <typename T>
 __global__ void __launch_bounds__(kRowThreads)
     softmax_grad(const float* scores, const float* dp, T* probs, T* dscores, const float* lse,
-                 const float* drow, const int32_t* doc_start, Geometry g, EntryMap map,
-                 int64_t i0, int64_t rows, int64_t nk, float scale) {
+                 const float* drow, const int32_t* doc_start, Geometry g, EntryMap map, int64_t i0,
+                 int64_t rows, int64_t nk, float scale) {
   const RowCtx c = row_ctx(g, map, i0, rows, doc_start);
   const float row_lse = lse[c.t * g.hq + c.h], d = drow[c.t * g.hq + c.h];
   const int64_t at = blockIdx.x * nk;
@@ -180,9 +192,9 @@ cudaDataType cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R
 struct BatchedGemm {
   cublasHandle_t handle;
   int64_t batch;
-  void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void** a,
-           DType at, int64_t lda, const void** b, DType bt, int64_t ldb, float beta, void** c,
-           DType ct, int64_t ldc) const {
+  void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void** a, DType at,
+           int64_t lda, const void** b, DType bt, int64_t ldb, float beta, void** c, DType ct,
+           int64_t ldc) const {
     LOFT_CUBLAS_CHECK(cublasGemmBatchedEx(
         handle, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, int(m), int(n),
         int(k), &alpha, a, cuda_type(at), int(lda), b, cuda_type(bt), int(ldb), &beta, c,
@@ -202,7 +214,8 @@ Split split_work(int64_t seq, int64_t entries, size_t bytes_per_score) {
   return {std::max<int64_t>(1, fit / seq), 1};
 }
 
-// Everything one call shares: device, stream, shapes, dtype, and its chunk pointer arrays.
+// Everything one call shares: device, stream, shapes, dtype, inputs, the chunk pointer arrays,
+// and the scratch for fp32 scores and probabilities (in the call's dtype).
 struct Call {
   int device;
   cudaStream_t stream;
@@ -211,18 +224,42 @@ struct Call {
   DType dtype;
   int64_t elem;  // bytes per q/k/v element
   Split split;
-  Tensor pointers;
+  const Tensor &q, &k, &v;
+  Tensor pointers, scores, probs;
 
-  Call(const Tensor& q, const Tensor& k, int64_t seq, int64_t entries, size_t scratch_bytes)
-      : device(q.device().index),
-        g{seq, q.size(1), k.size(1), q.size(2), q.size(1) / k.size(1)},
-        dtype(q.dtype()),
-        elem(int64_t(dtype_size(q.dtype()))) {
+  // scratch_bytes: bytes per score element of all the call's score-shaped scratch together.
+  Call(const Tensor& q_, const Tensor& k_, const Tensor& v_, int64_t seq, int64_t entries,
+       size_t scratch_bytes)
+      : device(q_.device().index),
+        g{seq, q_.size(1), k_.size(1), q_.size(2), q_.size(1) / k_.size(1)},
+        dtype(q_.dtype()),
+        elem(int64_t(dtype_size(q_.dtype()))),
+        q(q_),
+        k(k_),
+        v(v_) {
     cuda::set_device(device);
     stream = cuda::stream(device);
     blas = cuda::cublas_handle(device);
     split = split_work(seq, entries, scratch_bytes);
     pointers = Tensor::empty({kSlots * split.entries}, DType::I64, q.device());
+    scores = scratch_tensor(DType::F32);
+    probs = scratch_tensor(dtype);
+  }
+  Tensor scratch_tensor(DType t) const {
+    return Tensor::empty({split.entries * split.rows * g.seq}, t, q.device());
+  }
+  // A chunk's plan with q, k, v, scores and probabilities set; callers add the rest.
+  PointerPlan plan(EntryMap map, int64_t i0, int64_t n, int64_t rows, int64_t nk) const {
+    PointerPlan p{};
+    p.map = map;
+    p.i0 = i0;
+    p.entries = n;
+    p.op[kQ] = tensor(Side::kQuery, q);
+    p.op[kK] = tensor(Side::kKv, k);
+    p.op[kV] = tensor(Side::kKv, v);
+    p.op[kScores] = scratch(scores, rows * nk * int64_t(sizeof(float)));
+    p.op[kP] = scratch(probs, rows * nk * elem);
+    return p;
   }
   Operand tensor(Side side, const Tensor& t) const {
     return {side, static_cast<const char*>(t.data()), int64_t(dtype_size(t.dtype())), 0};
@@ -264,38 +301,28 @@ void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& do
   if (q.numel() == 0) return;
   const int64_t batch_rows = q.size(0) / seq;
   const int64_t entries = batch_rows * q.size(1);
-  Call call(q, k, seq, entries, sizeof(float) + dtype_size(q.dtype()));
+  Call call(q, k, v, seq, entries, sizeof(float) + dtype_size(q.dtype()));
   const Geometry& g = call.g;
   const Split sp = call.split;
-  Tensor scores = Tensor::empty({sp.entries * sp.rows * seq}, DType::F32, q.device());
-  Tensor probs = Tensor::empty({sp.entries * sp.rows * seq}, call.dtype, q.device());
   const int64_t ldq = g.hq * g.d, ldk = g.hkv * g.d;
 
   for (int64_t i0 = 0; i0 < seq; i0 += sp.rows) {
     const int64_t rows = std::min(sp.rows, seq - i0), nk = i0 + rows;
     for (int64_t first = 0; first < entries; first += sp.entries) {
       const int64_t n = std::min(sp.entries, entries - first);
-      PointerPlan plan{};
-      plan.map = {first, g.hq, 1, 0};
-      plan.i0 = i0;
-      plan.entries = n;
-      plan.op[kQ] = call.tensor(Side::kQuery, q);
-      plan.op[kK] = call.tensor(Side::kKv, k);
-      plan.op[kV] = call.tensor(Side::kKv, v);
+      PointerPlan plan = call.plan({first, g.hq, 1, 0}, i0, n, rows, nk);
       plan.op[kO] = call.tensor(Side::kQuery, out);
-      plan.op[kScores] = call.scratch(scores, rows * nk * int64_t(sizeof(float)));
-      plan.op[kP] = call.scratch(probs, rows * nk * call.elem);
       call.fill(plan);
       const BatchedGemm gemm{call.blas, n};
       const DType dt = call.dtype;
       // Scoresᵀ [nk × rows] = K · Qᵀ, scaled.
-      gemm.run(true, false, nk, rows, g.d, scale, call.slot(kK, n), dt, ldk, call.slot(kQ, n),
-               dt, ldq, 0.0f, call.out_slot(kScores, n), DType::F32, nk);
+      gemm.run(true, false, nk, rows, g.d, scale, call.slot(kK, n), dt, ldk, call.slot(kQ, n), dt,
+               ldq, 0.0f, call.out_slot(kScores, n), DType::F32, nk);
       with_dtype(dt, [&](auto tag) {
         using T = decltype(tag);
         masked_softmax<T><<<unsigned(n * rows), kRowThreads, 0, call.stream>>>(
-            scores.ptr<float>(), probs.ptr<T>(), lse.ptr<float>(), doc_start.ptr<int32_t>(), g,
-            plan.map, i0, rows, nk);
+            call.scores.ptr<float>(), call.probs.ptr<T>(), lse.ptr<float>(),
+            doc_start.ptr<int32_t>(), g, plan.map, i0, rows, nk);
       });
       cuda::check_launch("attention masked_softmax");
       // Oᵀ [D × rows] = Vᵀ · Pᵀ.
@@ -311,7 +338,7 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
   if (q.numel() == 0) return;
   const int64_t batch_rows = q.size(0) / seq;
   const int64_t entries = batch_rows * k.size(1);  // (row, kv head) pairs
-  Call call(q, k, seq, entries, 2 * (sizeof(float) + dtype_size(q.dtype())));
+  Call call(q, k, v, seq, entries, 2 * (sizeof(float) + dtype_size(q.dtype())));
   const Geometry& g = call.g;
   const Split sp = call.split;
   const DType dt = call.dtype;
@@ -322,8 +349,8 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
   with_dtype(dt, [&](auto tag) {
     using T = decltype(tag);
     const int64_t n = drow.numel();
-    row_dot<T><<<unsigned((n * 32 + 255) / 256), 256, 0, call.stream>>>(
-        dout.ptr<T>(), out.ptr<T>(), drow.ptr<float>(), n, g.d);
+    row_dot<T><<<unsigned((n * 32 + 255) / 256), 256, 0, call.stream>>>(dout.ptr<T>(), out.ptr<T>(),
+                                                                        drow.ptr<float>(), n, g.d);
   });
   cuda::check_launch("attention row_dot");
   // dk and dv sum over the query heads of a group and over query blocks: fp32 accumulators.
@@ -332,9 +359,7 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
   dk32.zero_();
   dv32.zero_();
 
-  const int64_t cap = sp.entries * sp.rows * seq;
-  Tensor scores = Tensor::empty({cap}, DType::F32, dev), dp = Tensor::empty({cap}, DType::F32, dev);
-  Tensor probs = Tensor::empty({cap}, dt, dev), dscores = Tensor::empty({cap}, dt, dev);
+  const Tensor dp = call.scratch_tensor(DType::F32), dscores = call.scratch_tensor(dt);
   const int64_t ldq = g.hq * g.d, ldk = g.hkv * g.d;
 
   for (int64_t i0 = 0; i0 < seq; i0 += sp.rows) {
@@ -343,42 +368,34 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
       const int64_t n = std::min(sp.entries, entries - first);
       const BatchedGemm gemm{call.blas, n};
       for (int64_t r = 0; r < g.group; ++r) {
-        PointerPlan plan{};
-        plan.map = {first, g.hkv, g.group, r};
-        plan.i0 = i0;
-        plan.entries = n;
-        plan.op[kQ] = call.tensor(Side::kQuery, q);
-        plan.op[kK] = call.tensor(Side::kKv, k);
-        plan.op[kV] = call.tensor(Side::kKv, v);
+        PointerPlan plan = call.plan({first, g.hkv, g.group, r}, i0, n, rows, nk);
         plan.op[kDO] = call.tensor(Side::kQuery, dout);
         plan.op[kDQ] = call.tensor(Side::kQuery, dq);
         plan.op[kDK] = call.tensor(Side::kKv, dk32);
         plan.op[kDV] = call.tensor(Side::kKv, dv32);
-        plan.op[kScores] = call.scratch(scores, rows * nk * int64_t(sizeof(float)));
         plan.op[kDP] = call.scratch(dp, rows * nk * int64_t(sizeof(float)));
-        plan.op[kP] = call.scratch(probs, rows * nk * call.elem);
         plan.op[kDS] = call.scratch(dscores, rows * nk * call.elem);
         call.fill(plan);
         // Scoresᵀ = K · Qᵀ (scaled) and dPᵀ = V · dOᵀ, [nk × rows] each.
-        gemm.run(true, false, nk, rows, g.d, scale, call.slot(kK, n), dt, ldk, call.slot(kQ, n),
-                 dt, ldq, 0.0f, call.out_slot(kScores, n), DType::F32, nk);
-        gemm.run(true, false, nk, rows, g.d, 1.0f, call.slot(kV, n), dt, ldk, call.slot(kDO, n),
-                 dt, ldq, 0.0f, call.out_slot(kDP, n), DType::F32, nk);
+        gemm.run(true, false, nk, rows, g.d, scale, call.slot(kK, n), dt, ldk, call.slot(kQ, n), dt,
+                 ldq, 0.0f, call.out_slot(kScores, n), DType::F32, nk);
+        gemm.run(true, false, nk, rows, g.d, 1.0f, call.slot(kV, n), dt, ldk, call.slot(kDO, n), dt,
+                 ldq, 0.0f, call.out_slot(kDP, n), DType::F32, nk);
         with_dtype(dt, [&](auto tag) {
           using T = decltype(tag);
           softmax_grad<T><<<unsigned(n * rows), kRowThreads, 0, call.stream>>>(
-              scores.ptr<float>(), dp.ptr<float>(), probs.ptr<T>(), dscores.ptr<T>(),
-              lse.ptr<float>(), drow.ptr<float>(), doc_start.ptr<int32_t>(), g, plan.map, i0,
-              rows, nk, scale);
+              call.scores.ptr<float>(), dp.ptr<float>(), call.probs.ptr<T>(), dscores.ptr<T>(),
+              lse.ptr<float>(), drow.ptr<float>(), doc_start.ptr<int32_t>(), g, plan.map, i0, rows,
+              nk, scale);
         });
         cuda::check_launch("attention softmax_grad");
         // dVᵀ [D × nk] += dOᵀ · P ; dQᵀ [D × rows] = Kᵀ · dSᵀ ; dKᵀ [D × nk] += Qᵀ · dS.
-        gemm.run(false, true, g.d, nk, rows, 1.0f, call.slot(kDO, n), dt, ldq, call.slot(kP, n),
-                 dt, nk, 1.0f, call.out_slot(kDV, n), DType::F32, ldk);
+        gemm.run(false, true, g.d, nk, rows, 1.0f, call.slot(kDO, n), dt, ldq, call.slot(kP, n), dt,
+                 nk, 1.0f, call.out_slot(kDV, n), DType::F32, ldk);
         gemm.run(false, false, g.d, rows, nk, 1.0f, call.slot(kK, n), dt, ldk, call.slot(kDS, n),
                  dt, nk, 0.0f, call.out_slot(kDQ, n), dt, ldq);
-        gemm.run(false, true, g.d, nk, rows, 1.0f, call.slot(kQ, n), dt, ldq, call.slot(kDS, n),
-                 dt, nk, 1.0f, call.out_slot(kDK, n), DType::F32, ldk);
+        gemm.run(false, true, g.d, nk, rows, 1.0f, call.slot(kQ, n), dt, ldq, call.slot(kDS, n), dt,
+                 nk, 1.0f, call.out_slot(kDK, n), DType::F32, ldk);
       }
     }
   }
