@@ -15,6 +15,9 @@ namespace loft::cuda {
 // The stream loft's work on `device` is queued on (created on first use, one per device).
 cudaStream_t stream(int device);
 cublasLtHandle_t cublaslt_handle(int device);
+// A cuBLAS (v2) handle bound to stream(device) and the same workspace (the one stream orders their
+// use), default math: CUBLAS_COMPUTE_32F on F32 data stays in full fp32 (no TF32).
+cublasHandle_t cublas_handle(int device);
 // A per-device cuBLASLt workspace (32 MiB), allocated once.
 void* cublaslt_workspace(int device, size_t* bytes);
 // Makes `device` current for this thread (cheap when it already is).

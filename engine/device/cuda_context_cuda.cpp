@@ -12,6 +12,7 @@ struct Context {
   std::once_flag once;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
+  cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
 };
 
@@ -24,6 +25,10 @@ Context& context(int device) {
     LOFT_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
     LOFT_CUBLAS_CHECK(cublasLtCreate(&c.lt));
     LOFT_CUDA_CHECK(cudaMalloc(&c.workspace, kWorkspaceBytes));
+    LOFT_CUBLAS_CHECK(cublasCreate(&c.blas));
+    LOFT_CUBLAS_CHECK(cublasSetStream(c.blas, c.stream));
+    LOFT_CUBLAS_CHECK(cublasSetWorkspace(c.blas, c.workspace, kWorkspaceBytes));
+    LOFT_CUBLAS_CHECK(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
   });
   return c;
 }
@@ -50,6 +55,7 @@ void set_device(int device) {
 
 cudaStream_t stream(int device) { return context(device).stream; }
 cublasLtHandle_t cublaslt_handle(int device) { return context(device).lt; }
+cublasHandle_t cublas_handle(int device) { return context(device).blas; }
 void* cublaslt_workspace(int device, size_t* bytes) {
   *bytes = kWorkspaceBytes;
   return context(device).workspace;
