@@ -90,9 +90,11 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
 
 // ---- optimizer ---------------------------------------------------------------------------------
 // One AdamW update with PyTorch's semantics (decoupled weight decay, bias correction by `step`,
-// counted from 1). param, grad, m, v: F32, same shape; m and v are updated in place.
+// counted from 1). param, grad, m, v: F32, same shape; m and v are updated in place. The
+// hyper-parameters are doubles, as PyTorch's Python floats are: 1 − β is formed in double before
+// it meets the fp32 tensors (1 − 0.999f would be off by 1.3e-5 relative).
 struct AdamWStep {
-  float lr = 1e-3f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
   int64_t step = 1;
 };
 void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& s);

@@ -13,7 +13,7 @@ AdamW::AdamW(std::vector<Param*> params, AdamWConfig config)
   }
 }
 
-void AdamW::step(float lr) {
+void AdamW::step(double lr) {
   ++step_;
   const ops::AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, step_};
   for (size_t i = 0; i < params_.size(); ++i) ops::adamw(params_[i]->value, params_[i]->grad, m_[i], v_[i], s);

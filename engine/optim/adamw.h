@@ -10,14 +10,14 @@
 namespace loft {
 
 struct AdamWConfig {
-  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
 };
 
 class AdamW {
  public:
   AdamW(std::vector<Param*> params, AdamWConfig config);
   // One update of every param at learning rate `lr` (the step counter advances first).
-  void step(float lr);
+  void step(double lr);
   void zero_grad();
   int64_t steps_taken() const { return step_; }
 

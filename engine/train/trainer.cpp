@@ -99,7 +99,7 @@ StepMetrics Trainer::train_step() {
     throw Error(cat("step ", step_ + 1, ": gradient norm is ", norm,
                     "; nothing from this step was applied or saved"));
   const double lr = config_.schedule.lr(step_);
-  optimizer_.step(float(lr));
+  optimizer_.step(lr);
   optimizer_.zero_grad();
   model_.after_step();
   ++step_;

@@ -76,9 +76,9 @@ TEST(AdamWCpu, FirstStepByHand) {
     h.weight_decay = 0.01f;
     ops::cpu::adamw(p, Tensor::from_vector(std::vector<float>{g}, {1}), m, v, h);
     EXPECT_NEAR(p.to_float_vector()[0], g > 0 ? 0.899 : 1.099, 1e-6);
-    // AdamWStep holds float betas: 1 − 0.999f is 0.000999987…, not 0.001 as in PyTorch's double.
-    EXPECT_NEAR(m.to_float_vector()[0], (1 - double(0.9f)) * g, 1e-9);
-    EXPECT_NEAR(v.to_float_vector()[0], (1 - double(0.999f)) * 0.25, 1e-11);
+    // 1 − β is formed in double and then rounded to float, as PyTorch does with its Python floats.
+    EXPECT_NEAR(m.to_float_vector()[0], double(float(1 - 0.9)) * g, 1e-9);
+    EXPECT_NEAR(v.to_float_vector()[0], double(float(1 - 0.999)) * 0.25, 1e-11);
   }
 }
 

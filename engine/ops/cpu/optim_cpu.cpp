@@ -13,11 +13,14 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWS
   const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
   const float step_size = float(s.lr / bc1);
   const float bc2_sqrt = float(std::sqrt(bc2));
+  const float decay = float(1.0 - s.lr * s.weight_decay);
+  const float b1 = float(s.beta1), omb1 = float(1.0 - s.beta1);
+  const float b2 = float(s.beta2), omb2 = float(1.0 - s.beta2), eps = float(s.eps);
   for (int64_t i = 0, n = param.numel(); i < n; ++i) {
-    p[i] *= 1.0f - s.lr * s.weight_decay;
-    mm[i] = s.beta1 * mm[i] + (1.0f - s.beta1) * g[i];
-    vv[i] = s.beta2 * vv[i] + (1.0f - s.beta2) * g[i] * g[i];
-    const float denom = std::sqrt(vv[i]) / bc2_sqrt + s.eps;
+    p[i] *= decay;
+    mm[i] = b1 * mm[i] + omb1 * g[i];
+    vv[i] = b2 * vv[i] + omb2 * g[i] * g[i];
+    const float denom = std::sqrt(vv[i]) / bc2_sqrt + eps;
     p[i] -= step_size * mm[i] / denom;
   }
 }

@@ -64,12 +64,12 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWS
   cuda::set_device(dev);
   const double bc1 = 1.0 - std::pow(double(s.beta1), double(s.step));
   const double bc2 = 1.0 - std::pow(double(s.beta2), double(s.step));
-  const AdamWConsts c{.decay = 1.0f - s.lr * s.weight_decay,
-                      .beta1 = s.beta1,
-                      .one_minus_beta1 = 1.0f - s.beta1,
-                      .beta2 = s.beta2,
-                      .one_minus_beta2 = 1.0f - s.beta2,
-                      .eps = s.eps,
+  const AdamWConsts c{.decay = float(1.0 - s.lr * s.weight_decay),
+                      .beta1 = float(s.beta1),
+                      .one_minus_beta1 = float(1.0 - s.beta1),
+                      .beta2 = float(s.beta2),
+                      .one_minus_beta2 = float(1.0 - s.beta2),
+                      .eps = float(s.eps),
                       .step_size = float(s.lr / bc1),
                       .bc2_sqrt = float(std::sqrt(bc2))};
   adamw_kernel<<<blocks_for(n), kThreads, 0, cuda::stream(dev)>>>(
