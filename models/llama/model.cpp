@@ -53,6 +53,8 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
   inv_freq_ = Tensor::from_vector(inv, {int64_t(inv.size())}, dev);
 }
 
+LlamaModel::~LlamaModel() = default;
+
 std::vector<Param*> LlamaModel::params() {
   std::vector<Param*> out;
   for (auto& [name, lin] : named_)

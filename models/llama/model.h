@@ -23,6 +23,7 @@ class LlamaModel : public TrainableModel {
   // Weights must already be in the compute dtype on the compute device (F32 on CPU, BF16 on
   // CUDA). For each of the 7 projections of each layer, `factory` is asked for an AdaptedLinear.
   LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory);
+  ~LlamaModel() override;
 
   // Forward + backward of one micro-batch: adds grad_scale · ∂(Σ losses)/∂θ into every Param's
   // grad and returns the unscaled loss sum. The trainer passes grad_scale = 1 / (target tokens of

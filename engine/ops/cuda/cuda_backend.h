@@ -24,6 +24,14 @@ class CudaBackend final : public Backend {
   void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) override;
   void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, Tensor* dlogits,
                      float grad_scale) override;
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+                 int64_t seq, float scale, Tensor& out, Tensor& lse) override;
+  void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                          const Tensor& out, const Tensor& lse, const Tensor& doc_start,
+                          int64_t seq, float scale, Tensor& dq, Tensor& dk, Tensor& dv) override;
+  void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
+             const AdamWStep& s) override;
+  double sum_squares(const Tensor& x) override;
 };
 
 }  // namespace loft::ops
