@@ -2,6 +2,8 @@
 // (LoRA, QLoRA, FALQON, HALO) differ only in how they store the frozen weight and multiply by it,
 // and in what their adapter is; the model and the trainer see this interface alone.
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,5 +47,11 @@ class AdaptedLinear {
   // The effective weight W + ΔW as [out, in] F32 on the CPU (export, checks).
   virtual Tensor merged_weight() const = 0;
 };
+
+// Builds the AdaptedLinear for one frozen projection: `name` is its module name
+// ("model.layers.0.self_attn.q_proj"), `target` the projection ("q_proj"), `weight` [out, in] in
+// the compute dtype on the compute device. Each method supplies one (engine/peft/method.h).
+using LinearFactory = std::function<std::unique_ptr<AdaptedLinear>(
+    const std::string& name, const std::string& target, Tensor weight)>;
 
 }  // namespace loft

@@ -76,14 +76,17 @@ Trainer::Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
   if (!config_.run_dir.empty()) fs::create_directories(config_.run_dir);
 }
 
-StepMetrics Trainer::train_step() {
+std::optional<StepMetrics> Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Batch> micro;
   int64_t targets = 0;
   for (int64_t k = 0; k < config_.grad_accum; ++k) {
-    micro.push_back(data_.next());
-    targets += micro.back().target_count;
+    std::optional<Batch> b = data_.next();
+    if (!b) break;  // the data ran out: a last, smaller step with what is there
+    targets += b->target_count;
+    micro.push_back(std::move(*b));
   }
+  if (micro.empty()) return std::nullopt;
   // Normalise by the target tokens of the whole accumulated batch, as one big batch would.
   const float scale = targets > 0 ? 1.0f / float(targets) : 0.0f;
   double loss_sum = 0;
@@ -125,12 +128,14 @@ void Trainer::log(const StepMetrics& m) {
                         {"lr", m.lr},             {"grad_norm", m.grad_norm},
                         {"tokens", m.tokens},     {"tokens_per_s", m.tokens_per_s},
                         {"step_seconds", m.seconds}};
+    if (m.val_loss) j["val_loss"] = *m.val_loss;
     std::ofstream f(config_.run_dir / "metrics.jsonl", std::ios::app);
     f << j.dump() << '\n';
     if (!f) throw Error(cat("cannot append to ", (config_.run_dir / "metrics.jsonl").string()));
   }
   if (progress_ && !config_.quiet &&
-      (m.step % std::max<int64_t>(1, config_.log_every) == 0 || m.step == config_.steps)) {
+      (m.step % std::max<int64_t>(1, config_.log_every) == 0 || m.step == config_.steps ||
+       m.step == first_logged_step_)) {
     const double per_step = elapsed_ / double(std::max<int64_t>(1, m.step - first_logged_step_ + 1));
     std::ostringstream os;
     os << "step " << m.step << '/' << config_.steps << " | loss " << std::fixed
@@ -138,6 +143,7 @@ void Trainer::log(const StepMetrics& m) {
        << m.lr << " | grad " << std::fixed << std::setprecision(3) << m.grad_norm << " | "
        << std::setprecision(0) << m.tokens_per_s << " tok/s | ETA "
        << duration_str(per_step * double(config_.steps - m.step));
+    if (m.val_loss) os << " | val " << std::setprecision(4) << *m.val_loss;
     if (!params_.empty()) {
       const MemoryStats mem = memory_stats(params_.front()->value.device());
       os << " | peak " << std::setprecision(2) << double(mem.peak_allocated) / (1 << 30) << " GiB";
@@ -149,7 +155,16 @@ void Trainer::log(const StepMetrics& m) {
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   first_logged_step_ = step_ + 1;
   while (step_ < config_.steps) {
-    const StepMetrics m = train_step();
+    std::optional<StepMetrics> step = train_step();
+    if (!step) {
+      if (progress_ && !config_.quiet)
+        *progress_ << "data exhausted after " << step_ << " steps\n";
+      break;
+    }
+    StepMetrics& m = *step;
+    if (evaluator_ && ((config_.eval_every > 0 && m.step % config_.eval_every == 0) ||
+                       m.step == config_.steps))
+      m.val_loss = evaluator_();
     log(m);
     if (on_step) on_step(m);
     if (config_.save_every > 0 && step_ % config_.save_every == 0 && step_ < config_.steps)

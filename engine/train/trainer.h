@@ -19,7 +19,8 @@ namespace loft {
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
-  virtual Batch next() = 0;
+  // The next micro-batch, or nullopt when the data is exhausted (training then stops).
+  virtual std::optional<Batch> next() = 0;
   virtual nlohmann::json state() const = 0;
   virtual void restore(const nlohmann::json& state) = 0;
 };
@@ -33,6 +34,7 @@ struct TrainerConfig {
   int64_t save_every = 0;        // 0: only the final adapter
   int64_t log_every = 1;         // terminal progress line every N steps
   std::filesystem::path run_dir; // metrics.jsonl and checkpoints/ go here (empty: nowhere)
+  int64_t eval_every = 0;        // validation every N steps (and at the end) when an evaluator is set
   bool quiet = false;
 };
 
@@ -40,6 +42,7 @@ struct StepMetrics {
   int64_t step = 0;  // 1-based optimizer step just taken
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
   int64_t tokens = 0;  // target tokens in this step
+  std::optional<double> val_loss;  // on evaluation steps
 };
 
 class Trainer {
@@ -50,7 +53,9 @@ class Trainer {
   // Loads the newest checkpoint under run_dir/checkpoints (or `dir` when given): adapter,
   // optimizer moments, step and data position. Returns the step resumed from.
   int64_t resume(const std::optional<std::filesystem::path>& dir = std::nullopt);
-  // Runs until config.steps optimizer steps have been taken. `on_step` (optional) sees every
+  // Validation loss of the current model (set before run() to evaluate every eval_every steps).
+  void set_evaluator(std::function<double()> evaluator) { evaluator_ = std::move(evaluator); }
+  // Runs until config.steps optimizer steps have been taken or the data runs out. `on_step` (optional) sees every
   // step's metrics after it is logged.
   void run(const std::function<void(const StepMetrics&)>& on_step = {});
   // Writes a checkpoint for the current step now (atomic: temp folder + rename).
@@ -60,7 +65,7 @@ class Trainer {
   AdamW& optimizer() { return optimizer_; }
 
  private:
-  StepMetrics train_step();
+  std::optional<StepMetrics> train_step();
   void log(const StepMetrics& m);
 
   TrainableModel& model_;
@@ -69,6 +74,7 @@ class Trainer {
   std::ostream* progress_;
   std::vector<Param*> params_;
   AdamW optimizer_;
+  std::function<double()> evaluator_;
   int64_t step_ = 0;
   double elapsed_ = 0;            // seconds spent in steps since run() started
   int64_t first_logged_step_ = 1; // first step of this process (for the ETA)

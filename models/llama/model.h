@@ -14,10 +14,6 @@
 
 namespace loft::llama {
 
-// Which projections get an adapter: names as in Hugging Face ("q_proj", ..., "down_proj").
-using LinearFactory = std::function<std::unique_ptr<AdaptedLinear>(
-    const std::string& name, const std::string& target, Tensor weight)>;
-
 class LlamaModel : public TrainableModel {
  public:
   // Weights must already be in the compute dtype on the compute device (F32 on CPU, BF16 on

@@ -35,10 +35,9 @@ Golden read_golden(const std::string& name) {
 }
 
 std::unique_ptr<llama::LlamaModel> build_model(const std::string& model_dir, const Golden& g,
-                                               Device device) {
+                                               Device device, DType dtype) {
   const auto dir = data_dir() / "models" / model_dir;
   const auto cfg = llama::load_llama_config(dir);
-  const DType dtype = device.is_cpu() ? DType::F32 : DType::BF16;
   auto weights = llama::load_llama_weights(SafetensorsCheckpoint::open(dir), cfg, dtype, device);
   std::mt19937_64 rng(0);
   auto model = std::make_unique<llama::LlamaModel>(
@@ -69,7 +68,7 @@ void expect_params(llama::LlamaModel& model, const Golden& g, const std::string&
 class FixedBatch : public BatchSource {
  public:
   explicit FixedBatch(Batch b) : b_(std::move(b)) {}
-  Batch next() override { return b_; }
+  std::optional<Batch> next() override { return b_; }
   nlohmann::json state() const override { return nlohmann::json::object(); }
   void restore(const nlohmann::json&) override {}
 
@@ -80,12 +79,12 @@ class FixedBatch : public BatchSource {
 }  // namespace
 
 void check_golden_lora(const std::string& model_dir, const std::string& golden, Device device,
-                       const GoldenTolerance& tol) {
+                       DType dtype, const GoldenTolerance& tol) {
   const Golden g = read_golden(golden);
   const Batch batch = make_batch(g.ids, g.labels, {}, g.rows, g.seq, device);
 
   // Forward: logits and loss; backward: every LoRA gradient.
-  auto model = build_model(model_dir, g, device);
+  auto model = build_model(model_dir, g, device, dtype);
   EXPECT_LT(rel_error(model->logits(batch), g.file.tensor("logits")), tol.logits);
   const LossSums s = model->forward_backward(batch, 1.0f / float(batch.target_count));
   const double loss = s.loss_sum / double(s.tokens);
@@ -94,7 +93,7 @@ void check_golden_lora(const std::string& model_dir, const std::string& golden, 
   expect_params(*model, g, "grad", /*grads=*/true, tol.grads);
 
   // Three AdamW steps (lr 1e-3, clip 1.0) through the trainer, on a fresh model.
-  auto fresh = build_model(model_dir, g, device);
+  auto fresh = build_model(model_dir, g, device, dtype);
   FixedBatch data(batch);
   TrainerConfig cfg;
   cfg.steps = 3;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/tensor/device.h"
+#include "engine/tensor/dtype.h"
 
 namespace loft::test {
 
@@ -12,8 +13,9 @@ struct GoldenTolerance {
   double logits, loss, grads, params, losses;
 };
 
-// `model` is a folder under models/ ("stories260K-hf"), `golden` a file under golden/.
+// `model` is a folder under models/ ("stories260K-hf"), `golden` a file under golden/. `dtype`
+// is the compute dtype (F32 on the CPU; F32 or BF16 on CUDA).
 void check_golden_lora(const std::string& model, const std::string& golden, Device device,
-                       const GoldenTolerance& tol);
+                       DType dtype, const GoldenTolerance& tol);
 
 }  // namespace loft::test

@@ -9,11 +9,11 @@ namespace {
 constexpr test::GoldenTolerance kCpu{1e-4, 1e-4, 1e-4, 1e-4, 1e-4};
 
 TEST(GoldenLora, Stories260kCpu) {
-  test::check_golden_lora("stories260K-hf", "golden_stories260K.safetensors", Device::cpu(), kCpu);
+  test::check_golden_lora("stories260K-hf", "golden_stories260K.safetensors", Device::cpu(), DType::F32, kCpu);
 }
 
 TEST(GoldenLora, WideRandomCpu) {
-  test::check_golden_lora("wide-random", "golden_wide.safetensors", Device::cpu(), kCpu);
+  test::check_golden_lora("wide-random", "golden_wide.safetensors", Device::cpu(), DType::F32, kCpu);
 }
 
 }  // namespace

@@ -1,0 +1,212 @@
+// loft finetune: train an adapter on a dataset. Resolves options (method defaults from
+// METHODS.md, overridable), prints the plan with its memory budget, then hands over to the
+// Trainer; the final adapter is written in PEFT's layout to RUN/adapter.
+#include <fstream>
+#include <iostream>
+
+#include "app/commands.h"
+#include "app/data_options.h"
+#include "datasets/data_loader.h"
+#include "engine/train/trainer.h"
+#include "models/llama/loading.h"
+#include "models/llama/memory_estimate.h"
+#include "tokenizer/tokenizer.h"
+
+namespace loft::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct FinetuneOptions {
+  std::string model, out = "runs/latest", method = "lora", device;
+  DataOptions data;
+  int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
+  double lr = 0, max_grad_norm = -1, weight_decay = 0;
+  std::string schedule, targets = "all", init_adapter;
+  int rank = 0;
+  float alpha = 0;
+  uint64_t seed = 0;
+  bool resume = false, grad_checkpointing = false;
+};
+
+// Streams the data loader's batches onto the device as the model's micro-batches.
+class LoaderSource : public BatchSource {
+ public:
+  LoaderSource(data::DataLoader loader, Device device) : loader_(std::move(loader)), device_(device) {}
+  std::optional<Batch> next() override {
+    std::optional<data::Batch> b = loader_.next();
+    if (!b) return std::nullopt;
+    return make_batch_shifted(b->ids, b->targets, b->doc_ids, b->rows, b->seq, device_);
+  }
+  nlohmann::json state() const override { return loader_.state(); }
+  void restore(const nlohmann::json& s) override { loader_.restore(s); }
+  const data::DataLoader& loader() const { return loader_; }
+
+ private:
+  data::DataLoader loader_;
+  Device device_;
+};
+
+std::string gib(int64_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(2) << double(bytes) / double(1 << 30) << " GiB";
+  return os.str();
+}
+
+void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaConfig& cfg,
+                const MethodOptions& m, const TrainerConfig& tc, int64_t micro, Device device,
+                int64_t trainable) {
+  os << "loft finetune plan\n"
+     << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
+     << ", vocab " << cfg.vocab_size << ")\n"
+     << "  method     " << m.method << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
+     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
+     << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
+     << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
+     << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
+     << "  schedule   " << o.schedule << " lr " << tc.schedule.base_lr << ", warmup "
+     << tc.schedule.warmup_steps << ", " << tc.steps << " steps, clip "
+     << (tc.max_grad_norm > 0 ? std::to_string(tc.max_grad_norm) : std::string("off")) << "\n"
+     << "  run        " << tc.run_dir.string() << "\n";
+  llama::MemoryEstimateOptions eo;
+  eo.batch = micro;
+  eo.seq = o.data.seq;
+  eo.lora_rank = m.lora.rank;
+  for (const auto& e : llama::estimate_training_memory(cfg, eo))
+    if (e.method == "lora-bf16") {
+      os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
+         << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
+         << gib(e.adapter) << ", activations " << gib(e.activations) << ", logits chunk "
+         << gib(e.logits) << (o.grad_checkpointing ? " (activations less with checkpointing)" : "")
+         << "\n";
+    }
+}
+
+void run_finetune(const FinetuneOptions& in) {
+  FinetuneOptions o = in;
+  const Device device = resolve_device(o.device, &std::cerr);
+  const MethodDefaults d = method_defaults(o.method);
+  if (o.batch == 0) o.batch = d.batch;
+  if (o.micro_batch == 0) o.micro_batch = std::min<int64_t>(o.batch, device.is_cpu() ? o.batch : 4);
+  if (o.batch % o.micro_batch != 0)
+    throw UsageError(cat("--batch ", o.batch, " is not a multiple of --micro-batch ", o.micro_batch));
+  if (o.lr == 0) o.lr = d.lr;
+  if (o.schedule.empty()) o.schedule = d.schedule;
+  if (o.warmup < 0) o.warmup = d.warmup;
+  if (o.max_grad_norm < 0) o.max_grad_norm = d.max_grad_norm;
+
+  MethodOptions m;
+  m.method = o.method;
+  m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
+  m.targets = parse_lora_targets(o.targets);
+  std::optional<PeftAdapter> init;
+  if (!o.init_adapter.empty()) {
+    init = load_peft_adapter(o.init_adapter);
+    const MethodOptions from = llama::method_options_for(*init);
+    if ((o.rank && o.rank != from.lora.rank) || (o.alpha && o.alpha != from.lora.alpha))
+      throw UsageError(cat("--init-adapter ", o.init_adapter, " has r=", from.lora.rank,
+                           " alpha=", from.lora.alpha, ", which --lora-rank/--lora-alpha contradict"));
+    m.lora = from.lora;
+    m.targets = from.targets;
+  }
+
+  auto tok = load_tokenizer(o.model);
+  const data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
+  const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
+
+  TrainerConfig tc;
+  tc.grad_accum = o.batch / o.micro_batch;
+  tc.steps = o.steps;
+  if (tc.steps == 0) {  // one pass over the data decides the length (and the schedule's end)
+    std::cerr << "counting batches for " << dc.epochs << " epoch(s)...\n";
+    auto counter = data::DataLoader::training(dc, *tok);
+    int64_t n = 0;
+    while (counter.next()) ++n;
+    tc.steps = (n + tc.grad_accum - 1) / tc.grad_accum;
+    if (tc.steps == 0) throw Error("--data holds no trainable example");
+  }
+  tc.schedule = {parse_schedule(o.schedule), o.lr, o.warmup, tc.steps};
+  tc.max_grad_norm = o.max_grad_norm;
+  tc.adamw.weight_decay = o.weight_decay;
+  tc.save_every = o.save_every;
+  tc.log_every = o.log_every;
+  tc.eval_every = o.data.eval_every;
+  tc.run_dir = o.out;
+
+  std::mt19937_64 rng(o.seed);
+  auto model = llama::load_model(o.model, device, make_linear_factory(m, rng));
+  model->set_grad_checkpointing(o.grad_checkpointing);
+  if (init) llama::apply_adapter(*model, *init, o.init_adapter);
+  int64_t trainable = 0;
+  for (const Param* p : model->params()) trainable += p->value.numel();
+  print_plan(std::cout, o, cfg, m, tc, o.micro_batch, device, trainable);
+
+  LoaderSource source(data::DataLoader::training(dc, *tok), device);
+  Trainer trainer(*model, source, tc, &std::cout);
+  if (data::DataLoader::has_validation(dc)) {
+    trainer.set_evaluator([&] {
+      auto val = data::DataLoader::validation(dc, *tok);
+      LossSums total;
+      while (auto b = val.next()) {
+        const LossSums s = model->evaluate(
+            make_batch_shifted(b->ids, b->targets, b->doc_ids, b->rows, b->seq, device));
+        total.loss_sum += s.loss_sum;
+        total.tokens += s.tokens;
+      }
+      return total.tokens ? total.loss_sum / double(total.tokens) : 0.0;
+    });
+  }
+  if (o.resume) std::cout << "resumed at step " << trainer.resume() << "\n";
+  {
+    std::ofstream f(tc.run_dir / "run_config.json");
+    f << nlohmann::json{{"model", o.model},       {"method", m.method},   {"rank", m.lora.rank},
+                        {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", o.lr},
+                        {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
+                        {"batch", o.batch},       {"micro_batch", o.micro_batch},
+                        {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()}}
+             .dump(2)
+      << "\n";
+  }
+  trainer.run();
+  const fs::path adapter_dir = tc.run_dir / "adapter";
+  save_peft_adapter(adapter_dir, llama::extract_adapter(*model, m, o.model));
+  std::cout << "adapter written to " << adapter_dir.string() << " after " << trainer.step()
+            << " steps\n";
+  const auto stats = source.loader().stats();
+  if (stats.skipped_bad) std::cout << stats.summary() << "\n";
+}
+
+}  // namespace
+
+void add_finetune_command(CLI::App& root) {
+  auto o = std::make_shared<FinetuneOptions>();
+  CLI::App* cmd = root.add_subcommand("finetune", "train an adapter on a dataset");
+  cmd->add_option("--model", o->model, "Hugging Face Llama folder (config.json, *.safetensors, tokenizer.model)")
+      ->required();
+  add_data_options(*cmd, o->data, /*training=*/true);
+  cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
+  cmd->add_option("--method", o->method, "lora (qlora, falqon, halo: pending)")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
+  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
+  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");
+  cmd->add_option("--lr", o->lr, "peak learning rate (default: per method)");
+  cmd->add_option("--schedule", o->schedule, "constant, linear or cosine (default: per method)");
+  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)");
+  cmd->add_option("--max-grad-norm", o->max_grad_norm, "clip the global grad norm; 0 = off (default: per method)");
+  cmd->add_option("--weight-decay", o->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)");
+  cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)");
+  cmd->add_option("--lora-targets", o->targets, "projections to adapt: all or a comma list of q_proj,...")
+      ->capture_default_str();
+  cmd->add_option("--init-adapter", o->init_adapter, "start from a PEFT adapter folder");
+  cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str();
+  cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)");
+  cmd->add_flag("--resume", o->resume, "continue from the newest checkpoint in --out");
+  cmd->add_flag("--grad-checkpointing", o->grad_checkpointing, "keep only block inputs; recompute in backward");
+  cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str();
+  add_device_option(*cmd, o->device);
+  cmd->callback([o] { run_finetune(*o); });
+}
+
+}  // namespace loft::app

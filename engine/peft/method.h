@@ -1,0 +1,47 @@
+// The fine-tuning methods loft offers, their defaults (METHODS.md), and the factory that builds
+// each model projection for the chosen one.
+#pragma once
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/peft/adapted_linear.h"
+#include "engine/peft/lora_linear.h"
+
+namespace loft {
+
+// Hyper-parameters a method brings when the user does not override them.
+struct MethodDefaults {
+  int rank = 64;
+  float alpha = 16.0f;
+  double lr = 2e-4;
+  std::string schedule = "constant";
+  int64_t warmup = 0;
+  double max_grad_norm = 0.3;
+  int64_t batch = 16;
+};
+
+// "lora", "qlora", "falqon", "halo".
+const std::vector<std::string>& method_names();
+// UsageError naming --method for an unknown name.
+MethodDefaults method_defaults(const std::string& method);
+
+// The seven projections a Llama layer has, in Hugging Face's names.
+const std::vector<std::string>& all_lora_targets();
+// "all" or a comma list of projection names; UsageError naming --lora-targets on a bad name.
+std::set<std::string> parse_lora_targets(const std::string& spec);
+
+struct MethodOptions {
+  std::string method = "lora";
+  LoraOptions lora;
+  std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
+};
+
+// Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere.
+// `rng` (kept alive by the caller) draws the adapters' initial values. Throws Error for a method
+// that is not built yet.
+LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng);
+
+}  // namespace loft

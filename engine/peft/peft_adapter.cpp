@@ -1,0 +1,145 @@
+#include "engine/peft/peft_adapter.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "engine/io/safetensors_reader.h"
+#include "engine/io/safetensors_writer.h"
+
+namespace loft {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr std::string_view kPrefix = "base_model.model.";
+
+template <typename T>
+T field(const nlohmann::json& j, const char* name, const fs::path& file) {
+  if (!j.contains(name)) throw Error(cat(file.string(), ": field '", name, "' is missing"));
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(cat(file.string(), ": field '", name, "' has the wrong type"));
+  }
+}
+
+// Rejects PEFT features whose tensors or maths loft does not implement, instead of silently
+// computing something else.
+void reject_unsupported(const nlohmann::json& j, const fs::path& file) {
+  auto truthy = [&](const char* k) { return j.contains(k) && !j[k].is_null() && j[k] != false; };
+  if (j.value("peft_type", "") != "LORA")
+    throw Error(cat(file.string(), ": peft_type '", j.value("peft_type", "?"),
+                    "' is not supported (LORA only)"));
+  for (const char* k : {"use_dora", "use_rslora", "use_qalora", "fan_in_fan_out"})
+    if (truthy(k)) throw Error(cat(file.string(), ": '", k, "' is not supported"));
+  if (j.value("bias", "none") != "none")
+    throw Error(cat(file.string(), ": bias '", j.value("bias", ""), "' is not supported (none only)"));
+  for (const char* k : {"rank_pattern", "alpha_pattern"})
+    if (j.contains(k) && j[k].is_object() && !j[k].empty())
+      throw Error(cat(file.string(), ": per-module '", k, "' is not supported"));
+  if (j.contains("modules_to_save") && !j["modules_to_save"].is_null() &&
+      !j["modules_to_save"].empty())
+    throw Error(cat(file.string(), ": modules_to_save is not supported"));
+}
+
+void write_text_atomic(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.flush();
+    if (!f) throw Error(cat("cannot write ", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+}  // namespace
+
+PeftAdapter load_peft_adapter(const fs::path& dir) {
+  const fs::path cfg_path = dir / "adapter_config.json";
+  std::ifstream in(cfg_path);
+  if (!in) throw Error(cat("adapter: cannot read ", cfg_path.string()));
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(cat(cfg_path.string(), ": not a JSON object"));
+  reject_unsupported(j, cfg_path);
+
+  PeftAdapter a;
+  a.rank = field<int>(j, "r", cfg_path);
+  a.alpha = field<float>(j, "lora_alpha", cfg_path);
+  if (a.rank <= 0) throw Error(cat(cfg_path.string(), ": r must be positive, got ", a.rank));
+  const auto& targets = j.contains("target_modules") ? j["target_modules"] : nlohmann::json();
+  if (targets.is_string())
+    a.target_modules = {targets.get<std::string>()};
+  else
+    a.target_modules = field<std::vector<std::string>>(j, "target_modules", cfg_path);
+  a.base_model = j.value("base_model_name_or_path", "");
+  if (j.contains("loft")) a.loft = j["loft"];
+
+  const fs::path tensors_path = dir / "adapter_model.safetensors";
+  const SafetensorsReader file = SafetensorsReader::open(tensors_path);
+  std::map<std::string, Tensor> a_of, b_of;
+  // PEFT writes ".lora_A.weight"; in-memory state dicts carry the adapter name (".default") too.
+  auto strip = [](const std::string& s, std::initializer_list<std::string_view> suffixes) {
+    for (std::string_view sfx : suffixes)
+      if (s.size() > sfx.size() && s.ends_with(sfx)) return s.substr(0, s.size() - sfx.size());
+    return std::string();
+  };
+  for (const std::string& name : file.names()) {
+    const std::string module = name.rfind(kPrefix, 0) == 0 ? name.substr(kPrefix.size()) : name;
+    if (auto m = strip(module, {".lora_A.weight", ".lora_A.default.weight"}); !m.empty())
+      a_of[m] = file.tensor(name);
+    else if (auto m2 = strip(module, {".lora_B.weight", ".lora_B.default.weight"}); !m2.empty())
+      b_of[m2] = file.tensor(name);
+    else
+      throw Error(cat(tensors_path.string(), ": tensor '", name, "' is not a LoRA A/B weight"));
+  }
+  for (const auto& [module, at] : a_of) {
+    auto it = b_of.find(module);
+    if (it == b_of.end())
+      throw Error(cat(tensors_path.string(), ": ", module, " has lora_A but no lora_B"));
+    const Tensor& bt = it->second;
+    if (at.dim() != 2 || bt.dim() != 2 || at.size(0) != a.rank || bt.size(1) != a.rank)
+      throw Error(cat(tensors_path.string(), ": ", module, " has A ", shape_str(at.shape()),
+                      " and B ", shape_str(bt.shape()), ", which do not match r = ", a.rank));
+    auto to_f32 = [](const Tensor& t) {
+      if (t.dtype() == DType::F32) return t.clone();
+      const auto v = t.to_float_vector();  // F16/BF16 adapters are widened exactly
+      return Tensor::from_vector(v, t.shape());
+    };
+    a.modules[module] = {to_f32(at), to_f32(bt)};
+  }
+  for (const auto& [module, bt] : b_of)
+    if (!a_of.count(module))
+      throw Error(cat(tensors_path.string(), ": ", module, " has lora_B but no lora_A"));
+  if (a.modules.empty()) throw Error(cat(tensors_path.string(), ": no LoRA tensors"));
+  return a;
+}
+
+void save_peft_adapter(const fs::path& dir, const PeftAdapter& a) {
+  fs::create_directories(dir);
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [module, ab] : a.modules) {
+    tensors[std::string(kPrefix) + module + ".lora_A.weight"] = ab.first;
+    tensors[std::string(kPrefix) + module + ".lora_B.weight"] = ab.second;
+  }
+  write_safetensors(dir / "adapter_model.safetensors", tensors, {{"format", "pt"}});
+  nlohmann::json j = {{"peft_type", "LORA"},
+                      {"task_type", "CAUSAL_LM"},
+                      {"r", a.rank},
+                      {"lora_alpha", a.alpha},
+                      {"lora_dropout", 0.0},
+                      {"target_modules", a.target_modules},
+                      {"bias", "none"},
+                      {"fan_in_fan_out", false},
+                      {"use_dora", false},
+                      {"use_rslora", false},
+                      {"init_lora_weights", true},
+                      {"inference_mode", true},
+                      {"modules_to_save", nullptr},
+                      {"base_model_name_or_path", a.base_model}};
+  if (!a.loft.is_null()) j["loft"] = a.loft;
+  write_text_atomic(dir / "adapter_config.json", j.dump(2) + "\n");
+}
+
+}  // namespace loft
