@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "datasets/inspect.h"
 #include "datasets/source.h"
 #include "engine/core/error.h"
 #include "tests/common/test_util.h"
@@ -135,6 +136,30 @@ TEST(StreamingMemory, Gsm8kTrainCompressedWithZstdKeepsResidentMemoryFlat) {
   EXPECT_LT(s.later_growth_kib, 256) << "resident memory kept growing: " << s.later_growth_kib << " KiB";
   std::printf("[ memory ] gsm8k/train.jsonl.zst x4 passes: VmRSS growth %ld KiB in pass 1, %ld KiB in passes 2-4\n",
               s.peak_growth_kib, s.later_growth_kib);
+  RecordProperty("vmrss_growth_pass1_kib", std::to_string(s.peak_growth_kib));
+  RecordProperty("vmrss_growth_later_passes_kib", std::to_string(s.later_growth_kib));
+}
+
+// `loft data inspect` keeps a length histogram, not the examples: inspecting the compressed GSM8K
+// file twice (tokenizing every record with the Llama-2 tokenizer) must not grow the second time.
+TEST(StreamingMemory, InspectingGsm8kCompressedWithZstdKeepsResidentMemoryFlat) {
+  test::TempDir dir;
+  test::write_file(dir / "train.jsonl.zst",
+                   test::zstd_compress(test::read_file(test::data_dir() / "gsm8k/train.jsonl"), 3));
+  const auto tok = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
+  const long start = resident_kib();
+  const FileInspection first = inspect_file(dir / "train.jsonl.zst", InspectOptions{}, *tok);
+  const long after_first = resident_kib();
+  const FileInspection second = inspect_file(dir / "train.jsonl.zst", InspectOptions{}, *tok);
+  const long after_second = resident_kib();
+  EXPECT_EQ(first.lengths.count(), 7473);
+  EXPECT_EQ(second.lengths.total(), first.lengths.total());
+  EXPECT_LT(after_first - start, 8 * 1024) << "resident memory grew by " << after_first - start << " KiB";
+  EXPECT_LT(after_second - after_first, 256) << "resident memory kept growing: " << after_second - after_first << " KiB";
+  std::printf("[ memory ] data inspect gsm8k/train.jsonl.zst (%ld tokens): VmRSS growth %ld KiB, then %ld KiB\n",
+              long(first.lengths.total()), after_first - start, after_second - after_first);
+  RecordProperty("inspect_vmrss_growth_first_kib", std::to_string(after_first - start));
+  RecordProperty("inspect_vmrss_growth_second_kib", std::to_string(after_second - after_first));
 }
 
 }  // namespace
