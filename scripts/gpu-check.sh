@@ -12,13 +12,21 @@ export LOFT_TEST_DATA=$run/data
 export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
-for t in "$run"/bin/loft_tests_*; do
-  name=$(basename "$t")
-  if "$t" --gtest_brief=1 --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1; then
+# The GPU suite, plus the model suite (CPU tests, but built with CUDA: checks that build too).
+# The CPU-only folders run in CI; their data is not carried.
+for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models}; do
+  t=$run/bin/$name
+  if "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1; then
     echo "$name: $(grep -E '^\[  PASSED' "$OUT/$name.log" | tail -1)"
   else
     status=1
-    echo "$name: FAILED"; grep -E "Failure|FAILED|error|Expected|Which is|actual" "$OUT/$name.log" | head -40
+    echo "$name: FAILED (exit $?)"
+    grep -E "^\[  FAILED|Failure$|Expected|actual:|error" "$OUT/$name.log" | head -60
+    tail -3 "$OUT/$name.log"
+    if ! grep -q "tests ran" "$OUT/$name.log" && command -v cuda-gdb >/dev/null; then
+      echo "-- backtrace of the crash:"
+      cuda-gdb -q -batch -ex run -ex bt --args "$t" 2>&1 | tail -25
+    fi
   fi
 done
 if [ $# -gt 0 ]; then
