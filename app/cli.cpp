@@ -19,6 +19,7 @@ void build_cli(CLI::App& root) {
   root.fallthrough();
   add_info_command(root);
   add_finetune_command(root);
+  add_evaluate_command(root);
   add_data_command(root);
   add_pending_commands(root);
 }

@@ -8,6 +8,7 @@ namespace loft::app {
 
 void add_info_command(CLI::App& root);
 void add_finetune_command(CLI::App& root);
+void add_evaluate_command(CLI::App& root);
 void add_data_command(CLI::App& root);
 // Commands later issues build: each says so plainly and exits non-zero.
 void add_pending_commands(CLI::App& root);
