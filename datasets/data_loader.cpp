@@ -71,7 +71,10 @@ std::optional<SourceRecord> DataLoader::next_record() {
   for (;;) {
     if (current_ >= int(sources_.size())) return std::nullopt;  // ordered mode: every file read
     Source& src = *sources_[size_t(pick_source())];
-    if (auto rec = src.next()) return rec;
+    if (auto rec = src.next()) {
+      ++records_read_;
+      return rec;
+    }
     // End of a pass over `src`.
     if (src.records_in_pass() == 0 && !(ordered_ && src.skipped() == 0))
       throw Error(cat(src.path().string(), ": no usable records",
@@ -112,14 +115,23 @@ void DataLoader::add_example(const SourceRecord& rec) {
   if (truncate_example(ex, size_t(seq_))) ++stats_.truncated;
   if (ex.trained_count() == 0) {
     ++stats_.dropped_untrained;
+    ++drops_in_a_row_;
     return;
   }
+  drops_in_a_row_ = 0;
   ++stats_.examples;
   packer_.add(std::move(ex));
 }
 
 std::optional<Batch> DataLoader::next() {
   while (!packer_.ready()) {
+    // A whole pass over the data that yields no trainable example would repeat forever when the
+    // epochs are unbounded (--steps without --epochs): say why instead.
+    if (records_per_pass_ == 0 && epoch() >= 1) records_per_pass_ = records_read_;
+    if (records_per_pass_ > 0 && drops_in_a_row_ >= records_per_pass_)
+      throw Error(cat("--data: no example keeps a trained token within --seq ", seq_, " (",
+                      stats_.dropped_untrained, " examples dropped: their responses start past ",
+                      "token ", seq_, "); raise --seq"));
     auto rec = next_shuffled();
     if (!rec) {
       if (packer_.empty()) return std::nullopt;
@@ -167,7 +179,9 @@ nlohmann::json DataLoader::state() const {
            {{"examples", stats_.examples},
             {"truncated", stats_.truncated},
             {"dropped_untrained", stats_.dropped_untrained},
-            {"batches", stats_.batches}}}};
+            {"batches", stats_.batches},
+            {"records_read", records_read_},
+            {"records_per_pass", records_per_pass_}}}};
 }
 
 void DataLoader::restore(const nlohmann::json& state) {
@@ -210,6 +224,9 @@ void DataLoader::restore(const nlohmann::json& state) {
     stats_.truncated = st.at("truncated").get<int64_t>();
     stats_.dropped_untrained = st.at("dropped_untrained").get<int64_t>();
     stats_.batches = st.at("batches").get<int64_t>();
+    records_per_pass_ = st.value("records_per_pass", int64_t(0));
+    records_read_ = st.value("records_read", int64_t(0));
+    drops_in_a_row_ = 0;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(cat("the saved data position is malformed: ", e.what()));
   }

@@ -72,6 +72,9 @@ class DataLoader {
   std::vector<double> weights_;
   std::mt19937_64 rng_;
   std::vector<SourceRecord> buffer_;
+  int64_t records_read_ = 0;      // records taken from the sources so far
+  int64_t records_per_pass_ = 0;  // records in one pass over every source (known after it)
+  int64_t drops_in_a_row_ = 0;    // consecutive examples dropped for having nothing to train
   bool input_done_ = false;
   int current_ = 0;  // ordered mode: the file being read
   Packer packer_;

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "app/commands.h"
+#include "tests/common/cli_capture.h"
 #include "engine/io/safetensors_writer.h"
 #include "models/llama/memory_estimate.h"
 #include "tests/common/test_util.h"
@@ -13,23 +13,8 @@
 namespace loft {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-CliResult run(std::vector<std::string> args) {
-  args.insert(args.begin(), "loft");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  const int code = app::run_cli(int(argv.size()), argv.data());
-  CliResult r{code, "", ""};
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
-}
+using test::CliResult;
+CliResult run(std::vector<std::string> args) { return test::run_cli_captured(std::move(args)); }
 
 std::string model(const char* name) { return (test::data_dir() / "models" / name).string(); }
 

@@ -53,7 +53,9 @@ TEST(RmsnormCuda, BackwardMatchesCpu) {
           ops::rmsnorm_backward(dy, x, w, rstd, dx, &dw);
           const std::string what = name(xt) + " x, " + name(wt) + " weight, " + shape_str(s) +
                                    (dx_over_dy ? ", dx over dy" : "");
-          EXPECT_LT(rel_error(dx, cdx), tol(xt)) << what;
+          // With D = 1, dx is ~eps/x² times two O(1) terms that cancel: fp32 cannot meet a
+          // relative bound there (the CPU tests leave D = 1 out of their backward check too).
+          if (d > 1) EXPECT_LT(rel_error(dx, cdx), tol(xt)) << what;
           EXPECT_LT(rel_error(dw, cdw), 1e-5) << what;  // F32 sums of exact inputs
         }
 }
