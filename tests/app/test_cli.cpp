@@ -1,27 +1,15 @@
 // The CLI contract: exit codes (2 usage, 1 runtime), --version, --config, --device.
 #include <fstream>
 
-#include "app/commands.h"
+#include "tests/app/cli_run.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = test::CliResult;
 
-Result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "loft");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  const int code = app::run_cli(int(argv.size()), argv.data());
-  Result r{code, testing::internal::GetCapturedStdout(), testing::internal::GetCapturedStderr()};
-  return r;
-}
+Result run(std::vector<std::string> args) { return test::run_cli(std::move(args)); }
 
 TEST(Cli, VersionPrintsAndExitsZero) {
   Result r = run({"--version"});

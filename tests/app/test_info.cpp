@@ -8,28 +8,15 @@
 #include "app/commands.h"
 #include "engine/io/safetensors_writer.h"
 #include "models/llama/memory_estimate.h"
+#include "tests/app/cli_run.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
+using test::CliResult;
 
-CliResult run(std::vector<std::string> args) {
-  args.insert(args.begin(), "loft");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  testing::internal::CaptureStderr();
-  const int code = app::run_cli(int(argv.size()), argv.data());
-  CliResult r{code, "", ""};
-  r.out = testing::internal::GetCapturedStdout();
-  r.err = testing::internal::GetCapturedStderr();
-  return r;
-}
+CliResult run(std::vector<std::string> args) { return test::run_cli(std::move(args)); }
 
 std::string model(const char* name) { return (test::data_dir() / "models" / name).string(); }
 
