@@ -18,6 +18,7 @@ void build_cli(CLI::App& root) {
   root.require_subcommand(1);
   root.fallthrough();
   add_info_command(root);
+  add_bench_command(root);
   add_pending_commands(root);
 }
 

@@ -18,7 +18,6 @@ constexpr Pending kPending[] = {
     {"evaluate", "score a model (+adapter) on MMLU, GSM8K or perplexity", "evaluation", true},
     {"export", "write a merged FP8/bf16 model or a PEFT adapter", "export", true},
     {"generate", "generate text from a prompt", "generation", true},
-    {"bench", "time training steps per method and report memory", "low-precision methods", true},
 };
 }  // namespace
 

@@ -7,6 +7,7 @@
 namespace loft::app {
 
 void add_info_command(CLI::App& root);
+void add_bench_command(CLI::App& root);
 // Commands later issues build: each says so plainly and exits non-zero.
 void add_pending_commands(CLI::App& root);
 
