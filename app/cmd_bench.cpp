@@ -1,6 +1,7 @@
 // loft bench: times LoRA-family training steps on a random-init Llama of a named shape (or a real
 // checkpoint) and reports step time, tokens/s and peak device memory, as a table or one JSON
 // object. The numerics live in engine/train/bench and models/llama/bench_model.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -52,12 +53,6 @@ void check_options(const BenchOptions& o) {
   if (!std::isfinite(o.alpha) || o.alpha <= 0)
     throw UsageError(cat("--alpha must be a positive number, got ", o.alpha));
 }
-
-struct BenchModel {
-  std::string name;  // the shape name or the checkpoint folder
-  llama::LlamaConfig config;
-  llama::LlamaWeights weights;
-};
 
 llama::LlamaConfig config_for(const BenchOptions& o) {
   if (!o.model.empty()) {
