@@ -119,7 +119,7 @@ struct Report {
   BenchTimes times;
 };
 
-nlohmann::json to_json(const BenchOptions& o, const Report& r) {
+nlohmann::ordered_json to_json(const BenchOptions& o, const Report& r) {
   return {{"shape", r.name},
           {"method", o.method},
           {"batch", o.batch},
