@@ -16,7 +16,6 @@ struct Pending {
 constexpr Pending kPending[] = {
     {"export", "write a merged FP8/bf16 model or a PEFT adapter", "export", true},
     {"generate", "generate text from a prompt", "generation", true},
-    {"bench", "time training steps per method and report memory", "low-precision methods", true},
 };
 }  // namespace
 

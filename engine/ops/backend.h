@@ -12,6 +12,7 @@ class Backend {
   virtual void convert(const Tensor& src, Tensor& dst) = 0;
   virtual void axpy(float alpha, const Tensor& x, Tensor& y) = 0;
   virtual void scale(Tensor& x, float alpha) = 0;
+  virtual void fill_random(Tensor& x, uint64_t seed, float std) = 0;
   virtual void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                        Tensor* rstd) = 0;
   virtual void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,

@@ -1,6 +1,8 @@
 // Validation and dispatch for the op table (see ops.h). Backends trust what passes here.
 #include "engine/ops/ops.h"
 
+#include <cmath>
+
 #include "engine/ops/backend.h"
 
 namespace loft::ops {
@@ -92,6 +94,14 @@ void scale(Tensor& x, float alpha) {
   same_device("scale", {&x});
   need_activation("scale", "x", x);
   backend_for(x.device()).scale(x, alpha);
+}
+
+void fill_random(Tensor& x, uint64_t seed, float std) {
+  same_device("fill_random", {&x});
+  need_activation("fill_random", "x", x);
+  LOFT_CHECK(std::isfinite(std) && std >= 0.0f, "fill_random: std must be finite and >= 0, got ",
+             std);
+  backend_for(x.device()).fill_random(x, seed, std);
 }
 
 void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {

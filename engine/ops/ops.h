@@ -34,6 +34,13 @@ void axpy(float alpha, const Tensor& x, Tensor& y);
 // x *= alpha, in place.
 void scale(Tensor& x, float alpha);
 
+// Fills x with reproducible pseudo-random values, uniform on [−√3·std, √3·std) (mean 0, variance
+// std²; std >= 0). Counter-based: element i depends only on (seed, i), never on the backend or
+// thread layout, so CPU and CUDA write the same fp32 values for the same seed (BF16 = those values
+// rounded to nearest even). The generator is spelled out in engine/ops/counter_rng.h. For random
+// weight initialisation (benchmarks) on the device, with no host round trip.
+void fill_random(Tensor& x, uint64_t seed, float std);
+
 // ---- RMSNorm (Llama) -----------------------------------------------------------------------
 // x [rows, D], weight [D]: y = weight * (x * rstd), rstd = 1/sqrt(mean(x²) + eps), computed in
 // fp32. Writes rstd [rows] F32 when given (saved for backward).

@@ -58,13 +58,7 @@ Tensor convert_to(const Tensor& src, DType dtype, Device device) {
   return device.is_cpu() ? host : host.to(device);
 }
 
-struct Wanted {
-  std::string name;
-  Shape shape;
-  Tensor* dst;
-};
-
-void check_present(const SafetensorsCheckpoint& ckpt, const Wanted& w) {
+void check_present(const SafetensorsCheckpoint& ckpt, const WeightSlot& w) {
   if (!ckpt.contains(w.name))
     throw Error(cat(ckpt.dir().string(), ": tensor ", w.name, " is missing from the checkpoint",
                     " (expected shape ", shape_str(w.shape), ")"));
@@ -108,28 +102,33 @@ std::string hf_proj_name(int64_t layer, Proj p) {
   return cat("model.layers.", layer, ".", hf_proj_suffix(p), ".weight");
 }
 
+std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
+  w.layers.resize(size_t(cfg.num_layers));
+  const int64_t h = cfg.hidden_size;
+  std::vector<WeightSlot> slots{{"model.embed_tokens.weight", {cfg.vocab_size, h}, &w.embed},
+                                {"model.norm.weight", {h}, &w.final_norm}};
+  if (!cfg.tie_word_embeddings)
+    slots.push_back({"lm_head.weight", {cfg.vocab_size, h}, &w.lm_head});
+  for (int64_t i = 0; i < cfg.num_layers; ++i) {
+    LlamaLayerWeights& l = w.layers[size_t(i)];
+    const std::string pre = cat("model.layers.", i, ".");
+    slots.push_back({pre + "input_layernorm.weight", {h}, &l.attn_norm});
+    slots.push_back({pre + "post_attention_layernorm.weight", {h}, &l.ffn_norm});
+    for (const ProjShape& p : cfg.projections())
+      slots.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj)});
+  }
+  return slots;
+}
+
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
                                 DType dtype, Device device) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw Error(
         cat("load_llama_weights: dtype ", dtype_name(dtype), " requested; F32 or BF16 only"));
   LlamaWeights w;
-  w.layers.resize(size_t(cfg.num_layers));
-  const int64_t h = cfg.hidden_size;
-  std::vector<Wanted> wanted{{"model.embed_tokens.weight", {cfg.vocab_size, h}, &w.embed},
-                             {"model.norm.weight", {h}, &w.final_norm}};
-  if (!cfg.tie_word_embeddings)
-    wanted.push_back({"lm_head.weight", {cfg.vocab_size, h}, &w.lm_head});
-  for (int64_t i = 0; i < cfg.num_layers; ++i) {
-    LlamaLayerWeights& l = w.layers[size_t(i)];
-    const std::string pre = cat("model.layers.", i, ".");
-    wanted.push_back({pre + "input_layernorm.weight", {h}, &l.attn_norm});
-    wanted.push_back({pre + "post_attention_layernorm.weight", {h}, &l.ffn_norm});
-    for (const ProjShape& p : cfg.projections())
-      wanted.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj)});
-  }
-  for (const Wanted& x : wanted) check_present(ckpt, x);  // fail before any copy
-  for (const Wanted& x : wanted) *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
+  const std::vector<WeightSlot> wanted = weight_slots(cfg, w);
+  for (const WeightSlot& x : wanted) check_present(ckpt, x);  // fail before any copy
+  for (const WeightSlot& x : wanted) *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
   return w;
 }
 

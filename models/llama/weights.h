@@ -32,6 +32,15 @@ struct LlamaWeights {
 // "model.layers.3.self_attn.q_proj.weight", ...
 std::string hf_proj_name(int64_t layer, Proj p);
 
+// Every tensor a model of `cfg` holds: its Hugging Face name, shape and where it goes in `w`
+// (whose layers are resized to cfg.num_layers). The loader and random initialisation fill these.
+struct WeightSlot {
+  std::string name;
+  Shape shape;
+  Tensor* dst;
+};
+std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w);
+
 // Checks every expected tensor first (a missing one, a wrong shape or a non-float dtype is an
 // Error naming the tensor, with expected vs found), then loads them. Tensors the model does not
 // use (rotary_emb.inv_freq, a tied lm_head.weight) are ignored. `dtype` must be F32 or BF16;

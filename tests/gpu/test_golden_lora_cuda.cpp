@@ -1,6 +1,10 @@
-// CUDA backend against PyTorch/PEFT's fp32 golden values: with bf16 activations within 2e-2 (the
-// issue's bound), and with f32 activations (TF32 off) within the CPU's 1e-4, which separates
-// kernel bugs from bf16 rounding.
+// CUDA backend against PyTorch/PEFT's fp32 golden values. With f32 activations (TF32 off) it must
+// match as tightly as the CPU (1e-4): that checks every kernel. With bf16 activations the bound is
+// 2e-2. wide-random is stored in bf16, so the golden file is the right reference for it as is.
+// stories260K is stored in fp32, and rounding its frozen weights to bf16 alone (all maths in fp32,
+// on the CPU) moves its LoRA gradients by 5.1% against the golden values: so its bf16 run is held
+// to 2e-2 against that same bf16-weight model computed in f32, which isolates what bf16
+// activations cost, and the CPU test below pins the weight-storage effect itself.
 #include "tests/common/golden.h"
 #include "tests/common/test_util.h"
 
@@ -22,16 +26,19 @@ TEST(GoldenLoraCuda, WideRandomF32) {
                           kF32);
 }
 
-TEST(GoldenLoraCuda, Stories260kBf16) {
-  LOFT_REQUIRE_GPU();
-  test::check_golden_lora("stories260K-hf", "golden_stories260K.safetensors", Device::cuda(0),
-                          DType::BF16, kBf16);
-}
-
 TEST(GoldenLoraCuda, WideRandomBf16) {
   LOFT_REQUIRE_GPU();
   test::check_golden_lora("wide-random", "golden_wide.safetensors", Device::cuda(0), DType::BF16,
                           kBf16);
+}
+
+TEST(GoldenLoraCuda, Stories260kBf16AgainstBf16StoredWeights) {
+  LOFT_REQUIRE_GPU();
+  const char* file = "golden_stories260K.safetensors";
+  const auto reference = test::golden_from_loft("stories260K-hf", file, Device::cpu(), DType::F32,
+                                                /*bf16_frozen_weights=*/true);
+  const auto gpu = test::golden_from_loft("stories260K-hf", file, Device::cuda(0), DType::BF16);
+  test::expect_golden_match(gpu, reference, kBf16, "stories260K bf16 on cuda:0");
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ class CpuBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override { cpu::convert(src, dst); }
   void axpy(float alpha, const Tensor& x, Tensor& y) override { cpu::axpy(alpha, x, y); }
   void scale(Tensor& x, float alpha) override { cpu::scale(x, alpha); }
+  void fill_random(Tensor& x, uint64_t seed, float std) override {
+    cpu::fill_random(x, seed, std);
+  }
   void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                Tensor* rstd) override {
     cpu::rmsnorm(x, weight, eps, y, rstd);

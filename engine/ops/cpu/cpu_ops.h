@@ -10,6 +10,7 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt);
 void convert(const Tensor& src, Tensor& dst);
 void axpy(float alpha, const Tensor& x, Tensor& y);
 void scale(Tensor& x, float alpha);
+void fill_random(Tensor& x, uint64_t seed, float std);
 
 void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd);
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,

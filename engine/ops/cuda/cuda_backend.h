@@ -1,7 +1,7 @@
 // The CUDA implementation of the op table. Each op family lives in its own file in this folder
-// (gemm_cublaslt.cpp, elementwise.cu, rmsnorm.cu, rope.cu, swiglu.cu, embedding.cu,
-// cross_entropy.cu); all run on cuda::stream(device) of their tensors' device. Inputs arrive
-// validated by ops.cpp.
+// (gemm_cublaslt.cpp, elementwise.cu, random_fill.cu, rmsnorm.cu, rope.cu, swiglu.cu,
+// embedding.cu, cross_entropy.cu); all run on cuda::stream(device) of their tensors' device.
+// Inputs arrive validated by ops.cpp.
 #pragma once
 #include "engine/ops/backend.h"
 
@@ -13,6 +13,7 @@ class CudaBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   void axpy(float alpha, const Tensor& x, Tensor& y) override;
   void scale(Tensor& x, float alpha) override;
+  void fill_random(Tensor& x, uint64_t seed, float std) override;
   void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) override;
   void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                         Tensor& dx, Tensor* dweight) override;

@@ -1,0 +1,61 @@
+#include "engine/train/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace loft {
+
+namespace {
+
+// One optimizer step; returns the mean loss per target token.
+double train_step(TrainableModel& model, AdamW& optimizer, const Batch& batch, double lr,
+                  int64_t step) {
+  const float scale = batch.target_count > 0 ? 1.0f / float(batch.target_count) : 0.0f;
+  const LossSums s = model.forward_backward(batch, scale);
+  if (!std::isfinite(s.loss_sum))
+    throw Error(cat("bench step ", step, ": loss is ", s.loss_sum));
+  optimizer.step(lr);
+  optimizer.zero_grad();
+  model.after_step();
+  return s.tokens > 0 ? s.loss_sum / double(s.tokens) : 0.0;
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  LOFT_CHECK(!v.empty(), "median of an empty list");
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
+}
+
+BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+                               Device device, const BenchSchedule& schedule) {
+  LOFT_CHECK(schedule.steps >= 1 && schedule.warmup >= 0, "bench: ", schedule.steps,
+             " timed steps after ", schedule.warmup, " warm-up steps");
+  using Clock = std::chrono::steady_clock;
+  BenchTimes t;
+  int64_t step = 0;
+  for (; step < schedule.warmup; ++step)
+    train_step(model, optimizer, batch, schedule.lr, step + 1);
+  synchronize(device);
+  reset_peak_memory(device);
+  for (int64_t i = 0; i < schedule.steps; ++i, ++step) {
+    const auto start = Clock::now();
+    t.last_loss = train_step(model, optimizer, batch, schedule.lr, step + 1);
+    synchronize(device);
+    t.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  t.peak_bytes = int64_t(memory_stats(device).peak_allocated);
+  t.median_s = median(t.step_seconds);
+  t.mean_s = std::accumulate(t.step_seconds.begin(), t.step_seconds.end(), 0.0) /
+             double(t.step_seconds.size());
+  t.tokens_per_s = t.median_s > 0 ? double(batch.ids.numel()) / t.median_s : 0.0;
+  return t;
+}
+
+}  // namespace loft

@@ -1,0 +1,37 @@
+// Timing of training steps for `loft bench`: warm-up steps, then timed steps on one fixed batch,
+// each step bracketed by a device synchronisation so the clock sees the GPU's work, and the
+// device's peak allocated memory over the timed steps (weights and optimizer state included).
+// A step is what the trainer does without clipping: forward + backward, AdamW, zero the grads,
+// refresh the method's derived copies.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/optim/adamw.h"
+#include "engine/train/batch.h"
+
+namespace loft {
+
+struct BenchSchedule {
+  int64_t warmup = 3;  // steps run first and not timed (kernel selection, allocator warm-up)
+  int64_t steps = 8;   // timed steps, >= 1
+  double lr = 2e-4;
+};
+
+struct BenchTimes {
+  std::vector<double> step_seconds;  // each timed step, in order
+  double median_s = 0, mean_s = 0;
+  double tokens_per_s = 0;     // batch tokens / median step time
+  int64_t peak_bytes = 0;      // peak allocated on the device during the timed steps
+  double last_loss = 0;        // mean loss per target token of the last step
+};
+
+// Runs the schedule on `model` with `optimizer` (built over model.params()). Throws Error when a
+// step's loss is not finite.
+BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+                               Device device, const BenchSchedule& schedule);
+
+// Median of a non-empty list (mean of the two middle values for an even count).
+double median(std::vector<double> v);
+
+}  // namespace loft

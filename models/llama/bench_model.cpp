@@ -1,0 +1,83 @@
+#include "models/llama/bench_model.h"
+
+#include <random>
+
+#include "engine/ops/ops.h"
+
+namespace loft::llama {
+
+namespace {
+
+struct NamedShape {
+  const char* name;
+  int64_t hidden, intermediate, layers, heads, kv_heads, vocab;
+};
+// As shared/bench/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds.
+constexpr NamedShape kShapes[] = {
+    {"llama-7b", 4096, 11008, 32, 32, 32, 32000},
+    {"llama-13b", 5120, 13824, 40, 40, 40, 32000},
+    {"llama3-8b", 4096, 14336, 32, 32, 8, 128256},
+    {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000},
+    {"tiny", 64, 172, 2, 8, 4, 512},
+};
+
+constexpr float kInitStd = 0.02f;
+
+Tensor ones(const Shape& shape, DType dtype, Device device) {
+  const size_t n = size_t(shape_numel(shape));
+  if (dtype == DType::F32) return Tensor::from_vector(std::vector<float>(n, 1.0f), shape, device);
+  const std::vector<uint16_t> bits(n, f32_to_bf16(1.0f));
+  return Tensor::from_host(bits.data(), shape, DType::BF16, device);
+}
+
+}  // namespace
+
+std::vector<std::string> bench_shape_names() {
+  std::vector<std::string> out;
+  for (const NamedShape& s : kShapes) out.emplace_back(s.name);
+  return out;
+}
+
+std::optional<LlamaConfig> bench_shape_config(const std::string& name) {
+  for (const NamedShape& s : kShapes) {
+    if (name != s.name) continue;
+    LlamaConfig c;
+    c.architecture = "LlamaForCausalLM";
+    c.hidden_size = s.hidden;
+    c.intermediate_size = s.intermediate;
+    c.num_layers = s.layers;
+    c.num_heads = s.heads;
+    c.num_kv_heads = s.kv_heads;
+    c.head_dim = s.hidden / s.heads;
+    c.vocab_size = s.vocab;
+    c.max_position_embeddings = 4096;
+    return c;
+  }
+  return std::nullopt;
+}
+
+LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
+                                  uint64_t seed) {
+  LOFT_CHECK(dtype == DType::F32 || dtype == DType::BF16, "random_llama_weights: dtype ",
+             dtype_name(dtype), " requested; F32 or BF16 only");
+  LlamaWeights w;
+  std::mt19937_64 seeds(seed);
+  for (const WeightSlot& s : weight_slots(cfg, w)) {
+    if (s.shape.size() == 1) {  // RMSNorm weights
+      *s.dst = ones(s.shape, dtype, device);
+      continue;
+    }
+    *s.dst = Tensor::empty(s.shape, dtype, device);
+    ops::fill_random(*s.dst, seeds(), kInitStd);
+  }
+  return w;
+}
+
+int64_t llama_parameter_count(const LlamaConfig& cfg) {
+  LlamaWeights none;
+  int64_t n = 0;
+  for (const WeightSlot& s : weight_slots(cfg, none)) n += shape_numel(s.shape);
+  return n;
+}
+
+}  // namespace loft::llama

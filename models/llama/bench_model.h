@@ -1,0 +1,31 @@
+// Models for `loft bench`: the named Llama shapes of shared/bench/peft_baseline.py (plus `tiny`
+// for CPU tests), and random weights made directly on the device, so a 7B benchmark needs no
+// checkpoint and no host copy.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/llama/config.h"
+#include "models/llama/weights.h"
+
+namespace loft::llama {
+
+// "llama-7b", "llama-13b", "llama3-8b", "tinyllama-1.1b", "tiny".
+std::vector<std::string> bench_shape_names();
+// The config of a named shape, nullopt for an unknown name. Fields the baseline leaves to
+// transformers' LlamaConfig keep its defaults (rope θ 10000, rms eps 1e-6, untied lm_head, head_dim
+// = hidden / heads); max_position_embeddings is 4096 as the baseline sets it.
+std::optional<LlamaConfig> bench_shape_config(const std::string& name);
+
+// Weights for `cfg` in `dtype` on `device`: every matrix from ops::fill_random with std 0.02
+// (transformers' initializer_range; uniform here, normal there: speed does not care), RMSNorm
+// weights 1. Each tensor draws its own seed from `seed`, so the result is reproducible.
+LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
+                                  uint64_t seed = 0);
+
+// Elements of every weight a model of `cfg` holds (a tied lm_head counts once).
+int64_t llama_parameter_count(const LlamaConfig& cfg);
+
+}  // namespace loft::llama
