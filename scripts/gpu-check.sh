@@ -16,21 +16,23 @@ status=0
 # The CPU-only folders run in CI; their data is not carried.
 for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models}; do
   t=$run/bin/$name
-  if "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1; then
+  "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ]; then
     echo "$name: $(grep -E '^\[  PASSED' "$OUT/$name.log" | tail -1)"
   else
     status=1
-    echo "$name: FAILED (exit $?)"
+    echo "$name: FAILED (exit $rc)"
     grep -E "^\[  FAILED|Failure$|Expected|actual:|error" "$OUT/$name.log" | head -60
     tail -3 "$OUT/$name.log"
-    if ! grep -q "tests ran" "$OUT/$name.log" && command -v cuda-gdb >/dev/null; then
+    if ! grep -q "^\[==========\].*ran" "$OUT/$name.log" && command -v cuda-gdb >/dev/null; then
       echo "-- backtrace of the crash:"
       cuda-gdb -q -batch -ex run -ex bt --args "$t" 2>&1 | tail -25
     fi
   fi
 done
 if [ $# -gt 0 ]; then
-  echo "== $*"; "$@" 2>&1 | tee "$OUT/extra.log"; status=$((status | PIPESTATUS[0]))
+  echo "== $*"; "$@"; status=$((status | $?))
 fi
 echo "gpu-check: status $status"
 exit $status

@@ -27,8 +27,10 @@ mkdir -p "$dst/data/models"
 for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random; do
   cp -r "$data/$d" "$dst/data/$d"
 done
+# The PEFT baseline the benchmark is compared against, run in the same call.
+cp -r "$data/../bench" "$dst/bench"
 # One compressed archive keeps the carried size under the 64 MiB limit (OpenBLAS alone is 36 MB).
-tar -C "$dst" -czf gpurun.tgz bin lib data
+tar -C "$dst" -czf gpurun.tgz bin lib data bench
 rm -rf "$dst"/*
 mv gpurun.tgz "$dst/"
 du -sh "$dst"

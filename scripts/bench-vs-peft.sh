@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# On the GPU machine (after scripts/gpu-check.sh unpacked .gpurun): loft bench and the PEFT
+# baseline on the same shape, one after the other in the same call, JSON lines into $OUT/bench.jsonl.
+#   scripts/bench-vs-peft.sh llama-7b 4 512 [--grad-checkpointing]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+shape=${1:-llama-7b}; batch=${2:-4}; seq=${3:-512}; gc=${4:-}
+run=$PWD/.gpurun
+export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUT=${OUT:-/tmp/loft-out}
+echo "== loft bench $shape batch $batch seq $seq $gc"
+"$run/bin/loft" bench --shape "$shape" --batch "$batch" --seq "$seq" --steps 8 --warmup 3 $gc --json \
+  | tee -a "$OUT/bench.jsonl"
+peft_gc=""; [ -n "$gc" ] && peft_gc="--gc"
+echo "== PEFT baseline $shape batch $batch seq $seq $peft_gc"
+PYTHONUNBUFFERED=1 python3 "$run/bench/peft_baseline.py" --shape "$shape" --batch "$batch" \
+  --seq "$seq" $peft_gc 2>&1 | grep -v Warning | tee -a "$OUT/bench.jsonl"
