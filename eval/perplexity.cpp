@@ -17,18 +17,21 @@ class RowPacker {
     if (!fits(doc.size())) close_row();
     for (int32_t id : doc) {
       ids_.push_back(id);
+      labels_.push_back(id);
       doc_ids_.push_back(doc_counter_);
     }
     used_ += int64_t(doc.size());
     ++doc_counter_;
   }
   bool empty() const { return ids_.empty(); }
-  // Closes the current row and returns everything as one batch (HF-style labels = ids).
+  // Closes the current row and returns everything as one batch (HF-style labels: the document's
+  // own ids, -100 on padding).
   Batch take(Device device) {
     if (used_ > 0) close_row();
     const int64_t rows = int64_t(ids_.size()) / row_len_;
-    Batch b = make_batch(ids_, ids_, doc_ids_, rows, row_len_, device);
+    Batch b = make_batch(ids_, labels_, doc_ids_, rows, row_len_, device);
     ids_.clear();
+    labels_.clear();
     doc_ids_.clear();
     return b;
   }
@@ -39,13 +42,14 @@ class RowPacker {
     // Padding is its own document (id -1 never equals a real one) with nothing to predict.
     while (used_ < row_len_) {
       ids_.push_back(0);
+      labels_.push_back(ops::kIgnoreIndex);
       doc_ids_.push_back(-1);
       ++used_;
     }
     used_ = 0;
   }
   int64_t row_len_;
-  std::vector<int32_t> ids_, doc_ids_;
+  std::vector<int32_t> ids_, labels_, doc_ids_;
   int64_t used_ = 0;
   int32_t doc_counter_ = 0;
 };
