@@ -11,29 +11,18 @@
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/attention_cuda.h"
+#include "engine/ops/cuda/kernel_util.cuh"
 
 namespace loft::ops::cuda_attention {
 
 namespace {
 
-using bf16 = __nv_bfloat16;
+// bf16, to_f32, from_f32: the conversions every CUDA op shares.
+using namespace cuda_kernels;
 
 size_t g_scratch_budget = size_t(256) << 20;
 constexpr int64_t kMaxBatch = 65535;  // batch entries per cuBLAS call
 constexpr int kRowThreads = 128;      // threads per score row in the softmax kernels
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ bf16 from_f32<bf16>(float x) {
-  return __float2bfloat16_rn(x);
-}
 
 struct Geometry {
   int64_t seq, hq, hkv, d, group;  // group = hq / hkv query heads per kv head
