@@ -6,13 +6,12 @@
 
 namespace loft {
 
-LoraLinear::LoraLinear(std::string name, Tensor weight, const LoraOptions& opt,
-                       std::mt19937_64& rng)
+LoraLinear::LoraLinear(std::string name, std::unique_ptr<FrozenWeight> weight,
+                       const LoraOptions& opt, std::mt19937_64& rng)
     : weight_(std::move(weight)), opt_(opt) {
-  LOFT_CHECK(weight_.dim() == 2, "LoRA target ", name, ": weight must be 2-D, got ", weight_.str());
   LOFT_CHECK(opt.rank > 0, "LoRA rank must be positive, got ", opt.rank);
-  const Device dev = weight_.device();
-  const int64_t in = weight_.size(1), out = weight_.size(0), r = opt.rank;
+  const Device dev = weight_->device();
+  const int64_t in = weight_->in_features(), out = weight_->out_features(), r = opt.rank;
   a_ = {name + ".lora_A", Tensor::zeros({r, in}, DType::F32, dev),
         Tensor::zeros({r, in}, DType::F32, dev)};
   b_ = {name + ".lora_B", Tensor::zeros({out, r}, DType::F32, dev),
@@ -36,14 +35,15 @@ void LoraLinear::set_adapter(const Tensor& a, const Tensor& b) {
 }
 
 void LoraLinear::refresh_compute_copies() {
-  if (weight_.dtype() == DType::F32) {
+  const DType dt = weight_->compute_dtype();
+  if (dt == DType::F32) {
     a_compute_ = a_.value;
     b_compute_ = b_.value;
     return;
   }
   if (!a_compute_.defined()) {
-    a_compute_ = Tensor::empty(a_.value.shape(), weight_.dtype(), weight_.device());
-    b_compute_ = Tensor::empty(b_.value.shape(), weight_.dtype(), weight_.device());
+    a_compute_ = Tensor::empty(a_.value.shape(), dt, weight_->device());
+    b_compute_ = Tensor::empty(b_.value.shape(), dt, weight_->device());
   }
   ops::convert(a_.value, a_compute_);
   ops::convert(b_.value, b_compute_);
@@ -52,7 +52,7 @@ void LoraLinear::refresh_compute_copies() {
 void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
   const int64_t t = x.size(0);
   Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
-  ops::gemm(x, weight_, y, {.trans_b = true});
+  ops::gemm(x, weight_->materialize(), y, {.trans_b = true});
   ops::gemm(x, a_compute_, xa, {.trans_b = true});
   ops::gemm(xa, b_compute_, y, {.trans_b = true, .alpha = opt_.scaling(), .beta = 1.0f});
   if (saved) saved->tensors = {x, xa};
@@ -69,17 +69,12 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   Tensor g = Tensor::empty({dy.size(0), opt_.rank}, dy.dtype(), dy.device());
   ops::gemm(dy, b_compute_, g);
   ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
-  ops::gemm(dy, weight_, dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
+  ops::gemm(dy, weight_->materialize(), dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
   ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
 }
 
 Tensor LoraLinear::merged_weight() const {
-  const Tensor w = weight_.to(Device::cpu());
-  Tensor merged = Tensor::empty(w.shape(), DType::F32);
-  if (w.dtype() == DType::F32)
-    merged.copy_from(w);
-  else
-    ops::convert(w, merged);
+  Tensor merged = frozen_weight_f32(*weight_);  // a fresh host copy
   ops::gemm(b_.value.to(Device::cpu()), a_.value.to(Device::cpu()), merged,
             {.alpha = opt_.scaling(), .beta = 1.0f});
   return merged;

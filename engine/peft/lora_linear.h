@@ -1,10 +1,12 @@
-// LoRA on a frozen weight held in the compute dtype (bf16 on the GPU, f32 on the CPU):
-// y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters; the GEMMs use copies in
-// the compute dtype, refreshed in after_step(). See METHODS.md, "LoRA (bf16 reference)".
+// LoRA on a frozen weight: y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters;
+// the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU), refreshed in
+// after_step(). W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
+// See METHODS.md, "LoRA (bf16 reference)" and "QLoRA baseline".
 #pragma once
 #include <random>
 
 #include "engine/peft/adapted_linear.h"
+#include "engine/peft/frozen_weight.h"
 
 namespace loft {
 
@@ -18,10 +20,13 @@ class LoraLinear : public AdaptedLinear {
  public:
   // `weight` [out, in] in the compute dtype on the compute device. A is Kaiming-uniform
   // (bound 1/sqrt(in), as PEFT's kaiming_uniform_(a=√5)), B is zero.
-  LoraLinear(std::string name, Tensor weight, const LoraOptions& opt, std::mt19937_64& rng);
+  LoraLinear(std::string name, std::unique_ptr<FrozenWeight> weight, const LoraOptions& opt,
+             std::mt19937_64& rng);
+  LoraLinear(std::string name, Tensor weight, const LoraOptions& opt, std::mt19937_64& rng)
+      : LoraLinear(std::move(name), dense_weight(std::move(weight)), opt, rng) {}
 
-  int64_t in_features() const override { return weight_.size(1); }
-  int64_t out_features() const override { return weight_.size(0); }
+  int64_t in_features() const override { return weight_->in_features(); }
+  int64_t out_features() const override { return weight_->out_features(); }
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override;
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
@@ -38,7 +43,7 @@ class LoraLinear : public AdaptedLinear {
  private:
   void refresh_compute_copies();
 
-  Tensor weight_;
+  std::unique_ptr<FrozenWeight> weight_;
   LoraOptions opt_;
   Param a_, b_;
   Tensor a_compute_, b_compute_;  // A, B in the compute dtype (alias the masters on F32)

@@ -1,0 +1,37 @@
+#include "engine/peft/frozen_weight.h"
+
+#include "engine/ops/ops.h"
+
+namespace loft {
+
+namespace {
+class DenseWeight final : public FrozenWeight {
+ public:
+  explicit DenseWeight(Tensor w) : w_(std::move(w)) {
+    LOFT_CHECK(w_.dim() == 2, "frozen weight must be [out, in], got ", w_.str());
+  }
+  int64_t out_features() const override { return w_.size(0); }
+  int64_t in_features() const override { return w_.size(1); }
+  DType compute_dtype() const override { return w_.dtype(); }
+  Device device() const override { return w_.device(); }
+  Tensor materialize() const override { return w_; }
+  size_t stored_bytes() const override { return w_.nbytes(); }
+
+ private:
+  Tensor w_;
+};
+}  // namespace
+
+std::unique_ptr<FrozenWeight> dense_weight(Tensor weight) {
+  return std::make_unique<DenseWeight>(std::move(weight));
+}
+
+Tensor frozen_weight_f32(const FrozenWeight& fw) {
+  const Tensor w = fw.materialize().to(Device::cpu());
+  if (w.dtype() == DType::F32) return w;
+  Tensor out = Tensor::empty(w.shape(), DType::F32);
+  ops::convert(w, out);
+  return out;
+}
+
+}  // namespace loft

@@ -1,0 +1,30 @@
+// How a method stores a frozen projection weight, separate from what it adapts: dense in the
+// compute dtype (LoRA), NF4-DQ (QLoRA), ... Each GEMM asks for the weight in the compute dtype;
+// a compressed store decodes it into a temporary that lives as long as the returned tensor.
+#pragma once
+#include <memory>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft {
+
+class FrozenWeight {
+ public:
+  virtual ~FrozenWeight() = default;
+  virtual int64_t out_features() const = 0;
+  virtual int64_t in_features() const = 0;
+  virtual DType compute_dtype() const = 0;
+  virtual Device device() const = 0;
+  // [out, in] in the compute dtype on the device, ready for a GEMM.
+  virtual Tensor materialize() const = 0;
+  // Bytes the store keeps resident.
+  virtual size_t stored_bytes() const = 0;
+};
+
+// The weight as loaded, in the compute dtype (bf16 on CUDA, f32 on the CPU).
+std::unique_ptr<FrozenWeight> dense_weight(Tensor weight);
+
+// [out, in] F32 on the CPU, always a fresh copy: what the frozen weight is, for merges and checks.
+Tensor frozen_weight_f32(const FrozenWeight& w);
+
+}  // namespace loft
