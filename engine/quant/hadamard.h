@@ -1,0 +1,71 @@
+// Normalized Hadamard transforms along the last dimension, for every Llama width.
+//
+// A width n = K·2^m is rotated by H = (H_K ⊗ H_{2^m}) / √n: a fast Walsh–Hadamard transform of
+// length 2^m on each of the K sub-rows, then a mix of the K sub-rows by a ±1 K×K Hadamard matrix
+// (Paley I / Paley II / Sylvester doubling). Widths with no such K (11008 = 172·64) get a
+// block-diagonal H of equal blocks (43 blocks of 256), still orthogonal; plans say so. Nothing is
+// ever zero-padded or truncated: a width with no orthogonal plan is an Error naming it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft::quant {
+
+// A ±1 Hadamard matrix of order k (H·Hᵀ = k·I), row-major.
+struct HadamardMatrix {
+  int k = 0;
+  std::vector<int8_t> entries;  // k·k values, each +1 or -1
+  std::string construction;     // "Paley I (q=11)", "Sylvester 2 x [Paley I (q=19)]", ...
+  int at(int row, int col) const { return entries[size_t(row) * size_t(k) + size_t(col)]; }
+};
+
+// Largest order we build: the K-mix costs K multiply-adds per element.
+constexpr int kMaxHadamardOrder = 256;
+// Smallest diagonal block of a block-diagonal plan: blocks of 2 barely mix, so such widths fail.
+constexpr int64_t kMinHadamardBlock = 4;
+
+// True when hadamard_matrix(k) can build order k (1, 2, Paley I/II from a prime, or doubling).
+bool hadamard_order_supported(int k);
+// The order-k matrix, built on first use and cached for the process (the reference stays valid).
+// Throws Error naming k when no construction applies.
+const HadamardMatrix& hadamard_matrix(int k);
+
+// How a width n is rotated: n / block diagonal blocks, each of length block = k·pow2, rotated by
+// (H_k ⊗ H_pow2) / √block. A full (not block-diagonal) plan has block == n.
+struct HadamardPlan {
+  int64_t n = 0;
+  int64_t block = 0;
+  int64_t pow2 = 1;  // 2^m, the fast Walsh–Hadamard length
+  int log2_pow2 = 0;
+  int k = 1;
+  const HadamardMatrix* matrix = nullptr;  // the cached order-k matrix
+
+  int64_t blocks() const { return n / block; }
+  bool block_diagonal() const { return block != n; }
+  float scale() const;  // 1/√block
+  // One line: "n=768: 12 x 64 (K=12 Paley I (q=11), FWHT 64), scale 1/sqrt(768)".
+  std::string describe() const;
+};
+
+// The plan for width n: the largest 2^m dividing n with n/2^m a supported order; else the largest
+// block (≥ kMinHadamardBlock) dividing n that has such a plan, repeated block-diagonally. Throws
+// Error naming n when neither exists (or n < 1).
+HadamardPlan plan_for(int64_t n);
+
+// The plan's n×n matrix H (F32, CPU) from the Kronecker formula entry by entry; for tests and
+// small n only.
+Tensor hadamard_dense(const HadamardPlan& plan);
+
+// Rotates every row of x ([..., n], F32 on the CPU; F32 or BF16 on CUDA with fp32 math) into y of
+// the same shape, dtype and device: forward y = x·H, inverse y = x·Hᵀ (the exact inverse: Paley
+// matrices are not symmetric). y may be x itself (in place). Throws Error naming the tensors when
+// shapes, dtypes or devices disagree or the last dimension is not plan.n.
+void hadamard_transform(const HadamardPlan& plan, const Tensor& x, const Tensor& y,
+                        bool inverse = false);
+// Same, with plan_for(x.size(-1)).
+void hadamard_transform(const Tensor& x, const Tensor& y, bool inverse = false);
+
+}  // namespace loft::quant
