@@ -1,0 +1,14 @@
+// NF4 + double quantization on CUDA (see engine/quant/nf4.h for the format). Reached through
+// quantize_nf4 / dequantize_nf4_into for tensors on a GPU; inputs arrive validated by nf4.cpp.
+#pragma once
+#include "engine/quant/nf4.h"
+
+namespace loft {
+
+// Same bytes as the CPU reference: the same fp32 divisions and threshold searches; the absmax
+// mean is taken on the host from the device absmaxes with nf4_absmax_mean.
+Nf4Tensor quantize_nf4_cuda(const Tensor& w);
+// One kernel decodes both levels and writes the weight (F32, or BF16 rounded to nearest even).
+void dequantize_nf4_cuda(const Nf4Tensor& q, Tensor& out);
+
+}  // namespace loft
