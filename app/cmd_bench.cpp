@@ -32,7 +32,7 @@ struct BenchOptions {
 };
 
 // The methods bench can build; the low-precision ones join here as they land.
-const std::vector<std::string> kMethods = {"lora"};
+const std::vector<std::string> kMethods = {"lora", "qlora"};
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
 std::string joined(const std::vector<std::string>& v) {
@@ -162,7 +162,9 @@ void run_bench(const BenchOptions& o) {
   print_plan(plan_out, o, cfg, r.name, device, dtype, base);
 
   std::mt19937_64 adapter_rng(o.seed);
-  llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device), make_linear_factory(MethodOptions{o.method, {o.rank, o.alpha}, parse_lora_targets("all")}, adapter_rng));
+  const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all")};
+  llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device),
+                          make_linear_factory(method, adapter_rng));
   model.set_grad_checkpointing(o.grad_checkpointing);
   const std::vector<Param*> params = model.params();
   for (const Param* p : params) r.trainable += p->value.numel();

@@ -186,7 +186,7 @@ void add_finetune_command(CLI::App& root) {
       ->required();
   add_data_options(*cmd, o->data, /*training=*/true);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
-  cmd->add_option("--method", o->method, "lora (qlora, falqon, halo: pending)")->capture_default_str();
+  cmd->add_option("--method", o->method, "lora or qlora (falqon, halo: pending)")->capture_default_str();
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
   cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "engine/peft/frozen_linear.h"
+#include "engine/peft/nf4_weight.h"
 
 namespace loft {
 
@@ -43,13 +44,16 @@ std::set<std::string> parse_lora_targets(const std::string& spec) {
 }
 
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng) {
-  if (opt.method != "lora")
+  if (opt.method != "lora" && opt.method != "qlora")
     throw Error(cat("--method ", opt.method,
-                    " is not built yet (the low-precision methods are pending); use --method lora"));
-  return [opt, &rng](const std::string& name, const std::string& target,
-                     Tensor weight) -> std::unique_ptr<AdaptedLinear> {
-    if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(weight));
-    return std::make_unique<LoraLinear>(name, std::move(weight), opt.lora, rng);
+                    " is not built yet (FALQON and HALO are pending); use --method lora or qlora"));
+  // LoRA keeps every frozen projection dense; QLoRA stores all seven NF4-DQ, adapted or not.
+  const bool nf4 = opt.method == "qlora";
+  return [opt, nf4, &rng](const std::string& name, const std::string& target,
+                          Tensor weight) -> std::unique_ptr<AdaptedLinear> {
+    auto frozen = nf4 ? nf4_weight(std::move(weight)) : dense_weight(std::move(weight));
+    if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(frozen));
+    return std::make_unique<LoraLinear>(name, std::move(frozen), opt.lora, rng);
   };
 }
 

@@ -39,9 +39,9 @@ struct MethodOptions {
   std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
 };
 
-// Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere.
-// `rng` (kept alive by the caller) draws the adapters' initial values. Throws Error for a method
-// that is not built yet.
+// Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere; the
+// frozen weight dense (lora) or NF4-DQ (qlora). `rng` (kept alive by the caller) draws the
+// adapters' initial values. Throws Error for a method that is not built yet.
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng);
 
 }  // namespace loft
