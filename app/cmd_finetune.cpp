@@ -66,15 +66,19 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
      << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
      << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
      << "  schedule   " << o.schedule << " lr " << tc.schedule.base_lr << ", warmup "
-     << tc.schedule.warmup_steps << ", " << tc.steps << " steps, clip "
-     << (tc.max_grad_norm > 0 ? std::to_string(tc.max_grad_norm) : std::string("off")) << "\n"
+     << tc.schedule.warmup_steps << ", " << tc.steps << " steps, clip ";
+  if (tc.max_grad_norm > 0)
+    os << tc.max_grad_norm;
+  else
+    os << "off";
+  os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
   llama::MemoryEstimateOptions eo;
   eo.batch = micro;
   eo.seq = o.data.seq;
   eo.lora_rank = m.lora.rank;
   for (const auto& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == "lora-bf16") {
+    if (e.method == (m.method == "qlora" ? "qlora-nf4" : "lora-bf16")) {
       os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
          << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
          << gib(e.adapter) << ", activations " << gib(e.activations) << ", logits chunk "
