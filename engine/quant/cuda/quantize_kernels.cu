@@ -80,7 +80,7 @@ __global__ void cast_kernel(const T* __restrict__ x, int64_t n, const unsigned* 
     for (int64_t c = i; c < chunks; c += stride) {
       float v[kChunk];
       load_chunk(x + c * kChunk, v);
-      uint8_t q[kChunk];
+      alignas(8) uint8_t q[kChunk];
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) q[k] = encode<F>(__fdiv_rn(v[k], s));
       *reinterpret_cast<uint2*>(codes + c * kChunk) = *reinterpret_cast<const uint2*>(q);
