@@ -58,8 +58,10 @@ void expect_same(const quant::QuantizedTensor& gpu, const quant::QuantizedTensor
   EXPECT_EQ(gpu.codes.device(), Device::cuda(0));
   EXPECT_EQ(scale_of(gpu), scale_of(cpu)) << what;
   EXPECT_TRUE(test::code_bytes(gpu.codes) == test::code_bytes(cpu.codes)) << what << ": codes differ";
-  if (cpu.codes_t.defined())
-    EXPECT_TRUE(test::code_bytes(gpu.codes_t) == test::code_bytes(cpu.codes_t)) << what << ": transposed codes differ";
+  if (cpu.codes_t.defined()) {
+    EXPECT_TRUE(test::code_bytes(gpu.codes_t) == test::code_bytes(cpu.codes_t))
+        << what << ": transposed codes differ";
+  }
 }
 
 TEST_P(QuantCuda, CodesAndScaleBitIdenticalToCpu) {
