@@ -1,0 +1,165 @@
+// The fast path of gemm_lowp through cuBLASLt. Row-major C [M,N] = A [M,K] · B [N,K]ᵀ is column-
+// major Cᵀ = B·Aᵀ with both operands stored K-major: cuBLASLt's "TN" case (its A = our B,
+// transposed; its B = our A), the only layout its FP8 kernels take.
+// FP8: fp32 accumulation (FAST_ACCUM off: Hopper's FP8 tensor cores are promoted to full fp32),
+// the scales passed as device pointers (A/B_SCALE_POINTER) so no host sync, alpha on the host.
+// INT8: int32 accumulation into a scratch tensor, then apply_scales.
+// Anything cuBLASLt cannot take (no FP8 before compute capability 8.9, dims not multiples of 16,
+// operands not 16-byte aligned, no algorithm found) returns false and gemm_lowp falls back.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "engine/device/cuda_context.h"
+#include "engine/quant/cuda/quantize_cuda.h"
+
+namespace loft::quant::cuda {
+
+namespace {
+
+cudaDataType_t lt_type(DType t) {
+  switch (t) {
+    case DType::F8_E4M3:
+      return CUDA_R_8F_E4M3;
+    case DType::F8_E5M2:
+      return CUDA_R_8F_E5M2;
+    case DType::I8:
+      return CUDA_R_8I;
+    case DType::F32:
+      return CUDA_R_32F;
+    case DType::BF16:
+      return CUDA_R_16BF;
+    case DType::I32:
+      return CUDA_R_32I;
+    default:
+      throw Error(cat("gemm_lowp: no cuBLASLt type for dtype ", dtype_name(t)));
+  }
+}
+
+bool has_fp8(int device) {
+  static std::mutex mu;
+  static std::map<int, bool> known;
+  std::lock_guard lock(mu);
+  auto it = known.find(device);
+  if (it != known.end()) return it->second;
+  int major = 0, minor = 0;
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return known[device] = major * 10 + minor >= 89;
+}
+
+struct Key {
+  int device;
+  int64_t m, n, k;
+  DType a, b, c;
+  auto operator<=>(const Key&) const = default;
+};
+
+// Descriptors and the heuristic's algorithm for one Key; `ok` false when cuBLASLt has none.
+struct LowpPlan {
+  bool ok = false;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t lt_a = nullptr, lt_b = nullptr, lt_c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+
+  LowpPlan() = default;
+  LowpPlan(const LowpPlan&) = delete;
+  LowpPlan& operator=(const LowpPlan&) = delete;
+  ~LowpPlan() {
+    if (lt_c) cublasLtMatrixLayoutDestroy(lt_c);
+    if (lt_b) cublasLtMatrixLayoutDestroy(lt_b);
+    if (lt_a) cublasLtMatrixLayoutDestroy(lt_a);
+    if (desc) cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+std::unique_ptr<LowpPlan> make_plan(const Key& key) {
+  auto plan = std::make_unique<LowpPlan>();
+  const bool int8 = key.a == DType::I8;
+  LOFT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                             int8 ? CUDA_R_32I : CUDA_R_32F));
+  const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+  LOFT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t));
+  LOFT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n));
+  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_a, lt_type(key.b), uint64_t(key.k),
+                                               uint64_t(key.n), key.k));
+  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_b, lt_type(key.a), uint64_t(key.k),
+                                               uint64_t(key.m), key.k));
+  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_c, lt_type(key.c), uint64_t(key.n),
+                                               uint64_t(key.m), key.n));
+  cublasLtMatmulPreference_t pref = nullptr;
+  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* p) {
+    cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
+  });
+  size_t ws_bytes = 0;
+  loft::cuda::cublaslt_workspace(key.device, &ws_bytes);
+  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      loft::cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a, plan->lt_b, plan->lt_c,
+      plan->lt_c, pref, 1, &result, &found);
+  plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  plan->algo = result.algo;
+  plan->workspace = result.workspaceSize;
+  return plan;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace
+
+bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
+                    float alpha) {
+  const int dev = c.device().index;
+  loft::cuda::set_device(dev);
+  const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
+  const bool int8 = a.dtype() == DType::I8;
+  if (m % 16 || n % 16 || k % 16 || !aligned16(a.data()) || !aligned16(b.data()) ||
+      !aligned16(c.data()))
+    return false;
+  if (!int8 && !has_fp8(dev)) return false;
+  const Key key{dev, m, n, k, a.dtype(), b.dtype(), int8 ? DType::I32 : c.dtype()};
+
+  static std::mutex mu;
+  static std::map<Key, std::unique_ptr<LowpPlan>> plans;
+  std::lock_guard lock(mu);
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
+  const LowpPlan& plan = *it->second;
+  if (!plan.ok) return false;
+
+  size_t ws_bytes = 0;
+  void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
+  cudaStream_t st = loft::cuda::stream(dev);
+  cublasLtHandle_t h = loft::cuda::cublaslt_handle(dev);
+  if (int8) {
+    Tensor acc = Tensor::empty({m, n}, DType::I32, c.device());
+    const int32_t one = 1, zero = 0;
+    LOFT_CUBLAS_CHECK(cublasLtMatmul(h, plan.desc, &one, b.data(), plan.lt_a, a.data(), plan.lt_b,
+                                     &zero, acc.data(), plan.lt_c, acc.data(), plan.lt_c, &plan.algo,
+                                     ws, plan.workspace, st));
+    apply_scales(acc, sa, sb, alpha, c);
+    return true;
+  }
+  // cuBLASLt's A is our B: its scale is sb.
+  const void* scale_a = sb.data();
+  const void* scale_b = sa.data();
+  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                                   &scale_a, sizeof scale_a));
+  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                                   &scale_b, sizeof scale_b));
+  const float beta = 0.0f;
+  LOFT_CUBLAS_CHECK(cublasLtMatmul(h, plan.desc, &alpha, b.data(), plan.lt_a, a.data(), plan.lt_b,
+                                   &beta, c.data(), plan.lt_c, c.data(), plan.lt_c, &plan.algo, ws,
+                                   plan.workspace, st));
+  return true;
+}
+
+}  // namespace loft::quant::cuda

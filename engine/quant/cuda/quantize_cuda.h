@@ -1,0 +1,19 @@
+// CUDA halves of engine/quant (built only with the CUDA backend). Callers have validated
+// shapes, dtypes and devices (engine/quant/quantize.cpp, lowp_gemm.cpp).
+#pragma once
+#include "engine/tensor/tensor.h"
+
+namespace loft::quant::cuda {
+
+// Fused amax pass, then one cast pass writing codes (and codes_t for 2-D x when given) and scale.
+void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale);
+// out = decode(codes) * (scale ? *scale : 1).
+void dequantize(const Tensor& codes, const Tensor* scale, Tensor& out);
+// c = alpha * sa * sb * acc, acc F32 or I32 [M, N], c F32 or BF16 [M, N]; scales F32 [1] on device.
+void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float alpha, Tensor& c);
+// The cuBLASLt FP8 / INT8 path for c = alpha·sa·sb·a·bᵀ; returns false (doing nothing) when the
+// GPU, the formats, the shapes or the alignments do not allow it.
+bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
+                    float alpha);
+
+}  // namespace loft::quant::cuda

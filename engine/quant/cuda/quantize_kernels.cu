@@ -1,0 +1,230 @@
+// Quantize / dequantize kernels and the scale epilogue of the low-precision GEMM. The quantizer is
+// two passes (METHODS.md): a fused amax reduction, then one cast pass that derives the scale on the
+// device (no host round trip), encodes with the same scalar encoders as the CPU (engine/quant/
+// fp8.h, int8.h; x / s as __fdiv_rn, the IEEE division the CPU does) and, for the transposed copy,
+// turns 32×32 tiles through shared memory.
+#include <cuda_fp8.h>
+
+#include "engine/ops/cuda/kernel_util.cuh"
+#include "engine/quant/cuda/quantize_cuda.h"
+#include "engine/quant/fp8.h"
+#include "engine/quant/int8.h"
+#include "engine/quant/quantize.h"
+
+namespace loft::quant::cuda {
+
+namespace {
+
+using namespace loft::ops::cuda_kernels;
+
+template <LowpFormat F>
+__device__ __forceinline__ uint8_t encode(float v) {
+  if constexpr (F == LowpFormat::E4M3) return f32_to_fp8_e4m3(v);
+  if constexpr (F == LowpFormat::E5M2) return f32_to_fp8_e5m2(v);
+  if constexpr (F == LowpFormat::INT8) return uint8_t(f32_to_int8(v));
+}
+
+template <LowpFormat F>
+__device__ __forceinline__ float decode(uint8_t c) {
+  if constexpr (F == LowpFormat::INT8) return float(int8_t(c));
+  constexpr __nv_fp8_interpretation_t kind = F == LowpFormat::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, kind)));  // exact: fp8 ⊂ fp16
+}
+
+// Non-negative floats order like their bit patterns, so atomicMax on the bits is a float max.
+template <typename T>
+__global__ void amax_kernel(const T* __restrict__ x, int64_t n, unsigned* __restrict__ amax_bits) {
+  float m = 0.0f;  // fmaxf skips NaN
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (aligned16(x)) {
+    const int64_t chunks = n / kChunk;
+    for (int64_t c = i; c < chunks; c += stride) {
+      float v[kChunk];
+      load_chunk(x + c * kChunk, v);
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) m = fmaxf(m, fabsf(v[k]));
+    }
+    i += chunks * kChunk;
+  }
+  for (; i < n; i += stride) m = fmaxf(m, fabsf(to_f32(x[i])));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  __shared__ float warp_max[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < int(blockDim.x >> 5) ? warp_max[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) atomicMax(amax_bits, __float_as_uint(m));
+  }
+}
+
+// The scale from the reduced amax, identical to the CPU's: amax / qmax, 1 when amax is 0.
+__device__ __forceinline__ float scale_from(const unsigned* amax_bits, float qmax) {
+  const float amax = __uint_as_float(*amax_bits);
+  return amax == 0.0f ? 1.0f : __fdiv_rn(amax, qmax);
+}
+
+template <typename T, LowpFormat F>
+__global__ void cast_kernel(const T* __restrict__ x, int64_t n, const unsigned* __restrict__ amax_bits,
+                            float qmax, uint8_t* __restrict__ codes, float* __restrict__ scale) {
+  const float s = scale_from(amax_bits, qmax);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale = s;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (aligned16(x) && (reinterpret_cast<uintptr_t>(codes) & 7u) == 0) {
+    const int64_t chunks = n / kChunk;
+    for (int64_t c = i; c < chunks; c += stride) {
+      float v[kChunk];
+      load_chunk(x + c * kChunk, v);
+      alignas(8) uint8_t q[kChunk];
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) q[k] = encode<F>(__fdiv_rn(v[k], s));
+      *reinterpret_cast<uint2*>(codes + c * kChunk) = *reinterpret_cast<const uint2*>(q);
+    }
+    i += chunks * kChunk;
+  }
+  for (; i < n; i += stride) codes[i] = encode<F>(__fdiv_rn(to_f32(x[i]), s));
+}
+
+constexpr int kTile = 32, kTileRows = 8;
+
+// Block (32, 8) per 32×32 tile: codes row-major as x, codes_t [cols, rows] through shared memory
+// so both writes run along rows.
+template <typename T, LowpFormat F>
+__global__ void cast_transpose_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
+                                      const unsigned* __restrict__ amax_bits, float qmax,
+                                      uint8_t* __restrict__ codes, uint8_t* __restrict__ codes_t,
+                                      float* __restrict__ scale) {
+  __shared__ uint8_t tile[kTile][kTile + 1];
+  const float s = scale_from(amax_bits, qmax);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 && threadIdx.y == 0) *scale = s;
+  const int64_t r0 = int64_t(blockIdx.y) * kTile, c0 = int64_t(blockIdx.x) * kTile;
+#pragma unroll
+  for (int j = 0; j < kTile; j += kTileRows) {
+    const int64_t r = r0 + threadIdx.y + j, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) {
+      const uint8_t q = encode<F>(__fdiv_rn(to_f32(x[r * cols + c]), s));
+      codes[r * cols + c] = q;
+      tile[threadIdx.y + j][threadIdx.x] = q;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kTile; j += kTileRows) {
+    const int64_t c = c0 + threadIdx.y + j, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) codes_t[c * rows + r] = tile[threadIdx.x][threadIdx.y + j];
+  }
+}
+
+template <LowpFormat F, typename T>
+__global__ void dequantize_kernel(const uint8_t* __restrict__ codes, int64_t n,
+                                  const float* __restrict__ scale, T* __restrict__ out) {
+  const float s = scale ? *scale : 1.0f;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = from_f32<T>(__fmul_rn(decode<F>(codes[i]), s));
+}
+
+template <typename Acc, typename T>
+__global__ void apply_scales_kernel(const Acc* __restrict__ acc, int64_t n,
+                                    const float* __restrict__ sa, const float* __restrict__ sb,
+                                    float alpha, T* __restrict__ c) {
+  const float f = __fmul_rn(__fmul_rn(alpha, *sa), *sb);  // the CPU's (alpha·sa)·sb
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    c[i] = from_f32<T>(__fmul_rn(float(acc[i]), f));
+}
+
+// Calls f(std::integral_constant<LowpFormat, F>{}) for the codes' format.
+template <typename Fn>
+void dispatch_format(LowpFormat f, Fn&& fn) {
+  switch (f) {
+    case LowpFormat::E4M3:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::E4M3>{});
+    case LowpFormat::E5M2:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::E5M2>{});
+    case LowpFormat::INT8:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::INT8>{});
+  }
+}
+
+constexpr int kThreads = 256;
+
+}  // namespace
+
+void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
+  const int dev = use_device(x);
+  cudaStream_t st = loft::cuda::stream(dev);
+  const LowpFormat f = format_of(codes.dtype(), "quantize");
+  const int64_t n = x.numel();
+  Tensor amax = Tensor::empty({1}, DType::I32, x.device());
+  LOFT_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(unsigned), st));
+  auto* amax_bits = amax.ptr<unsigned>();
+  dispatch_activation(x.dtype(), "quantize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xp = x.ptr<T>();
+    if (n > 0) {
+      amax_kernel<T><<<grid_for(n / kChunk + 1, kThreads, dev), kThreads, 0, st>>>(xp, n, amax_bits);
+      loft::cuda::check_launch("quant amax_kernel");
+    }
+    dispatch_format(f, [&](auto fc) {
+      constexpr LowpFormat F = decltype(fc)::value;
+      if (codes_t && n > 0) {
+        const int64_t rows = x.size(0), cols = x.size(1);
+        const int64_t gy = (rows + kTile - 1) / kTile;
+        LOFT_CHECK(gy <= 65535, "quantize: ", x.str(), " has too many rows for a transposed copy");
+        const dim3 grid(unsigned((cols + kTile - 1) / kTile), unsigned(gy));
+        cast_transpose_kernel<T, F><<<grid, dim3(kTile, kTileRows), 0, st>>>(
+            xp, rows, cols, amax_bits, qmax(f), codes.ptr<uint8_t>(), codes_t->ptr<uint8_t>(),
+            scale.ptr<float>());
+        loft::cuda::check_launch("quant cast_transpose_kernel");
+      } else {  // n == 0 still writes the scale (1)
+        cast_kernel<T, F><<<grid_for(n / kChunk + 1, kThreads, dev), kThreads, 0, st>>>(
+            xp, n, amax_bits, qmax(f), codes.ptr<uint8_t>(), scale.ptr<float>());
+        loft::cuda::check_launch("quant cast_kernel");
+      }
+    });
+  });
+}
+
+void dequantize(const Tensor& codes, const Tensor* scale, Tensor& out) {
+  const int dev = use_device(codes);
+  const int64_t n = codes.numel();
+  if (n == 0) return;
+  const float* s = scale ? scale->ptr<float>() : nullptr;
+  dispatch_format(format_of(codes.dtype(), "dequantize"), [&](auto fc) {
+    constexpr LowpFormat F = decltype(fc)::value;
+    dispatch_activation(out.dtype(), "dequantize", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dequantize_kernel<F, T><<<grid_for(n, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
+          codes.ptr<uint8_t>(), n, s, out.ptr<T>());
+      loft::cuda::check_launch("dequantize_kernel");
+    });
+  });
+}
+
+void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float alpha, Tensor& c) {
+  const int dev = use_device(c);
+  const int64_t n = c.numel();
+  if (n == 0) return;
+  LOFT_CHECK(acc.numel() == n && (acc.dtype() == DType::F32 || acc.dtype() == DType::I32),
+             "gemm_lowp: accumulator ", acc.str(), " does not match C ", c.str());
+  dispatch_activation(c.dtype(), "gemm_lowp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const unsigned grid = grid_for(n, kThreads, dev);
+    cudaStream_t st = loft::cuda::stream(dev);
+    if (acc.dtype() == DType::F32)
+      apply_scales_kernel<<<grid, kThreads, 0, st>>>(acc.ptr<float>(), n, sa.ptr<float>(),
+                                                     sb.ptr<float>(), alpha, c.ptr<T>());
+    else
+      apply_scales_kernel<<<grid, kThreads, 0, st>>>(acc.ptr<int32_t>(), n, sa.ptr<float>(),
+                                                     sb.ptr<float>(), alpha, c.ptr<T>());
+    loft::cuda::check_launch("gemm_lowp apply_scales_kernel");
+  });
+}
+
+}  // namespace loft::quant::cuda
