@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/data_options.h"
 #include "datasets/inspect.h"
 #include "engine/core/error.h"
 
@@ -12,8 +13,8 @@ namespace loft::app {
 namespace {
 
 struct DataInspectArgs {
-  std::vector<std::string> files;
-  std::string format, chat_template, model, tokenizer_file, on_bad_record = "fail";
+  DataOptions data;  // files, --format, --template, --seq, --train-on-inputs, --on-bad-record
+  std::string model, tokenizer_file;
   data::InspectOptions opt;
 };
 
@@ -30,12 +31,16 @@ std::unique_ptr<Tokenizer> tokenizer_for(const DataInspectArgs& a) {
 }
 
 void run_inspect(DataInspectArgs a) {
-  if (!a.format.empty()) a.opt.format = data::parse_record_format(a.format);
-  if (!a.chat_template.empty()) a.opt.chat_template = parse_chat_template(a.chat_template);
-  a.opt.on_bad_record = data::parse_bad_record_policy(a.on_bad_record);
+  // The same parsing and checks as training, so inspect reads the data exactly as finetune would.
+  const data::DataConfig c = resolve_data_config(a.data, /*batch_rows=*/1, /*seed=*/0);
+  a.opt.format = c.format;
+  a.opt.chat_template = c.chat_template;
+  a.opt.seq = c.seq;
+  a.opt.train_on_inputs = c.train_on_inputs;
+  a.opt.on_bad_record = c.on_bad_record;
   const auto tok = tokenizer_for(a);
-  for (size_t i = 0; i < a.files.size(); ++i) {
-    const data::FileInspection r = data::inspect_file(a.files[i], a.opt, *tok);
+  for (size_t i = 0; i < a.data.data.size(); ++i) {
+    const data::FileInspection r = data::inspect_file(a.data.data[i], a.opt, *tok);
     if (i) std::cout << '\n';
     data::print_inspection(std::cout, r, a.opt);
     std::cout.flush();
@@ -56,18 +61,10 @@ void add_data_command(CLI::App& root) {
       "show as <bos>, <eos> or <special:ID>. Statistics cover every record of each file, streamed "
       "(not loaded): token lengths before truncation, and what truncation to --seq keeps.");
   auto a = std::make_shared<DataInspectArgs>();
-  cmd->add_option("files", a->files, "data files (.jsonl, .json, .txt, optionally .zst)")->required();
-  cmd->add_option("--format", a->format,
-                  "record format: alpaca, messages, sharegpt, prompt_completion, text or gsm8k "
-                  "(default: detected from the first record)");
-  cmd->add_option("--template", a->chat_template,
-                  "alpaca, llama2, llama3, chatml or plain (default: chosen by the format)");
+  add_data_options(*cmd, a->data, DataUse::inspection);
   cmd->add_option("--model", a->model, "Hugging Face model folder whose tokenizer.model to use");
   cmd->add_option("--tokenizer", a->tokenizer_file, "a SentencePiece tokenizer.model file");
-  cmd->add_option("--seq", a->opt.seq, "tokens per row: longer examples count as truncated")->capture_default_str();
   cmd->add_option("--examples", a->opt.examples, "examples to render per file")->capture_default_str();
-  cmd->add_flag("--train-on-inputs", a->opt.train_on_inputs, "train the prompt tokens too");
-  cmd->add_option("--on-bad-record", a->on_bad_record, "skip or fail on a bad record")->capture_default_str();
   cmd->callback([a] { run_inspect(*a); });
 }
 

@@ -188,7 +188,7 @@ void add_finetune_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("finetune", "train an adapter on a dataset");
   cmd->add_option("--model", o->model, "Hugging Face Llama folder (config.json, *.safetensors, tokenizer.model)")
       ->required();
-  add_data_options(*cmd, o->data, /*training=*/true);
+  add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
   cmd->add_option("--method", o->method, "lora or qlora (falqon, halo: pending)")->capture_default_str();
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");

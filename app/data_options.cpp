@@ -2,9 +2,13 @@
 
 namespace loft::app {
 
-void add_data_options(CLI::App& cmd, DataOptions& o, bool training) {
-  cmd.add_option("--data", o.data, "dataset file(s): .jsonl, .jsonl.zst, .json, .txt; FILE:WEIGHT mixes")
-      ->required();
+void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
+  const bool training = use == DataUse::training;
+  if (training)
+    cmd.add_option("--data", o.data, "dataset file(s): .jsonl, .jsonl.zst, .json, .txt; FILE:WEIGHT mixes")
+        ->required();
+  else
+    cmd.add_option("files", o.data, "data files (.jsonl, .json, .txt, optionally .zst)")->required();
   cmd.add_option("--format", o.format,
                  "record format: alpaca, messages, sharegpt, prompt_completion, text, gsm8k "
                  "(default: detected from the first record)");

@@ -20,8 +20,10 @@ struct DataOptions {
   int64_t eval_every = 0;
 };
 
-// `training` adds what only training uses (validation split, packing, shuffle, epochs).
-void add_data_options(CLI::App& cmd, DataOptions& o, bool training);
+// Who reads the data: training takes files as --data FILE[:WEIGHT] and adds what only training
+// uses (validation split, packing, shuffle, epochs); inspection takes plain file arguments.
+enum class DataUse { training, inspection };
+void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use);
 // Validated DataConfig (UsageError naming the option at fault).
 // `steps_given`: with --steps and no --epochs, the data repeats until the steps are done.
 data::DataConfig resolve_data_config(const DataOptions& o, int64_t batch_rows, uint64_t seed,
