@@ -7,6 +7,24 @@
 
 namespace loft::llama {
 
+// Sizes of one block's tensors for T tokens, and where its activations live.
+struct LlamaModel::Dims {
+  struct Sizes {
+    int64_t tokens, hidden, head_dim, heads, kv_heads, ffn;
+  } sizes;
+  DType dtype;
+  Device device;
+  Tensor act(Shape s) const { return Tensor::empty(std::move(s), dtype, device); }
+  Tensor f32(Shape s) const { return Tensor::empty(std::move(s), DType::F32, device); }
+};
+
+LlamaModel::Dims LlamaModel::dims_for(const Tensor& activations) const {
+  return {{activations.size(0), config_.hidden_size, config_.head_dim, config_.num_heads,
+           config_.num_kv_heads, config_.intermediate_size},
+          activations.dtype(),
+          activations.device()};
+}
+
 struct LlamaModel::Layer {
   Tensor attn_norm, ffn_norm;
   std::unique_ptr<AdaptedLinear> q, k, v, o, gate, up, down;
@@ -74,38 +92,35 @@ Tensor LlamaModel::embed(const Batch& b) {
 
 void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s) {
   Layer& L = *layers_[size_t(l)];
-  const int64_t T = x.size(0), H = config_.hidden_size, D = config_.head_dim;
-  const int64_t hq = config_.num_heads, hkv = config_.num_kv_heads;
-  const int64_t F = config_.intermediate_size;
-  const DType dt = x.dtype();
-  const Device dev = x.device();
+  const Dims d = dims_for(x);
+  const auto [T, H, D, hq, hkv, F] = d.sizes;
   const float eps = float(config_.rms_norm_eps);
 
-  Tensor h1 = Tensor::empty({T, H}, dt, dev), rstd1 = Tensor::empty({T}, DType::F32, dev);
+  Tensor h1 = d.act({T, H}), rstd1 = d.f32({T});
   ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1);
-  Tensor q = Tensor::empty({T, hq * D}, dt, dev), k = Tensor::empty({T, hkv * D}, dt, dev),
-         v = Tensor::empty({T, hkv * D}, dt, dev);
+  Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}),
+         v = d.act({T, hkv * D});
   L.q->forward(h1, q, s ? &s->sq : nullptr);
   L.k->forward(h1, k, s ? &s->sk : nullptr);
   L.v->forward(h1, v, s ? &s->sv : nullptr);
   Tensor q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
   ops::rope(q3, b.positions, inv_freq_);
   ops::rope(k3, b.positions, inv_freq_);
-  Tensor att = Tensor::empty({T, hq, D}, dt, dev), lse = Tensor::empty({T, hq}, DType::F32, dev);
+  Tensor att = d.act({T, hq, D}), lse = d.f32({T, hq});
   ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
   Tensor att2 = att.view({T, hq * D});
-  Tensor x2 = Tensor::empty({T, H}, dt, dev);
+  Tensor x2 = d.act({T, H});
   L.o->forward(att2, x2, s ? &s->so : nullptr);
   ops::axpy(1.0f, x, x2);  // residual
 
-  Tensor h2 = Tensor::empty({T, H}, dt, dev), rstd2 = Tensor::empty({T}, DType::F32, dev);
+  Tensor h2 = d.act({T, H}), rstd2 = d.f32({T});
   ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
-  Tensor gate = Tensor::empty({T, F}, dt, dev), up = Tensor::empty({T, F}, dt, dev);
+  Tensor gate = d.act({T, F}), up = d.act({T, F});
   L.gate->forward(h2, gate, s ? &s->sgate : nullptr);
   L.up->forward(h2, up, s ? &s->sup : nullptr);
-  Tensor act = Tensor::empty({T, F}, dt, dev);
+  Tensor act = d.act({T, F});
   ops::swiglu(gate, up, act);
-  out = Tensor::empty({T, H}, dt, dev);
+  out = d.act({T, H});
   L.down->forward(act, out, s ? &s->sdown : nullptr);
   ops::axpy(1.0f, x2, out);  // residual
 
@@ -126,75 +141,71 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
 
 void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& dx) {
   Layer& L = *layers_[size_t(l)];
-  const int64_t T = dx.size(0), H = config_.hidden_size, D = config_.head_dim;
-  const int64_t hq = config_.num_heads, hkv = config_.num_kv_heads;
-  const int64_t F = config_.intermediate_size;
-  const DType dt = dx.dtype();
-  const Device dev = dx.device();
+  const Dims d = dims_for(dx);
+  const auto [T, H, D, hq, hkv, F] = d.sizes;
   const Tensor dout = dx;  // ∂loss/∂(block output)
 
   // MLP: out = x2 + down(swiglu(gate(h2), up(h2))), h2 = rmsnorm(x2).
-  Tensor dact = Tensor::empty({T, F}, dt, dev);
+  Tensor dact = d.act({T, F});
   L.down->backward(dout, s.sdown, dact, false);
-  Tensor dgate = Tensor::empty({T, F}, dt, dev), dup = Tensor::empty({T, F}, dt, dev);
+  Tensor dgate = d.act({T, F}), dup = d.act({T, F});
   ops::swiglu_backward(dact, s.gate, s.up, dgate, dup);
-  Tensor dh2 = Tensor::empty({T, H}, dt, dev);
+  Tensor dh2 = d.act({T, H});
   L.gate->backward(dgate, s.sgate, dh2, false);
   L.up->backward(dup, s.sup, dh2, true);
-  Tensor dx2 = Tensor::empty({T, H}, dt, dev);
+  Tensor dx2 = d.act({T, H});
   ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
   ops::axpy(1.0f, dout, dx2);
 
   // Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = rmsnorm(x).
-  Tensor datt = Tensor::empty({T, hq * D}, dt, dev);
+  Tensor datt = d.act({T, hq * D});
   L.o->backward(dx2, s.so, datt, false);
-  Tensor dq = Tensor::empty({T, hq, D}, dt, dev), dk = Tensor::empty({T, hkv, D}, dt, dev),
-         dv = Tensor::empty({T, hkv, D}, dt, dev);
+  Tensor dq = d.act({T, hq, D}), dk = d.act({T, hkv, D}),
+         dv = d.act({T, hkv, D});
   ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start, b.seq,
                           1.0f / std::sqrt(float(D)), dq, dk, dv);
   ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
   ops::rope(dk, b.positions, inv_freq_, /*inverse=*/true);
-  Tensor dh1 = Tensor::empty({T, H}, dt, dev);
+  Tensor dh1 = d.act({T, H});
   L.q->backward(dq.view({T, hq * D}), s.sq, dh1, false);
   L.k->backward(dk.view({T, hkv * D}), s.sk, dh1, true);
   L.v->backward(dv.view({T, hkv * D}), s.sv, dh1, true);
-  Tensor dxn = Tensor::empty({T, H}, dt, dev);
+  Tensor dxn = d.act({T, H});
   ops::rmsnorm_backward(dh1, s.x, L.attn_norm, s.rstd1, dxn);
   ops::axpy(1.0f, dx2, dxn);
   dx = dxn;
 }
 
 LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale) {
+  const Dims d = dims_for(h);
   const int64_t T = h.size(0), H = config_.hidden_size, V = config_.vocab_size;
-  const DType dt = h.dtype();
-  const Device dev = h.device();
-  Tensor hn = Tensor::empty({T, H}, dt, dev), rstd = Tensor::empty({T}, DType::F32, dev);
+  Tensor hn = d.act({T, H}), rstd = d.f32({T});
   ops::rmsnorm(h, weights_.final_norm, float(config_.rms_norm_eps), hn, &rstd);
-  Tensor dhn = dh ? Tensor::empty({T, H}, dt, dev) : Tensor();
-  Tensor losses = Tensor::empty({T}, DType::F32, dev);
+  Tensor dhn = dh ? d.act({T, H}) : Tensor();
+  Tensor losses = d.f32({T});
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
   // first would cost ~3% relative error in softmax probabilities (logits of magnitude ~10 keep only
   // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~16M logits per chunk.
   const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : std::max<int64_t>(1, (int64_t(1) << 24) / V);
   for (int64_t c0 = 0; c0 < T; c0 += chunk) {
     const int64_t n = std::min(chunk, T - c0);
-    Tensor logits = Tensor::empty({n, V}, DType::F32, dev);
+    Tensor logits = d.f32({n, V});
     ops::gemm(hn.slice(c0, n), weights_.output_weight(), logits, {.trans_b = true});
     Tensor lc = losses.slice(c0, n);
     ops::cross_entropy(logits, b.targets.slice(c0, n), lc, dh ? &logits : nullptr, grad_scale);
     if (dh) {
       Tensor dchunk = dhn.slice(c0, n);
-      if (dt == DType::F32) {
+      if (d.dtype == DType::F32) {
         ops::gemm(logits, weights_.output_weight(), dchunk);
       } else {  // the GEMM takes matching input dtypes: round the gradient once to bf16
-        Tensor dl = Tensor::empty({n, V}, dt, dev);
+        Tensor dl = d.act({n, V});
         ops::convert(logits, dl);
         ops::gemm(dl, weights_.output_weight(), dchunk);
       }
     }
   }
   if (dh) {
-    *dh = Tensor::empty({T, H}, dt, dev);
+    *dh = d.act({T, H});
     ops::rmsnorm_backward(dhn, h, weights_.final_norm, rstd, *dh);
   }
   return {ops::sum(losses), b.target_count};

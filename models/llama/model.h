@@ -47,6 +47,8 @@ class LlamaModel : public TrainableModel {
  private:
   struct Layer;
   struct Saved;
+  struct Dims;
+  Dims dims_for(const Tensor& activations) const;
   void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved);
   void block_backward(int l, const Saved& saved, const Batch& b, Tensor& dx);
   Tensor embed(const Batch& b);
