@@ -23,7 +23,8 @@ namespace loft::app {
 namespace {
 
 struct BenchOptions {
-  std::string shape, model, method = "lora", device;
+  std::string shape, model, method = "lora", device, halo_format = "fp8";
+  int halo_level = 1;
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3;
   int rank = 64;
   float alpha = 16.0f;
@@ -32,7 +33,7 @@ struct BenchOptions {
 };
 
 // The methods bench can build; the low-precision ones join here as they land.
-const std::vector<std::string> kMethods = {"lora", "qlora"};
+const std::vector<std::string> kMethods = {"lora", "qlora", "halo"};
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
 std::string joined(const std::vector<std::string>& v) {
@@ -162,7 +163,8 @@ void run_bench(const BenchOptions& o) {
   print_plan(plan_out, o, cfg, r.name, device, dtype, base);
 
   std::mt19937_64 adapter_rng(o.seed);
-  const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all")};
+  const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all"),
+                             {o.halo_level, parse_halo_format(o.halo_format)}};
   llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device),
                           make_linear_factory(method, adapter_rng));
   model.set_grad_checkpointing(o.grad_checkpointing);
@@ -190,6 +192,8 @@ void add_bench_command(CLI::App& root) {
                                 "model shape: " + joined(llama::bench_shape_names()));
   auto* model = cmd->add_option("--model", o->model, "Hugging Face Llama folder instead of a shape");
   shape->excludes(model);
+  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1")->capture_default_str();
+  cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
   cmd->add_option("--method", o->method, "fine-tuning method: " + joined(kMethods))
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();

@@ -13,11 +13,11 @@ class FrozenLinear : public AdaptedLinear {
   int64_t in_features() const override { return weight_->in_features(); }
   int64_t out_features() const override { return weight_->out_features(); }
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override {
-    ops::gemm(x, weight_->materialize(), y, {.trans_b = true});
+    weight_->forward(x, y);
     if (saved) saved->clear();
   }
   void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx) override {
-    ops::gemm(dy, weight_->materialize(), dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
+    weight_->backward_input(dy, dx, accumulate_dx);
   }
   std::vector<Param*> params() override { return {}; }
   Tensor merged_weight() const override { return frozen_weight_f32(*weight_); }

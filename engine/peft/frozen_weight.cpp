@@ -4,6 +4,14 @@
 
 namespace loft {
 
+void FrozenWeight::forward(const Tensor& x, Tensor& y) const {
+  ops::gemm(x, materialize(), y, {.trans_b = true});
+}
+
+void FrozenWeight::backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const {
+  ops::gemm(dy, materialize(), dx, {.beta = accumulate ? 1.0f : 0.0f});
+}
+
 namespace {
 class DenseWeight final : public FrozenWeight {
  public:

@@ -1,6 +1,7 @@
-// How a method stores a frozen projection weight, separate from what it adapts: dense in the
-// compute dtype (LoRA), NF4-DQ (QLoRA), ... Each GEMM asks for the weight in the compute dtype;
-// a compressed store decodes it into a temporary that lives as long as the returned tensor.
+// How a method stores a frozen projection weight and multiplies by it, separate from what it
+// adapts: dense in the compute dtype (LoRA), NF4-DQ decoded per GEMM (QLoRA), rotated and
+// quantized with low-precision GEMMs (HALO). The default products decode the weight to the
+// compute dtype (materialize) and run the ordinary GEMM.
 #pragma once
 #include <memory>
 
@@ -19,6 +20,11 @@ class FrozenWeight {
   virtual Tensor materialize() const = 0;
   // Bytes the store keeps resident.
   virtual size_t stored_bytes() const = 0;
+
+  // y [T, out] = x·Wᵀ (y overwritten).
+  virtual void forward(const Tensor& x, Tensor& y) const;
+  // dx [T, in] = dy·W, or dx += dy·W when accumulate.
+  virtual void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const;
 };
 
 // The weight as loaded, in the compute dtype (bf16 on CUDA, f32 on the CPU).

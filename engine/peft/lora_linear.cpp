@@ -52,7 +52,7 @@ void LoraLinear::refresh_compute_copies() {
 void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
   const int64_t t = x.size(0);
   Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
-  ops::gemm(x, weight_->materialize(), y, {.trans_b = true});
+  weight_->forward(x, y);
   ops::gemm(x, a_compute_, xa, {.trans_b = true});
   ops::gemm(xa, b_compute_, y, {.trans_b = true, .alpha = opt_.scaling(), .beta = 1.0f});
   if (saved) saved->tensors = {x, xa};
@@ -69,7 +69,7 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   Tensor g = Tensor::empty({dy.size(0), opt_.rank}, dy.dtype(), dy.device());
   ops::gemm(dy, b_compute_, g);
   ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
-  ops::gemm(dy, weight_->materialize(), dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
+  weight_->backward_input(dy, dx, accumulate_dx);
   ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
 }
 

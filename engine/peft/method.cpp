@@ -43,15 +43,24 @@ std::set<std::string> parse_lora_targets(const std::string& spec) {
   return out;
 }
 
+quant::LowpFormat parse_halo_format(const std::string& name) {
+  if (name == "fp8") return quant::LowpFormat::E4M3;
+  if (name == "int8") return quant::LowpFormat::INT8;
+  throw UsageError(cat("--halo-format: '", name, "' is not fp8 or int8"));
+}
+
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng) {
-  if (opt.method != "lora" && opt.method != "qlora")
+  if (opt.method != "lora" && opt.method != "qlora" && opt.method != "halo")
     throw Error(cat("--method ", opt.method,
-                    " is not built yet (FALQON and HALO are pending); use --method lora or qlora"));
-  // LoRA keeps every frozen projection dense; QLoRA stores all seven NF4-DQ, adapted or not.
-  const bool nf4 = opt.method == "qlora";
-  return [opt, nf4, &rng](const std::string& name, const std::string& target,
-                          Tensor weight) -> std::unique_ptr<AdaptedLinear> {
-    auto frozen = nf4 ? nf4_weight(std::move(weight)) : dense_weight(std::move(weight));
+                    " is not built yet (FALQON is pending); use lora, qlora or halo"));
+  if (opt.method == "halo" && opt.halo.level != 0 && opt.halo.level != 1)
+    throw UsageError(cat("--halo-level ", opt.halo.level, " is not built (0 and 1 are; 2 is pending)"));
+  // Every frozen projection, adapted or not, is stored the method's way.
+  return [opt, &rng](const std::string& name, const std::string& target,
+                     Tensor weight) -> std::unique_ptr<AdaptedLinear> {
+    auto frozen = opt.method == "qlora"  ? nf4_weight(std::move(weight))
+                  : opt.method == "halo" ? halo_weight(std::move(weight), opt.halo)
+                                         : dense_weight(std::move(weight));
     if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(frozen));
     return std::make_unique<LoraLinear>(name, std::move(frozen), opt.lora, rng);
   };
