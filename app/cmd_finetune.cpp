@@ -1,12 +1,12 @@
 // loft finetune: train an adapter on a dataset. Resolves options (method defaults from
 // METHODS.md, overridable), prints the plan with its memory budget, then hands over to the
 // Trainer; the final adapter is written in PEFT's layout to RUN/adapter.
-#include <fstream>
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/data_options.h"
 #include "datasets/data_loader.h"
+#include "engine/io/atomic_file.h"
 #include "engine/train/trainer.h"
 #include "models/llama/loading.h"
 #include "models/llama/memory_estimate.h"
@@ -38,7 +38,7 @@ class LoaderSource : public BatchSource {
   std::optional<Batch> next() override {
     std::optional<data::Batch> b = loader_.next();
     if (!b) return std::nullopt;
-    return make_batch_shifted(b->ids, b->targets, b->doc_ids, b->rows, b->seq, device_);
+    return data::to_model_batch(*b, device_);
   }
   nlohmann::json state() const override { return loader_.state(); }
   void restore(const nlohmann::json& s) override { loader_.restore(s); }
@@ -157,8 +157,7 @@ void run_finetune(const FinetuneOptions& in) {
       auto val = data::DataLoader::validation(dc, *tok);
       LossSums total;
       while (auto b = val.next()) {
-        const LossSums s = model->evaluate(
-            make_batch_shifted(b->ids, b->targets, b->doc_ids, b->rows, b->seq, device));
+        const LossSums s = model->evaluate(data::to_model_batch(*b, device));
         total.loss_sum += s.loss_sum;
         total.tokens += s.tokens;
       }
@@ -166,16 +165,14 @@ void run_finetune(const FinetuneOptions& in) {
     });
   }
   if (o.resume) std::cout << "resumed at step " << trainer.resume() << "\n";
-  {
-    std::ofstream f(tc.run_dir / "run_config.json");
-    f << nlohmann::json{{"model", o.model},       {"method", m.method},   {"rank", m.lora.rank},
-                        {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", o.lr},
-                        {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
-                        {"batch", o.batch},       {"micro_batch", o.micro_batch},
-                        {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()}}
-             .dump(2)
-      << "\n";
-  }
+  write_file_atomic(
+      tc.run_dir / "run_config.json",
+      nlohmann::json{{"model", o.model},       {"method", m.method},   {"rank", m.lora.rank},
+                     {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", o.lr},
+                     {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
+                     {"batch", o.batch},       {"micro_batch", o.micro_batch},
+                     {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()}}
+              .dump(2) + "\n");
   trainer.run();
   const fs::path adapter_dir = tc.run_dir / "adapter";
   save_peft_adapter(adapter_dir, llama::extract_adapter(*model, m, o.model));

@@ -96,4 +96,8 @@ void Packer::restore(const nlohmann::json& s) {
   for (const TokenizedExample& ex : current_) current_len_ += int64_t(ex.size());
 }
 
+loft::Batch to_model_batch(const Batch& b, Device device) {
+  return make_batch_shifted(b.ids, b.targets, b.doc_ids, b.rows, b.seq, device);
+}
+
 }  // namespace loft::data

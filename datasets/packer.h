@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "datasets/tokenize.h"
+#include "engine/train/batch.h"
 
 namespace loft::data {
 
@@ -31,6 +32,10 @@ struct Batch {
   static constexpr int32_t kIgnore = -100;
   bool operator==(const Batch&) const = default;
 };
+
+// The model's batch (engine/train/batch.h) on `device`, from a packed batch: targets stay as they
+// are (already shifted), positions and document masks follow doc_ids.
+loft::Batch to_model_batch(const Batch& b, Device device);
 
 class Packer {
  public:

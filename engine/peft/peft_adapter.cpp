@@ -1,9 +1,8 @@
 #include "engine/peft/peft_adapter.h"
 
-#include <unistd.h>
-
 #include <fstream>
 
+#include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
 
@@ -43,16 +42,6 @@ void reject_unsupported(const nlohmann::json& j, const fs::path& file) {
     throw Error(cat(file.string(), ": modules_to_save is not supported"));
 }
 
-void write_text_atomic(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    f.flush();
-    if (!f) throw Error(cat("cannot write ", tmp.string()));
-  }
-  fs::rename(tmp, path);
-}
 }  // namespace
 
 PeftAdapter load_peft_adapter(const fs::path& dir) {
@@ -139,7 +128,7 @@ void save_peft_adapter(const fs::path& dir, const PeftAdapter& a) {
                       {"modules_to_save", nullptr},
                       {"base_model_name_or_path", a.base_model}};
   if (!a.loft.is_null()) j["loft"] = a.loft;
-  write_text_atomic(dir / "adapter_config.json", j.dump(2) + "\n");
+  write_file_atomic(dir / "adapter_config.json", j.dump(2) + "\n");
 }
 
 }  // namespace loft

@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <ostream>
 
+#include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
 
@@ -32,13 +33,6 @@ std::string duration_str(double s) {
   return os.str();
 }
 
-void write_text_file(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.flush();
-  if (!f) throw Error(cat("cannot write ", path.string()));
-}
-
 // Keeps metrics.jsonl consistent with a resumed run: drops lines for steps after `step`.
 void truncate_metrics(const fs::path& path, int64_t step) {
   if (!fs::exists(path)) return;
@@ -49,7 +43,7 @@ void truncate_metrics(const fs::path& path, int64_t step) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() <= step) kept += line + "\n";
   }
-  write_text_file(path, kept);
+  write_file_atomic(path, kept);
 }
 
 int64_t checkpoint_step(const fs::path& dir) {
@@ -186,7 +180,7 @@ fs::path Trainer::save_checkpoint() {
   nlohmann::json state = {{"step", step_},
                           {"optimizer_steps", optimizer_.steps_taken()},
                           {"data", data_.state()}};
-  write_text_file(tmp / "trainer_state.json", state.dump(2));
+  write_file_atomic(tmp / "trainer_state.json", state.dump(2));
   // The folder appears under its real name only once complete: a crash leaves a .tmp folder.
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);

@@ -49,7 +49,7 @@ std::vector<data::TokenizedExample> examples(const std::filesystem::path& path, 
 }
 
 Batch to_model_batch(const data::Batch& b) {
-  return make_batch_shifted(b.ids, b.targets, b.doc_ids, b.rows, b.seq, Device::cpu());
+  return data::to_model_batch(b, Device::cpu());
 }
 
 // Where one example sits in a packed batch: row-major token range [begin, end).
