@@ -3,6 +3,9 @@
 // and in what their adapter is; the model and the trainer see this interface alone.
 #pragma once
 #include <functional>
+#include <map>
+#include <optional>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +49,18 @@ class AdaptedLinear {
   virtual void after_step() {}
   // The effective weight W + ΔW as [out, in] F32 on the CPU (export, checks).
   virtual Tensor merged_weight() const = 0;
+
+  // The adapter as a PEFT LoRA pair {A [r, in], B [out, r]} (F32, CPU), to be applied with the
+  // method's recorded scaling; nullopt for a frozen projection. FALQON answers with Â and
+  // B̂ + ΣΔB_applied (METHODS.md), so its PEFT export is the trained model up to FP8 rounding.
+  virtual std::optional<std::pair<Tensor, Tensor>> peft_pair() const { return std::nullopt; }
+  // Tensors beyond params() that an adapter or checkpoint must carry to rebuild this projection
+  // exactly (FALQON: its changed backbone rows and applied-update sum). Keys are short names
+  // ("falqon_rows"); the caller prefixes the module name. Empty for methods without such state.
+  virtual std::map<std::string, Tensor> method_state() const { return {}; }
+  // Restores what method_state() returned (same keys, host tensors). Throws Error naming the key
+  // when one is missing or mis-shaped.
+  virtual void load_method_state(const std::map<std::string, Tensor>& state) { (void)state; }
 };
 
 // Builds the AdaptedLinear for one frozen projection: `name` is its module name

@@ -33,6 +33,9 @@ class LoraLinear : public AdaptedLinear {
   std::vector<Param*> params() override { return {&a_, &b_}; }
   void after_step() override { refresh_compute_copies(); }
   Tensor merged_weight() const override;
+  std::optional<std::pair<Tensor, Tensor>> peft_pair() const override {
+    return std::pair{a_.value.to(Device::cpu()), b_.value.to(Device::cpu())};
+  }
 
   const LoraOptions& options() const { return opt_; }
   Param& lora_a() { return a_; }

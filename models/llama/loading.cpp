@@ -60,9 +60,7 @@ PeftAdapter extract_adapter(LlamaModel& model, const MethodOptions& opt,
   a.base_model = base_model;
   a.loft = {{"method", opt.method}};
   for (const auto& [name, lin] : model.linears())
-    if (auto* lora = dynamic_cast<LoraLinear*>(lin))
-      a.modules[name] = {lora->lora_a().value.to(Device::cpu()),
-                         lora->lora_b().value.to(Device::cpu())};
+    if (auto pair = lin->peft_pair()) a.modules[name] = std::move(*pair);
   return a;
 }
 

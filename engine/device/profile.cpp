@@ -1,0 +1,128 @@
+#include "engine/device/profile.h"
+
+#include <chrono>
+#include <vector>
+
+#include "engine/core/error.h"
+#include "engine/device/memory.h"
+#ifdef LOFT_WITH_CUDA
+#include "engine/device/cuda_context.h"
+#endif
+
+namespace loft::prof {
+
+namespace {
+
+// A boundary between two intervals: the part that ran up to it. On CUDA the time is read from
+// events after the final synchronisation; on the CPU directly from the clock.
+struct Mark {
+  Part before;
+  double cpu_s = 0;
+#ifdef LOFT_WITH_CUDA
+  cudaEvent_t event = nullptr;
+#endif
+};
+
+struct State {
+  bool on = false;
+  Device device;
+  std::vector<Part> stack;
+  std::vector<Mark> marks;
+#ifdef LOFT_WITH_CUDA
+  std::vector<cudaEvent_t> pool;  // events reused across start()/stop()
+  size_t used = 0;
+#endif
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void mark(Part before) {
+  State& s = state();
+  Mark m{before};
+  if (s.device.is_cuda()) {
+#ifdef LOFT_WITH_CUDA
+    if (s.used == s.pool.size()) {
+      cudaEvent_t e;
+      LOFT_CUDA_CHECK(cudaEventCreate(&e));
+      s.pool.push_back(e);
+    }
+    m.event = s.pool[s.used++];
+    LOFT_CUDA_CHECK(cudaEventRecord(m.event, cuda::stream(s.device.index)));
+#endif
+  } else {
+    m.cpu_s = now_s();
+  }
+  s.marks.push_back(m);
+}
+
+}  // namespace
+
+const char* part_name(Part p) {
+  static const char* names[kParts] = {"frozen_gemm", "adapter",   "quant_hadamard",
+                                      "attention",   "elementwise", "loss_head",
+                                      "optimizer",   "falqon_update", "other"};
+  return names[int(p)];
+}
+
+bool active() { return state().on; }
+
+void start(Device device) {
+  State& s = state();
+  LOFT_CHECK(!s.on, "profiler already started");
+  synchronize(device);
+  s.on = true;
+  s.device = device;
+  s.stack = {Part::Other};
+  s.marks.clear();
+#ifdef LOFT_WITH_CUDA
+  s.used = 0;
+#endif
+  mark(Part::Other);  // the origin; its `before` is unused
+}
+
+std::array<double, kParts> stop() {
+  State& s = state();
+  LOFT_CHECK(s.on, "profiler not started");
+  mark(Part::Other);
+  synchronize(s.device);
+  std::array<double, kParts> out{};
+  for (size_t i = 1; i < s.marks.size(); ++i) {
+    double dt = 0;
+    if (s.device.is_cuda()) {
+#ifdef LOFT_WITH_CUDA
+      float ms = 0;
+      LOFT_CUDA_CHECK(cudaEventElapsedTime(&ms, s.marks[i - 1].event, s.marks[i].event));
+      dt = ms / 1e3;
+#endif
+    } else {
+      dt = s.marks[i].cpu_s - s.marks[i - 1].cpu_s;
+    }
+    out[int(s.marks[i].before)] += dt;
+  }
+  s.on = false;
+  s.marks.clear();
+  s.stack.clear();
+  return out;
+}
+
+void Scope::enter(Part p) {
+  State& s = state();
+  mark(s.stack.back());
+  s.stack.push_back(p);
+}
+
+void Scope::leave() {
+  State& s = state();
+  mark(s.stack.back());
+  s.stack.pop_back();
+}
+
+}  // namespace loft::prof
