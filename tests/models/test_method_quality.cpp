@@ -1,0 +1,14 @@
+// Issue 5: each low-precision method ends within 5% of LoRA's validation loss after the same
+// training, on both test models (CPU backend; tests/gpu runs the same on CUDA).
+#include <gtest/gtest.h>
+
+#include "tests/common/method_quality.h"
+
+namespace loft {
+namespace {
+
+TEST(MethodQuality, Stories260kCpu) { test::expect_methods_near_lora("stories260K-hf", Device::cpu(), 150); }
+TEST(MethodQuality, WideRandomCpu) { test::expect_methods_near_lora("wide-random", Device::cpu(), 150); }
+
+}  // namespace
+}  // namespace loft
