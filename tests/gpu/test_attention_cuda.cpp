@@ -1,7 +1,10 @@
 // The CUDA attention free functions against the CPU reference (ops::cpu) on random inputs:
 // forward out + lse and backward dq/dk/dv, F32 (full fp32, no TF32: 1e-4) and BF16 (1e-2),
-// grouped-query heads, packed documents, and the chunked paths of a small scratch budget.
+// grouped-query heads, packed documents, the chunked paths of a small scratch budget (GEMM path),
+// and the flash kernels (BF16, head dim 64/128) over partial tiles, GQA and several documents.
 #include <cmath>
+#include <optional>
+#include <tuple>
 
 #include "engine/ops/cpu/attention_cpu.h"
 #include "engine/ops/cuda/attention_cuda.h"
@@ -13,11 +16,12 @@ namespace {
 struct Case {
   int64_t rows, seq, hq, hkv, d;
   int64_t max_doc_len;  // 0: one document per row
+  float sharpen = 1;    // multiplies the usual 1/√d scale: peaked softmax, large running-max jumps
 };
 
 std::string case_str(const Case& c, DType dt) {
   return cat(dtype_name(dt), " rows=", c.rows, " seq=", c.seq, " hq=", c.hq, " hkv=", c.hkv,
-             " d=", c.d, " max_doc_len=", c.max_doc_len);
+             " d=", c.d, " max_doc_len=", c.max_doc_len, " sharpen=", c.sharpen);
 }
 
 // A CPU F32 tensor whose values are representable in `dt`, so both backends see the same inputs.
@@ -37,7 +41,9 @@ Tensor on_gpu(const Tensor& t, DType dt) {
   return Tensor::from_host(bits.data(), t.shape(), DType::BF16, Device::cuda(0));
 }
 
-void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
+// path_is_flash: which CUDA path the case must take (checked, so a test cannot pass on the other).
+void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng,
+                       std::optional<bool> path_is_flash = std::nullopt) {
   SCOPED_TRACE(case_str(c, dt));
   const int64_t tokens = c.rows * c.seq;
   const Tensor q = random_in({tokens, c.hq, c.d}, dt, rng);
@@ -46,7 +52,7 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
   const Tensor dout = random_in({tokens, c.hq, c.d}, dt, rng);
   const Tensor ds = c.max_doc_len == 0 ? Tensor::zeros({tokens}, DType::I32)
                                        : test::random_doc_start(c.rows, c.seq, c.max_doc_len, rng);
-  const float scale = float(1.0 / std::sqrt(double(c.d)));
+  const float scale = float(c.sharpen / std::sqrt(double(c.d)));
 
   Tensor out = Tensor::empty(q.shape(), DType::F32),
          lse = Tensor::empty({tokens, c.hq}, DType::F32);
@@ -58,6 +64,9 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng) {
   const Device gpu = Device::cuda(0);
   const Tensor gq = on_gpu(q, dt), gk = on_gpu(k, dt), gv = on_gpu(v, dt), gdout = on_gpu(dout, dt);
   const Tensor gds = ds.to(gpu);
+  if (path_is_flash) {
+    ASSERT_EQ(ops::cuda_attention::uses_flash(gq, gk, c.seq), *path_is_flash) << "path";
+  }
   Tensor gout = Tensor::empty(q.shape(), dt, gpu),
          glse = Tensor::empty(lse.shape(), DType::F32, gpu);
   ops::cuda_attention::forward(gq, gk, gv, gds, c.seq, scale, gout, glse);
@@ -110,6 +119,38 @@ TEST(AttentionCuda, ChunkedScratchMatchesCpu) {
       check_against_cpu(c, DType::F32, 1e-4, rng);
       check_against_cpu(c, DType::BF16, 1e-2, rng);
     }
+  }
+}
+
+// Flash kernels (BF16, head dim 64 and 128): seq 1, 7, 130 and 512 (one partial tile, several
+// tiles with a partial last one), 1 and 4 query heads per kv head, one document per row or
+// several, batch 2; sharpened scores at seq 130 and 512 make the online softmax rescale a lot.
+TEST(AttentionCuda, FlashMatchesCpuBf16) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(404);
+  for (int64_t d : {64, 128})
+    for (int64_t seq : {1, 7, 130, 512})
+      for (int64_t group : {1, 4})
+        for (bool docs : {false, true}) {
+          const Case c{2, seq, 2 * group, 2, d, docs ? seq / 3 + 1 : 0};
+          check_against_cpu(c, DType::BF16, 1e-2, rng, true);
+          if (seq >= 130 && group == 4) {
+            Case sharp = c;
+            sharp.sharpen = 6;
+            check_against_cpu(sharp, DType::BF16, 1e-2, rng, true);
+          }
+        }
+}
+
+// The other dtypes and head dims keep the GEMM path, which the tests above cover.
+TEST(AttentionCuda, FlashOnlyForBf16HeadDim64And128) {
+  LOFT_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  for (auto [dt, d, flash] : {std::tuple{DType::BF16, 64, true}, std::tuple{DType::BF16, 128, true},
+                              std::tuple{DType::F32, 64, false}, std::tuple{DType::F32, 128, false},
+                              std::tuple{DType::BF16, 8, false}, std::tuple{DType::BF16, 32, false}}) {
+    const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
+    EXPECT_EQ(ops::cuda_attention::uses_flash(q, k, 4), flash) << dtype_name(dt) << " d=" << d;
   }
 }
 

@@ -1,11 +1,14 @@
 // CUDA causal self-attention with grouped-query heads and document masking (semantics: ops.h).
-// First version: cuBLAS batched GEMMs on tensor cores around fused masked-softmax kernels; the
-// fp32 scores of a group of (row, head) pairs live in a bounded scratch and the backward
-// recomputes them from the saved lse. q/k/v/out/dout/dq/dk/dv: F32 or BF16 (one dtype per call),
-// lse F32, doc_start I32, all on one CUDA device; callers validate through ops.cpp. F32 runs in
-// full fp32 (no TF32); BF16 rounds the probabilities to bf16 for the P·V products, like
-// FlashAttention, and accumulates dk/dv in fp32. A doc_start outside [0, i] (which the CPU
-// reference reports) is clamped into the row here: checking it would cost a device sync per call.
+// q/k/v/out/dout/dq/dk/dv: F32 or BF16 (one dtype per call), lse F32, doc_start I32, all on one
+// CUDA device; callers validate through ops.cpp. Two paths (attention_paths.h):
+//   - BF16 with head dim 64 or 128: fused flash kernels (no S×S scratch, causal tiles skipped);
+//     dq is accumulated with fp32 atomics, so its low bits may vary from run to run.
+//   - everything else (F32, other head dims): cuBLAS batched GEMMs around masked-softmax kernels.
+//     F32 runs in full fp32 (no TF32).
+// BF16 rounds the probabilities (and dS) to bf16 for the tensor-core products, like
+// FlashAttention; softmax statistics and dk/dv/dq sums are fp32. A doc_start outside [0, i]
+// (which the CPU reference reports) is clamped into the row here: checking it would cost a device
+// sync per call.
 #pragma once
 #include <cstddef>
 
@@ -19,9 +22,12 @@ void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor
               const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
               float scale, Tensor& dq, Tensor& dk, Tensor& dv);
 
-// Bytes of score scratch one call may hold at once (default 256 MiB). Sequences whose scores do
-// not fit are processed in blocks of query rows. Tests lower it to exercise the chunked paths;
-// returns the previous value.
+// True when forward/backward take the flash kernels for these q, k (tests assert it).
+bool uses_flash(const Tensor& q, const Tensor& k, int64_t seq);
+
+// GEMM path only: bytes of score scratch one call may hold at once (default 256 MiB). Sequences
+// whose scores do not fit are processed in blocks of query rows. Tests lower it to exercise the
+// chunked paths; returns the previous value.
 size_t set_scratch_budget(size_t bytes);
 
 }  // namespace loft::ops::cuda_attention

@@ -1,0 +1,34 @@
+// The two CUDA attention implementations behind cuda_attention::forward/backward (semantics:
+// ops.h; arguments already validated by ops.cpp) and the pieces they share. Internal to
+// engine/ops/cuda: callers use attention_cuda.h, which picks the path.
+//   gemm:  cuBLAS batched GEMMs around masked-softmax kernels over bounded fp32 score scratch;
+//          any head dim, F32 (full fp32) or BF16.
+//   flash: fused FlashAttention-2-style kernels on bf16 tensor cores (mma.sync m16n8k16), no
+//          score scratch, key tiles above the causal diagonal or before a row's documents skipped;
+//          BF16 with head dim 64 or 128 only (flash_supports).
+#pragma once
+#include <cstddef>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft::ops::cuda_attention {
+
+void gemm_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+                  int64_t seq, float scale, Tensor& out, Tensor& lse);
+void gemm_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                   const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
+                   float scale, Tensor& dq, Tensor& dk, Tensor& dv);
+size_t gemm_set_scratch_budget(size_t bytes);
+
+bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq);
+void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+                   int64_t seq, float scale, Tensor& out, Tensor& lse);
+void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
+                    float scale, Tensor& dq, Tensor& dk, Tensor& dv);
+
+// drow [T, Hq] F32 = Σ_d dout·out per (token, head): the softmax Jacobian's diagonal term that
+// both backward passes subtract from dP. Queued on the device's loft stream.
+void softmax_row_dot(const Tensor& dout, const Tensor& out, Tensor& drow);
+
+}  // namespace loft::ops::cuda_attention
