@@ -1,6 +1,7 @@
 // loft bench: times LoRA-family training steps on a random-init Llama of a named shape (or a real
-// checkpoint) and reports step time, tokens/s and peak device memory, as a table or one JSON
-// object. The numerics live in engine/train/bench and models/llama/bench_model.
+// checkpoint) for one or more methods, each on a fresh model, and reports tokens/s, step time, peak
+// device memory, where a step's time goes (a profiled breakdown) and whether it fits the device,
+// as a table or one JSON object. The numerics live in engine/train/bench and models/llama/bench_model.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,12 +9,14 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
 #include "app/commands.h"
-#include "engine/peft/method.h"
 #include "engine/core/error.h"
+#include "engine/device/device_info.h"
+#include "engine/device/memory.h"
 #include "engine/io/safetensors_checkpoint.h"
-#include "engine/peft/lora_linear.h"
+#include "engine/peft/method.h"
 #include "engine/train/bench.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
@@ -23,9 +26,10 @@ namespace loft::app {
 namespace {
 
 struct BenchOptions {
-  std::string shape, model, method = "lora", device, halo_format = "fp8";
-  int halo_level = 1;
-  int64_t batch = 4, seq = 512, steps = 8, warmup = 3;
+  std::string shape, model, methods = "lora", device;
+  std::string halo_format = "fp8";  // method halo
+  int halo_level = 1;               // method halo
+  int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
   bool grad_checkpointing = false, json = false;
@@ -36,24 +40,59 @@ struct BenchOptions {
 const std::vector<std::string> kMethods = {"lora", "qlora", "halo"};
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
+// How `method` is built from the options. A method's own options are read here...
+MethodOptions method_options(const BenchOptions& o, const std::string& method) {
+  return {method, {o.rank, o.alpha}, parse_lora_targets("all"),
+          {o.halo_level, parse_halo_format(o.halo_format)}};
+}
+
+// ...and reported here, so a run's JSON and plan say exactly what was built.
+nlohmann::ordered_json options_json(const BenchOptions& o, const std::string& method) {
+  nlohmann::ordered_json j{{"rank", o.rank}, {"alpha", o.alpha}};
+  if (method == "halo") {
+    j["halo_level"] = o.halo_level;
+    j["halo_format"] = o.halo_format;
+  }
+  return j;
+}
+
 std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
   return s;
 }
 
+// --method: one name or a comma list, each benchmarked in turn.
+std::vector<std::string> parse_methods(const std::string& spec) {
+  std::vector<std::string> out;
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (std::find(kMethods.begin(), kMethods.end(), item) == kMethods.end())
+      throw UsageError(cat("--method ", item.empty() ? "''" : item, ": unknown method (known: ",
+                           joined(kMethods), "; give one or a comma list)"));
+    out.push_back(item);
+  }
+  if (out.empty() || spec.back() == ',')
+    throw UsageError(cat("--method '", spec, "': give a method or a comma list of them"));
+  return out;
+}
+
+// Checks every option before anything runs, so a bad value for the third method does not
+// surface after the first two have been timed.
 void check_options(const BenchOptions& o) {
   if (o.shape.empty() == o.model.empty())
     throw UsageError("give exactly one of --shape NAME (" + joined(llama::bench_shape_names()) +
                      ") or --model DIR");
-  if (std::find(kMethods.begin(), kMethods.end(), o.method) == kMethods.end())
-    throw UsageError(cat("--method ", o.method, ": unknown method (known: ", joined(kMethods), ")"));
   for (auto [name, v] : {std::pair{"--batch", o.batch}, std::pair{"--seq", o.seq},
                          std::pair{"--steps", o.steps}, std::pair{"--rank", int64_t(o.rank)}})
     if (v < 1) throw UsageError(cat(name, " must be a positive integer, got ", v));
-  if (o.warmup < 0) throw UsageError(cat("--warmup must be >= 0, got ", o.warmup));
+  for (auto [name, v] : {std::pair{"--warmup", o.warmup}, std::pair{"--profile-steps", o.profiled}})
+    if (v < 0) throw UsageError(cat(name, " must be >= 0, got ", v));
   if (!std::isfinite(o.alpha) || o.alpha <= 0)
     throw UsageError(cat("--alpha must be a positive number, got ", o.alpha));
+  std::mt19937_64 unused;
+  for (const std::string& m : parse_methods(o.methods))
+    make_linear_factory(method_options(o, m), unused);  // validates the method's own options
 }
 
 llama::LlamaConfig config_for(const BenchOptions& o) {
@@ -86,99 +125,232 @@ Batch random_batch(const BenchOptions& o, int64_t vocab, Device device) {
 
 constexpr double kGiB = double(int64_t(1) << 30);
 
-void print_plan(std::ostream& out, const BenchOptions& o, const llama::LlamaConfig& c,
-                const std::string& name, Device device, DType dtype, int64_t params) {
-  char line[400];
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// "r=64 alpha=16 halo_level=1 halo_format=fp8"
+std::string options_str(const nlohmann::ordered_json& j) {
+  std::string s;
+  for (const auto& [key, value] : j.items()) {
+    const std::string v = value.is_string()         ? value.get<std::string>()
+                          : value.is_number_float() ? fmt("%g", value.get<double>())
+                                                    : value.dump();
+    s += (s.empty() ? "" : " ") + (key == "rank" ? std::string("r") : key) + "=" + v;
+  }
+  return s;
+}
+
+struct Setup {
+  std::string name;  // the shape, or the --model folder
+  llama::LlamaConfig config;
+  Device device;
+  DeviceInfo info;
+  DType dtype;
+  int64_t base_parameters = 0;
+};
+
+void print_plan(std::ostream& out, const BenchOptions& o, const Setup& s,
+                const std::vector<std::string>& methods) {
+  const llama::LlamaConfig& c = s.config;
+  char line[600];
   std::snprintf(line, sizeof line,
                 "bench    %s: %lld layers, hidden %lld, intermediate %lld, %lld heads / %lld KV "
                 "heads, vocab %lld\n"
-                "method   %s r=%d alpha=%g on %s (AdamW, lr 2e-4)\n"
+                "methods  %s, each on a fresh model (AdamW, lr 2e-4)\n"
                 "batch    %lld x %lld = %lld tokens/step, grad checkpointing %s, %lld warm-up + "
-                "%lld timed steps\n"
-                "device   %s, %s weights: %lld parameters, %.3f GiB\n",
-                name.c_str(), (long long)c.num_layers, (long long)c.hidden_size,
+                "%lld timed + %lld profiled steps\n"
+                "device   %s (%s), %s weights: %lld parameters, %.3f GiB\n",
+                s.name.c_str(), (long long)c.num_layers, (long long)c.hidden_size,
                 (long long)c.intermediate_size, (long long)c.num_heads,
-                (long long)c.num_kv_heads, (long long)c.vocab_size, o.method.c_str(), o.rank,
-                double(o.alpha), kTargets, (long long)o.batch, (long long)o.seq,
-                (long long)(o.batch * o.seq), o.grad_checkpointing ? "on" : "off",
-                (long long)o.warmup, (long long)o.steps, device.str().c_str(),
-                std::string(dtype_name(dtype)).c_str(), (long long)params,
-                double(params) * double(dtype_size(dtype)) / kGiB);
+                (long long)c.num_kv_heads, (long long)c.vocab_size, joined(methods).c_str(),
+                (long long)o.batch, (long long)o.seq, (long long)(o.batch * o.seq),
+                o.grad_checkpointing ? "on" : "off", (long long)o.warmup, (long long)o.steps,
+                (long long)o.profiled, s.device.str().c_str(), s.info.name.c_str(),
+                std::string(dtype_name(s.dtype)).c_str(), (long long)s.base_parameters,
+                double(s.base_parameters) * double(dtype_size(s.dtype)) / kGiB);
   out << line << std::flush;
 }
 
-struct Report {
-  std::string name;
-  Device device;
-  int64_t parameters = 0, trainable = 0;
+// One method's result. A method that ran out of memory has `error` set and no times.
+struct MethodRun {
+  std::string method;
+  nlohmann::ordered_json options;
+  int64_t trainable = 0;
   BenchTimes times;
+  std::string error;
 };
 
-nlohmann::ordered_json to_json(const BenchOptions& o, const Report& r) {
-  return {{"shape", r.name},
-          {"method", o.method},
-          {"batch", o.batch},
-          {"seq", o.seq},
-          {"steps", o.steps},
-          {"warmup", o.warmup},
-          {"rank", o.rank},
-          {"alpha", o.alpha},
-          {"grad_checkpointing", o.grad_checkpointing},
-          {"step_time_s_median", r.times.median_s},
-          {"step_time_s_mean", r.times.mean_s},
-          {"step_times_s", r.times.step_seconds},
-          {"tokens_per_s", r.times.tokens_per_s},
-          {"peak_memory_gib", double(r.times.peak_bytes) / kGiB},
-          {"parameters", r.parameters},
-          {"trainable_parameters", r.trainable},
-          {"last_loss", r.times.last_loss},
-          {"device", r.device.str()}};
+bool is_out_of_memory(const Error& e) {
+  const std::string m = e.what();
+  return m.rfind("out of GPU memory", 0) == 0 || m.rfind("out of host memory", 0) == 0;
 }
 
-void print_table(std::ostream& out, const BenchOptions& o, const Report& r) {
-  char line[300];
-  const char* fmt = "%-16s %-6s %5s %5s %3s %12s %12s %10s %9s %14s\n";
-  std::snprintf(line, sizeof line, fmt, "shape", "method", "batch", "seq", "gc", "s/step (med)",
-                "s/step (mean)", "tokens/s", "peak GiB", "trainable");
-  out << '\n' << line;
-  std::snprintf(line, sizeof line, "%-16s %-6s %5lld %5lld %3s %12.4f %12.4f %10.0f %9.2f %14lld\n",
-                r.name.c_str(), o.method.c_str(), (long long)o.batch, (long long)o.seq,
-                o.grad_checkpointing ? "yes" : "no", r.times.median_s, r.times.mean_s,
-                r.times.tokens_per_s, double(r.times.peak_bytes) / kGiB,
-                (long long)r.trainable);
-  out << line << "parameters " << r.parameters << " (base + adapter); last loss "
-      << r.times.last_loss << "; peak = allocated device memory over the timed steps\n";
+MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& method,
+                     const Batch& batch, std::ostream& plan_out) {
+  MethodRun r;
+  r.method = method;
+  r.options = options_json(o, method);
+  plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
+           << std::endl;
+  try {
+    std::mt19937_64 adapter_rng(o.seed);
+    llama::LlamaModel model(s.config, weights_for(o, s.config, s.dtype, s.device),
+                            make_linear_factory(method_options(o, method), adapter_rng));
+    model.set_grad_checkpointing(o.grad_checkpointing);
+    const std::vector<Param*> params = model.params();
+    for (const Param* p : params) r.trainable += p->value.numel();
+    AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
+    r.times = time_training_steps(
+        model, optimizer, batch, s.device,
+        {.warmup = o.warmup, .steps = o.steps, .profiled = o.profiled, .lr = 2e-4});
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    if (!is_out_of_memory(e)) throw;
+    r.error = e.what();  // "will it fit" has its answer: no; the next method still runs
+    plan_out << "         " << method << " does not fit: " << r.error << std::endl;
+  }
+  // The model and optimizer are gone: hand their blocks back so the next method starts clean.
+  release_cached_memory(s.device);
+  return r;
+}
+
+nlohmann::ordered_json breakdown_json(const BenchTimes& t) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (int p = 0; p < prof::kParts; ++p) j[prof::part_name(prof::Part(p))] = t.breakdown_s[size_t(p)];
+  return j;
+}
+
+nlohmann::ordered_json method_json(const BenchOptions& o, const Setup& s, const MethodRun& r) {
+  nlohmann::ordered_json j{{"method", r.method}, {"options", r.options}, {"fits", r.error.empty()}};
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  const BenchTimes& t = r.times;
+  j["tokens_per_s"] = t.tokens_per_s;
+  j["step_s"] = t.median_s;
+  j["step_s_mean"] = t.mean_s;
+  j["step_times_s"] = t.step_seconds;
+  j["peak_bytes"] = t.peak_bytes;
+  j["trainable_parameters"] = r.trainable;
+  j["parameters"] = s.base_parameters + r.trainable;
+  j["last_loss"] = t.last_loss;
+  if (o.profiled > 0) {
+    j["profiled_step_s"] = t.profiled_step_s;
+    j["breakdown_s"] = breakdown_json(t);
+  }
+  return j;
+}
+
+nlohmann::ordered_json report_json(const BenchOptions& o, const Setup& s,
+                                   const std::vector<MethodRun>& runs) {
+  nlohmann::ordered_json j{
+      {"shape", o.shape.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.shape)},
+      {"model", o.model.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.model)},
+      {"batch", o.batch},
+      {"seq", o.seq},
+      {"steps", o.steps},
+      {"warmup", o.warmup},
+      {"profiled_steps", o.profiled},
+      {"grad_checkpointing", o.grad_checkpointing},
+      {"device", s.device.str()},
+      {"device_name", s.info.name},
+      {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
+                                                     : nlohmann::ordered_json()},
+      {"base_parameters", s.base_parameters},
+      {"methods", nlohmann::ordered_json::array()}};
+  for (const MethodRun& r : runs) j["methods"].push_back(method_json(o, s, r));
+  return j;
+}
+
+void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
+                 const std::vector<MethodRun>& runs) {
+  // Columns: name and width; the breakdown's parts are ms per profiled step.
+  std::vector<std::pair<std::string, int>> cols = {
+      {"method", 8}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"trainable", 11}, {"loss", 7}};
+  if (o.profiled > 0) {
+    for (int p = 0; p < prof::kParts; ++p) {
+      const std::string name = prof::part_name(prof::Part(p));
+      cols.emplace_back(name, std::max<int>(8, int(name.size())));
+    }
+    cols.emplace_back("profiled", 9);
+  }
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const int w = cols[i].second;
+      std::string c = cells[i];
+      if (int(c.size()) < w) c.insert(i == 0 ? c.size() : 0, size_t(w - int(c.size())), ' ');
+      line += (i ? " " : "") + c;
+    }
+    out << line << '\n';
+  };
+  out << '\n' << s.name << ", batch " << o.batch << " x seq " << o.seq << ", grad checkpointing "
+      << (o.grad_checkpointing ? "on" : "off") << ", on " << s.device.str() << " (" << s.info.name
+      << ")";
+  if (o.profiled > 0) out << "; parts in ms per profiled step";
+  out << '\n';
+  std::vector<std::string> head;
+  for (const auto& c : cols) head.push_back(c.first);
+  row(head);
+  for (const MethodRun& r : runs) {
+    if (!r.error.empty()) {
+      out << r.method << "  does not fit: " << r.error << '\n';
+      continue;
+    }
+    const BenchTimes& t = r.times;
+    std::vector<std::string> cells = {r.method,
+                                      fmt("%.0f", t.tokens_per_s),
+                                      fmt("%.4f", t.median_s),
+                                      fmt("%.2f", double(t.peak_bytes) / kGiB),
+                                      std::to_string(r.trainable),
+                                      fmt("%.3f", t.last_loss)};
+    if (o.profiled > 0) {
+      for (double v : t.breakdown_s) cells.push_back(fmt("%.2f", v * 1e3));
+      cells.push_back(fmt("%.2f", t.profiled_step_s * 1e3));
+    }
+    row(cells);
+  }
+  out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
+         "timed steps (weights included)\n";
+  if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
+  for (const MethodRun& r : runs) {
+    if (!r.error.empty()) continue;
+    const double peak = double(r.times.peak_bytes), total = double(s.info.total_bytes);
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "fit      %s: peak %.2f GiB of the %.2f GiB on %s (%.0f%%), %.2f GiB to spare "
+                  "(less the CUDA context and library workspaces)\n",
+                  r.method.c_str(), peak / kGiB, total / kGiB, s.info.name.c_str(),
+                  100 * peak / total, (total - peak) / kGiB);
+    out << line;
+  }
 }
 
 void run_bench(const BenchOptions& o) {
   check_options(o);
-  const Device device = resolve_device(o.device, &std::cerr);
-  const DType dtype = device.is_cpu() ? DType::F32 : DType::BF16;
-  const llama::LlamaConfig cfg = config_for(o);
+  const std::vector<std::string> methods = parse_methods(o.methods);
+  Setup s;
+  s.device = resolve_device(o.device, &std::cerr);
+  s.info = device_info(s.device);
+  s.dtype = s.device.is_cpu() ? DType::F32 : DType::BF16;
+  s.config = config_for(o);
+  s.name = o.model.empty() ? o.shape : o.model;
+  s.base_parameters = llama::llama_parameter_count(s.config);
   std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
-  Report r;
-  r.name = o.model.empty() ? o.shape : o.model;
-  r.device = device;
-  const int64_t base = llama::llama_parameter_count(cfg);
-  print_plan(plan_out, o, cfg, r.name, device, dtype, base);
+  print_plan(plan_out, o, s, methods);
 
-  std::mt19937_64 adapter_rng(o.seed);
-  const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all"),
-                             {o.halo_level, parse_halo_format(o.halo_format)}};
-  llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device),
-                          make_linear_factory(method, adapter_rng));
-  model.set_grad_checkpointing(o.grad_checkpointing);
-  const std::vector<Param*> params = model.params();
-  for (const Param* p : params) r.trainable += p->value.numel();
-  r.parameters = base + r.trainable;
-  AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
-  const Batch batch = random_batch(o, cfg.vocab_size, device);
-  r.times = time_training_steps(model, optimizer, batch, device,
-                                {.warmup = o.warmup, .steps = o.steps, .lr = 2e-4});
+  const Batch batch = random_batch(o, s.config.vocab_size, s.device);
+  std::vector<MethodRun> runs;
+  for (const std::string& m : methods) runs.push_back(run_method(o, s, m, batch, plan_out));
   if (o.json)
-    std::cout << to_json(o, r).dump() << '\n';
+    std::cout << report_json(o, s, runs).dump() << '\n';
   else
-    print_table(std::cout, o, r);
+    print_table(std::cout, o, s, runs);
   std::cout.flush();
 }
 
@@ -186,20 +358,24 @@ void run_bench(const BenchOptions& o) {
 
 void add_bench_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
-      "bench", "time training steps on a random-init Llama shape (or a checkpoint)");
+      "bench", "time training steps per method on a random-init Llama shape (or a checkpoint)");
   auto o = std::make_shared<BenchOptions>();
   auto* shape = cmd->add_option("--shape", o->shape,
                                 "model shape: " + joined(llama::bench_shape_names()));
   auto* model = cmd->add_option("--model", o->model, "Hugging Face Llama folder instead of a shape");
   shape->excludes(model);
+  cmd->add_option("--method", o->methods,
+                  "fine-tuning method, or a comma list run in turn: " + joined(kMethods))
+      ->capture_default_str();
   cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1")->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
-  cmd->add_option("--method", o->method, "fine-tuning method: " + joined(kMethods))
-      ->capture_default_str();
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();
   cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str();
   cmd->add_option("--steps", o->steps, "timed steps")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
+  cmd->add_option("--profile-steps", o->profiled,
+                  "profiled steps after the timed ones, for the per-part breakdown (0: none)")
+      ->capture_default_str();
   cmd->add_option("--rank", o->rank, "LoRA rank")->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "LoRA alpha")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of the random weights, adapter and tokens")

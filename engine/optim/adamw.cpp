@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "engine/device/profile.h"
+
 namespace loft {
 
 AdamW::AdamW(std::vector<Param*> params, AdamWConfig config)
@@ -14,12 +16,14 @@ AdamW::AdamW(std::vector<Param*> params, AdamWConfig config)
 }
 
 void AdamW::step(double lr) {
+  prof::Scope scope(prof::Part::Optimizer);
   ++step_;
   const ops::AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, step_};
   for (size_t i = 0; i < params_.size(); ++i) ops::adamw(params_[i]->value, params_[i]->grad, m_[i], v_[i], s);
 }
 
 void AdamW::zero_grad() {
+  prof::Scope scope(prof::Part::Optimizer);
   for (Param* p : params_) p->grad.zero_();
 }
 
@@ -51,12 +55,14 @@ void AdamW::load_state(const std::vector<std::pair<std::string, Tensor>>& tensor
 }
 
 double grad_norm(const std::vector<Param*>& params) {
+  prof::Scope scope(prof::Part::Optimizer);
   double s = 0;
   for (const Param* p : params) s += ops::sum_squares(p->grad);
   return std::sqrt(s);
 }
 
 double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {
+  prof::Scope scope(prof::Part::Optimizer);
   const double norm = grad_norm(params);
   if (max_norm > 0 && std::isfinite(norm)) {
     const double coef = max_norm / (norm + 1e-6);

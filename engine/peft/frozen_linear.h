@@ -1,5 +1,6 @@
 // A projection that is not adapted: y = x·Wᵀ, dx = dy·W, nothing to train.
 #pragma once
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/adapted_linear.h"
 #include "engine/peft/frozen_weight.h"
@@ -13,10 +14,12 @@ class FrozenLinear : public AdaptedLinear {
   int64_t in_features() const override { return weight_->in_features(); }
   int64_t out_features() const override { return weight_->out_features(); }
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override {
+    prof::Scope scope(prof::Part::FrozenGemm);
     weight_->forward(x, y);
     if (saved) saved->clear();
   }
   void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx) override {
+    prof::Scope scope(prof::Part::FrozenGemm);
     weight_->backward_input(dy, dx, accumulate_dx);
   }
   std::vector<Param*> params() override { return {}; }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 
 namespace loft {
@@ -52,7 +53,11 @@ void LoraLinear::refresh_compute_copies() {
 void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
   const int64_t t = x.size(0);
   Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
-  weight_->forward(x, y);
+  {
+    prof::Scope scope(prof::Part::FrozenGemm);
+    weight_->forward(x, y);
+  }
+  prof::Scope scope(prof::Part::AdapterMath);
   ops::gemm(x, a_compute_, xa, {.trans_b = true});
   ops::gemm(xa, b_compute_, y, {.trans_b = true, .alpha = opt_.scaling(), .beta = 1.0f});
   if (saved) saved->tensors = {x, xa};
@@ -65,11 +70,18 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   const Tensor& xa = saved.tensors[1];
   const float s = opt_.scaling();
   // dB += s · dyᵀ·(x·Aᵀ);  g = dy·B;  dA += s · gᵀ·x;  dx (+)= dy·W + s · g·A.
-  ops::gemm(dy, xa, b_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
   Tensor g = Tensor::empty({dy.size(0), opt_.rank}, dy.dtype(), dy.device());
-  ops::gemm(dy, b_compute_, g);
-  ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
-  weight_->backward_input(dy, dx, accumulate_dx);
+  {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(dy, xa, b_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
+    ops::gemm(dy, b_compute_, g);
+    ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
+  }
+  {
+    prof::Scope scope(prof::Part::FrozenGemm);
+    weight_->backward_input(dy, dx, accumulate_dx);
+  }
+  prof::Scope scope(prof::Part::AdapterMath);
   ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
 }
 

@@ -18,6 +18,7 @@ double train_step(TrainableModel& model, AdamW& optimizer, const Batch& batch, d
     throw Error(cat("bench step ", step, ": loss is ", s.loss_sum));
   optimizer.step(lr);
   optimizer.zero_grad();
+  prof::Scope update(prof::Part::Optimizer);  // refreshing derived copies applies the update
   model.after_step();
   return s.tokens > 0 ? s.loss_sum / double(s.tokens) : 0.0;
 }
@@ -35,8 +36,9 @@ double median(std::vector<double> v) {
 
 BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
                                Device device, const BenchSchedule& schedule) {
-  LOFT_CHECK(schedule.steps >= 1 && schedule.warmup >= 0, "bench: ", schedule.steps,
-             " timed steps after ", schedule.warmup, " warm-up steps");
+  LOFT_CHECK(schedule.steps >= 1 && schedule.warmup >= 0 && schedule.profiled >= 0, "bench: ",
+             schedule.steps, " timed steps after ", schedule.warmup, " warm-up steps, ",
+             schedule.profiled, " profiled");
   using Clock = std::chrono::steady_clock;
   BenchTimes t;
   int64_t step = 0;
@@ -55,6 +57,24 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Ba
   t.mean_s = std::accumulate(t.step_seconds.begin(), t.step_seconds.end(), 0.0) /
              double(t.step_seconds.size());
   t.tokens_per_s = t.median_s > 0 ? double(batch.ids.numel()) / t.median_s : 0.0;
+  if (schedule.profiled == 0) return t;
+
+  const auto start = Clock::now();
+  prof::start(device);
+  try {
+    for (int64_t i = 0; i < schedule.profiled; ++i, ++step)
+      train_step(model, optimizer, batch, schedule.lr, step + 1);
+  } catch (...) {
+    try {
+      prof::stop();  // leave the profiler off for whoever runs next
+    } catch (...) {  // the step's own error is the one to report
+    }
+    throw;
+  }
+  const std::array<double, prof::kParts> parts = prof::stop();
+  const double n = double(schedule.profiled);
+  t.profiled_step_s = std::chrono::duration<double>(Clock::now() - start).count() / n;
+  for (int p = 0; p < prof::kParts; ++p) t.breakdown_s[size_t(p)] = parts[size_t(p)] / n;
   return t;
 }
 

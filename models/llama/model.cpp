@@ -2,10 +2,14 @@
 
 #include <cmath>
 
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/rope_freq.h"
 
 namespace loft::llama {
+
+// Parts of `loft bench`'s breakdown charged here; the projections charge their own.
+constexpr prof::Part kElementwise = prof::Part::Elementwise, kAttention = prof::Part::Attention;
 
 // Sizes of one block's tensors for T tokens, and where its activations live.
 struct LlamaModel::Dims {
@@ -86,6 +90,7 @@ void LlamaModel::after_step() {
 
 Tensor LlamaModel::embed(const Batch& b) {
   Tensor x = Tensor::empty({b.ids.size(0), config_.hidden_size}, compute_dtype(), device());
+  prof::Scope scope(kElementwise);
   ops::embedding(weights_.embed, b.ids, x);
   return x;
 }
@@ -97,32 +102,40 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   const float eps = float(config_.rms_norm_eps);
 
   Tensor h1 = d.act({T, H}), rstd1 = d.f32({T});
-  ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1);
+  { prof::Scope p(kElementwise); ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1); }
   Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}),
          v = d.act({T, hkv * D});
   L.q->forward(h1, q, s ? &s->sq : nullptr);
   L.k->forward(h1, k, s ? &s->sk : nullptr);
   L.v->forward(h1, v, s ? &s->sv : nullptr);
   Tensor q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
-  ops::rope(q3, b.positions, inv_freq_);
-  ops::rope(k3, b.positions, inv_freq_);
+  {
+    prof::Scope p(kElementwise);
+    ops::rope(q3, b.positions, inv_freq_);
+    ops::rope(k3, b.positions, inv_freq_);
+  }
   Tensor att = d.act({T, hq, D}), lse = d.f32({T, hq});
-  ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+  {
+    prof::Scope p(kAttention);
+    ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+  }
   Tensor att2 = att.view({T, hq * D});
   Tensor x2 = d.act({T, H});
   L.o->forward(att2, x2, s ? &s->so : nullptr);
-  ops::axpy(1.0f, x, x2);  // residual
-
   Tensor h2 = d.act({T, H}), rstd2 = d.f32({T});
-  ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
+  {
+    prof::Scope p(kElementwise);
+    ops::axpy(1.0f, x, x2);  // residual
+    ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
+  }
   Tensor gate = d.act({T, F}), up = d.act({T, F});
   L.gate->forward(h2, gate, s ? &s->sgate : nullptr);
   L.up->forward(h2, up, s ? &s->sup : nullptr);
   Tensor act = d.act({T, F});
-  ops::swiglu(gate, up, act);
+  { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
   out = d.act({T, H});
   L.down->forward(act, out, s ? &s->sdown : nullptr);
-  ops::axpy(1.0f, x2, out);  // residual
+  { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, out); }  // residual
 
   if (s) {
     s->x = x;
@@ -149,38 +162,54 @@ void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& d
   Tensor dact = d.act({T, F});
   L.down->backward(dout, s.sdown, dact, false);
   Tensor dgate = d.act({T, F}), dup = d.act({T, F});
-  ops::swiglu_backward(dact, s.gate, s.up, dgate, dup);
+  { prof::Scope p(kElementwise); ops::swiglu_backward(dact, s.gate, s.up, dgate, dup); }
   Tensor dh2 = d.act({T, H});
   L.gate->backward(dgate, s.sgate, dh2, false);
   L.up->backward(dup, s.sup, dh2, true);
   Tensor dx2 = d.act({T, H});
-  ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
-  ops::axpy(1.0f, dout, dx2);
+  {
+    prof::Scope p(kElementwise);
+    ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
+    ops::axpy(1.0f, dout, dx2);
+  }
 
   // Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = rmsnorm(x).
   Tensor datt = d.act({T, hq * D});
   L.o->backward(dx2, s.so, datt, false);
   Tensor dq = d.act({T, hq, D}), dk = d.act({T, hkv, D}),
          dv = d.act({T, hkv, D});
-  ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start, b.seq,
-                          1.0f / std::sqrt(float(D)), dq, dk, dv);
-  ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
-  ops::rope(dk, b.positions, inv_freq_, /*inverse=*/true);
+  {
+    prof::Scope p(kAttention);
+    ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start,
+                            b.seq, 1.0f / std::sqrt(float(D)), dq, dk, dv);
+  }
+  {
+    prof::Scope p(kElementwise);
+    ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
+    ops::rope(dk, b.positions, inv_freq_, /*inverse=*/true);
+  }
   Tensor dh1 = d.act({T, H});
   L.q->backward(dq.view({T, hq * D}), s.sq, dh1, false);
   L.k->backward(dk.view({T, hkv * D}), s.sk, dh1, true);
   L.v->backward(dv.view({T, hkv * D}), s.sv, dh1, true);
   Tensor dxn = d.act({T, H});
-  ops::rmsnorm_backward(dh1, s.x, L.attn_norm, s.rstd1, dxn);
-  ops::axpy(1.0f, dx2, dxn);
+  {
+    prof::Scope p(kElementwise);
+    ops::rmsnorm_backward(dh1, s.x, L.attn_norm, s.rstd1, dxn);
+    ops::axpy(1.0f, dx2, dxn);
+  }
   dx = dxn;
 }
 
 LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale) {
   const Dims d = dims_for(h);
   const int64_t T = h.size(0), H = config_.hidden_size, V = config_.vocab_size;
+  prof::Scope scope(prof::Part::LossHead);
   Tensor hn = d.act({T, H}), rstd = d.f32({T});
-  ops::rmsnorm(h, weights_.final_norm, float(config_.rms_norm_eps), hn, &rstd);
+  {
+    prof::Scope p(kElementwise);
+    ops::rmsnorm(h, weights_.final_norm, float(config_.rms_norm_eps), hn, &rstd);
+  }
   Tensor dhn = dh ? d.act({T, H}) : Tensor();
   Tensor losses = d.f32({T});
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
@@ -206,6 +235,7 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
   }
   if (dh) {
     *dh = d.act({T, H});
+    prof::Scope p(kElementwise);
     ops::rmsnorm_backward(dhn, h, weights_.final_norm, rstd, *dh);
   }
   return {ops::sum(losses), b.target_count};

@@ -1,8 +1,11 @@
-// `loft bench` through the real CLI on the CPU: the JSON report and its arithmetic, the text
-// report, gradient checkpointing reaching the model, a real checkpoint, and usage errors.
+// `loft bench` through the real CLI on the CPU: the JSON report and its arithmetic, method lists
+// (each on a fresh model), the per-part breakdown, the text report, gradient checkpointing
+// reaching the model, a real checkpoint, and usage errors.
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/device/profile.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/config.h"
 #include "tests/common/cli_capture.h"
@@ -25,56 +28,128 @@ nlohmann::json bench_json(std::vector<std::string> args) {
   return nlohmann::json::parse(r.out);  // exactly one JSON object, nothing else
 }
 
+// The one method of a single-method run.
+nlohmann::json only_method(const nlohmann::json& j) {
+  EXPECT_EQ(j["methods"].size(), 1u);
+  return j["methods"][0];
+}
+
 TEST(BenchCommand, TinyShapeJson) {
-  const CliResult r =
-      test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu", "--steps", "2", "--warmup", "1",
-               "--json"});
+  const CliResult r = test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu",
+                                              "--steps", "2", "--warmup", "1", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_NE(r.err.find("bench    tiny"), std::string::npos) << "plan on stderr: " << r.err;
   const llama::LlamaConfig c = *llama::bench_shape_config("tiny");
   EXPECT_EQ(j["shape"], "tiny");
-  EXPECT_EQ(j["method"], "lora");
+  EXPECT_TRUE(j["model"].is_null());
   EXPECT_EQ(j["batch"], 4);
   EXPECT_EQ(j["seq"], 512);
   EXPECT_EQ(j["steps"], 2);
+  EXPECT_EQ(j["profiled_steps"], 2);
   EXPECT_EQ(j["device"], "cpu");
-  EXPECT_EQ(j["rank"], 64);
+  EXPECT_EQ(j["device_name"], "cpu");
+  EXPECT_TRUE(j["device_memory_bytes"].is_null());  // the CPU has no fixed memory to fit into
   EXPECT_EQ(j["grad_checkpointing"], false);
+  EXPECT_EQ(j["base_parameters"], llama::llama_parameter_count(c));
+  const auto m = only_method(j);
+  EXPECT_EQ(m["method"], "lora");
+  EXPECT_EQ(m["options"], nlohmann::json({{"rank", 64}, {"alpha", 16.0}}));
+  EXPECT_EQ(m["fits"], true);
   const int64_t trainable = lora_params(c, 64);
-  EXPECT_EQ(j["trainable_parameters"], trainable);
-  EXPECT_EQ(j["parameters"], llama::llama_parameter_count(c) + trainable);
+  EXPECT_EQ(m["trainable_parameters"], trainable);
+  EXPECT_EQ(m["parameters"], llama::llama_parameter_count(c) + trainable);
 
-  const auto times = j["step_times_s"].get<std::vector<double>>();
+  const auto times = m["step_times_s"].get<std::vector<double>>();
   ASSERT_EQ(times.size(), 2u);
-  const double med = j["step_time_s_median"], mean = j["step_time_s_mean"];
+  const double med = m["step_s"], mean = m["step_s_mean"];
   EXPECT_GT(times[0], 0);
   EXPECT_GT(times[1], 0);
   EXPECT_DOUBLE_EQ(med, (times[0] + times[1]) / 2);
   EXPECT_DOUBLE_EQ(mean, (times[0] + times[1]) / 2);
-  EXPECT_NEAR(double(j["tokens_per_s"]), 4 * 512 / med, 1e-9 * 4 * 512 / med);
+  EXPECT_NEAR(double(m["tokens_per_s"]), 4 * 512 / med, 1e-9 * 4 * 512 / med);
 
   // The peak holds at least the weights, the adapter with its grads and AdamW moments (fp32,
   // 16 B/param) and one layer's [T, intermediate] activations; far less than a GiB.
-  const double peak = j["peak_memory_gib"];
+  const double peak = m["peak_bytes"];
   const double floor_bytes = 4.0 * double(llama::llama_parameter_count(c)) +
                              16.0 * double(trainable) + 4.0 * 4 * 512 * 172;
-  EXPECT_GT(peak * double(1 << 30), floor_bytes);
-  EXPECT_LT(peak, 1.0);
-  const double loss = j["last_loss"];
+  EXPECT_GT(peak, floor_bytes);
+  EXPECT_LT(peak, double(1 << 30));
+  const double loss = m["last_loss"];
   EXPECT_NEAR(loss, std::log(512.0), 0.5);  // three small steps from a near-uniform model
 }
 
+// Each method of a list runs on its own fresh model and reports its options, times, peak and a
+// breakdown that accounts for the whole profiled step.
+TEST(BenchCommand, MethodListWithBreakdown) {
+  const auto j = bench_json({"--shape", "tiny", "--method", "lora,qlora,halo", "--batch", "2",
+                             "--seq", "64", "--steps", "2", "--warmup", "1", "--profile-steps",
+                             "2", "--halo-format", "int8", "--halo-level", "0"});
+  ASSERT_EQ(j["methods"].size(), 3u);
+  const std::vector<std::string> names = {"lora", "qlora", "halo"};
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto& m = j["methods"][i];
+    SCOPED_TRACE(names[i]);
+    EXPECT_EQ(m["method"], names[i]);
+    for (const char* key : {"options", "fits", "tokens_per_s", "step_s", "step_s_mean",
+                            "step_times_s", "peak_bytes", "trainable_parameters", "parameters",
+                            "last_loss", "profiled_step_s", "breakdown_s"})
+      EXPECT_TRUE(m.contains(key)) << key;
+    EXPECT_GT(double(m["tokens_per_s"]), 0);
+    EXPECT_GT(double(m["peak_bytes"]), 0);
+    EXPECT_TRUE(std::isfinite(double(m["last_loss"])));
+
+    const auto& b = m["breakdown_s"];
+    ASSERT_EQ(b.size(), size_t(prof::kParts));
+    double sum = 0;
+    for (int p = 0; p < prof::kParts; ++p) {
+      const char* part = prof::part_name(prof::Part(p));
+      ASSERT_TRUE(b.contains(part)) << part;
+      EXPECT_GE(double(b[part]), 0) << part;
+      sum += double(b[part]);
+    }
+    // The parts are exhaustive (Other takes what no scope claims), so they add up to the
+    // profiled step; the wall clock around the steps adds only the start/stop bookkeeping.
+    const double step = m["profiled_step_s"];
+    EXPECT_GT(step, 0);
+    EXPECT_NEAR(sum, step, 0.05 * step);
+    for (const char* part :
+         {"frozen_gemm", "adapter", "attention", "elementwise", "loss_head", "optimizer"})
+      EXPECT_GT(double(b[part]), 0) << part;
+    EXPECT_EQ(double(b["falqon_update"]), 0.0);  // no FALQON code ran
+  }
+  EXPECT_EQ(j["methods"][0]["options"], nlohmann::json({{"rank", 64}, {"alpha", 16.0}}));
+  EXPECT_EQ(j["methods"][1]["options"], nlohmann::json({{"rank", 64}, {"alpha", 16.0}}));
+  EXPECT_EQ(j["methods"][2]["options"],
+            nlohmann::json(
+                {{"rank", 64}, {"alpha", 16.0}, {"halo_level", 0}, {"halo_format", "int8"}}));
+  // Same adapter shapes whatever stores the frozen weight.
+  EXPECT_EQ(j["methods"][0]["trainable_parameters"], j["methods"][2]["trainable_parameters"]);
+}
+
+// The previous method's model is freed before the next is built and the peak is reset per
+// method, so the same method twice reports the same peak, not the sum.
+TEST(BenchCommand, PeaksDoNotAddAcrossMethods) {
+  const auto j = bench_json({"--shape", "tiny", "--method", "lora,lora", "--batch", "1", "--seq",
+                             "32", "--steps", "1", "--warmup", "1", "--profile-steps", "0"});
+  ASSERT_EQ(j["methods"].size(), 2u);
+  EXPECT_EQ(j["methods"][0]["peak_bytes"], j["methods"][1]["peak_bytes"]);
+  EXPECT_FALSE(j["methods"][0].contains("breakdown_s"));  // --profile-steps 0: no breakdown
+  EXPECT_DOUBLE_EQ(double(j["methods"][0]["last_loss"]), double(j["methods"][1]["last_loss"]));
+}
+
 TEST(BenchCommand, StatisticsOverOddStepCountsAndRankOption) {
-  const auto j = bench_json({"--shape", "tiny", "--batch", "2", "--seq", "24", "--steps", "3",
-                             "--warmup", "0", "--rank", "4", "--alpha", "8"});
-  auto times = j["step_times_s"].get<std::vector<double>>();
+  const auto m = only_method(bench_json({"--shape", "tiny", "--batch", "2", "--seq", "24",
+                                         "--steps", "3", "--warmup", "0", "--rank", "4",
+                                         "--alpha", "8"}));
+  auto times = m["step_times_s"].get<std::vector<double>>();
   ASSERT_EQ(times.size(), 3u);
   std::sort(times.begin(), times.end());
-  EXPECT_DOUBLE_EQ(double(j["step_time_s_median"]), times[1]);
-  EXPECT_NEAR(double(j["step_time_s_mean"]), (times[0] + times[1] + times[2]) / 3, 1e-12);
-  EXPECT_EQ(j["trainable_parameters"], lora_params(*llama::bench_shape_config("tiny"), 4));
-  EXPECT_EQ(j["alpha"], 8.0);
+  EXPECT_DOUBLE_EQ(double(m["step_s"]), times[1]);
+  EXPECT_NEAR(double(m["step_s_mean"]), (times[0] + times[1] + times[2]) / 3, 1e-12);
+  EXPECT_EQ(m["trainable_parameters"], lora_params(*llama::bench_shape_config("tiny"), 4));
+  EXPECT_EQ(m["options"]["alpha"], 8.0);
 }
 
 TEST(BenchCommand, GradCheckpointingSavesMemoryAndKeepsTheMath) {
@@ -84,20 +159,29 @@ TEST(BenchCommand, GradCheckpointingSavesMemoryAndKeepsTheMath) {
   with_gc.push_back("--grad-checkpointing");
   const auto plain = bench_json(common), gc = bench_json(with_gc);
   EXPECT_EQ(gc["grad_checkpointing"], true);
-  EXPECT_LT(double(gc["peak_memory_gib"]), double(plain["peak_memory_gib"]));
-  EXPECT_NEAR(double(gc["last_loss"]), double(plain["last_loss"]),
-              1e-6 * double(plain["last_loss"]));
+  const auto pm = only_method(plain), gm = only_method(gc);
+  EXPECT_LT(double(gm["peak_bytes"]), double(pm["peak_bytes"]));
+  EXPECT_NEAR(double(gm["last_loss"]), double(pm["last_loss"]), 1e-6 * double(pm["last_loss"]));
 }
 
 TEST(BenchCommand, TextReportHasPlanAndTable) {
-  const CliResult r = test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu", "--batch", "1",
-                               "--seq", "16", "--steps", "1", "--warmup", "0"});
+  const CliResult r =
+      test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu", "--batch", "1",
+                              "--seq", "16", "--steps", "1", "--warmup", "0", "--method",
+                              "lora,halo"});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* part : {"bench    tiny: 2 layers, hidden 64, intermediate 172, 8 heads / 4 KV",
+                           "methods  lora, halo, each on a fresh model",
                            "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down",
-                           "batch    1 x 16 = 16 tokens/step", "device   cpu, F32 weights",
-                           "s/step (med)", "tokens/s", "peak GiB", "\ntiny "})
+                           "method   halo r=64 alpha=16 halo_level=1 halo_format=fp8 on",
+                           "batch    1 x 16 = 16 tokens/step",
+                           "0 warm-up + 1 timed + 2 profiled steps", "device   cpu (cpu), F32",
+                           "tiny, batch 1 x seq 16", "ms per profiled step", "s/step",
+                           "tokens/s", "peak GiB", "\nlora ", "\nhalo "})
     EXPECT_TRUE(contains(r.out, part));
+  for (int p = 0; p < prof::kParts; ++p)
+    EXPECT_TRUE(contains(r.out, prof::part_name(prof::Part(p))));
+  EXPECT_FALSE(contains(r.out, "\nfit ")) << "no device memory to fit into on the CPU";
 }
 
 TEST(BenchCommand, RealCheckpointFolder) {
@@ -105,28 +189,37 @@ TEST(BenchCommand, RealCheckpointFolder) {
   const auto j = bench_json({"--model", dir, "--batch", "1", "--seq", "16", "--steps", "1",
                              "--warmup", "0", "--rank", "8"});
   const llama::LlamaConfig c = llama::load_llama_config(dir);
-  EXPECT_EQ(j["shape"], dir);
-  EXPECT_EQ(j["trainable_parameters"], lora_params(c, 8));
-  EXPECT_EQ(j["parameters"], llama::llama_parameter_count(c) + lora_params(c, 8));
+  EXPECT_EQ(j["model"], dir);
+  EXPECT_TRUE(j["shape"].is_null());
+  const auto m = only_method(j);
+  EXPECT_EQ(m["trainable_parameters"], lora_params(c, 8));
+  EXPECT_EQ(m["parameters"], llama::llama_parameter_count(c) + lora_params(c, 8));
   // A trained model on random tokens: the loss is finite and well above zero.
-  EXPECT_GT(double(j["last_loss"]), 1.0);
+  EXPECT_GT(double(m["last_loss"]), 1.0);
 }
 
 TEST(BenchCommand, UsageErrorsNameTheValue) {
   struct Case {
     std::vector<std::string> args;
-    const char* says;
+    std::vector<const char*> says;
   };
   const Case cases[] = {
-      {{"--shape", "llama-70b"}, "llama-70b"},
-      {{"--shape", "tiny", "--method", "qlora-nf4"}, "qlora-nf4"},
-      {{}, "--shape"},
-      {{"--shape", "tiny", "--model", "/tmp"}, "--model"},
-      {{"--shape", "tiny", "--batch", "0"}, "--batch"},
-      {{"--shape", "tiny", "--warmup", "-1"}, "--warmup"},
-      {{"--shape", "tiny", "--alpha", "0"}, "--alpha"},
-      {{"--model", "/nonexistent/model"}, "/nonexistent/model"},
-      {{"--shape", "tiny", "--device", "tpu"}, "tpu"},
+      {{"--shape", "llama-70b"}, {"llama-70b"}},
+      {{"--shape", "tiny", "--method", "qlora-nf4"}, {"--method", "qlora-nf4"}},
+      {{"--shape", "tiny", "--method", "lora,bogus"}, {"--method", "bogus"}},
+      {{"--shape", "tiny", "--method", "lora,,qlora"}, {"--method"}},
+      {{"--shape", "tiny", "--method", "lora,"}, {"--method"}},
+      {{"--shape", "tiny", "--method", ""}, {"--method"}},
+      {{"--shape", "tiny", "--method", "lora,halo", "--halo-format", "fp16"}, {"--halo-format", "fp16"}},
+      {{"--shape", "tiny", "--method", "halo", "--halo-level", "7"}, {"--halo-level", "7"}},
+      {{}, {"--shape"}},
+      {{"--shape", "tiny", "--model", "/tmp"}, {"--model"}},
+      {{"--shape", "tiny", "--batch", "0"}, {"--batch"}},
+      {{"--shape", "tiny", "--warmup", "-1"}, {"--warmup"}},
+      {{"--shape", "tiny", "--profile-steps", "-1"}, {"--profile-steps"}},
+      {{"--shape", "tiny", "--alpha", "0"}, {"--alpha"}},
+      {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
+      {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"bench"};
@@ -134,8 +227,9 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       args.insert(args.end(), {"--device", "cpu"});
     args.insert(args.end(), c.args.begin(), c.args.end());
     const CliResult r = test::run_cli_captured(args);
-    EXPECT_EQ(r.code, 2) << c.says << ": " << r.err;
-    EXPECT_TRUE(contains(r.err, c.says));
+    EXPECT_EQ(r.code, 2) << c.says[0] << ": " << r.err;
+    for (const char* s : c.says) EXPECT_TRUE(contains(r.err, s));
+    EXPECT_FALSE(contains(r.err, "bench    ")) << "nothing ran: " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
 }

@@ -1,0 +1,18 @@
+// What a device is and how much memory it has, for `loft bench`'s "will it fit" line.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/tensor/device.h"
+
+namespace loft {
+
+struct DeviceInfo {
+  std::string name;         // "NVIDIA H100 80GB HBM3"; "cpu" for the host
+  int64_t total_bytes = 0;  // the device's memory; 0 when not known (the CPU)
+  int64_t free_bytes = 0;   // free now, as the driver reports it; 0 when not known
+};
+
+DeviceInfo device_info(Device device);
+
+}  // namespace loft
