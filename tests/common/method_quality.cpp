@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <random>
 
+#include "datasets/data_loader.h"
 #include "engine/optim/adamw.h"
+#include "tokenizer/tokenizer.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
 
@@ -44,28 +46,41 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
   const auto dir = data_dir() / "models" / model_name;
   std::mt19937_64 rng(21);
   auto model = llama::load_model(dir, device, make_linear_factory(m, rng));
-  const int64_t vocab = model->config().vocab_size;
-  auto batch = [&](int gram_seed, int noise_seed) {
-    std::mt19937 g{uint32_t(gram_seed)}, noise{uint32_t(noise_seed + 100)};
-    std::vector<int32_t> gram(8), ids(2 * 64);
-    for (auto& t : gram) t = int32_t(g() % uint32_t(vocab));
-    for (size_t i = 0; i < ids.size(); ++i)
-      ids[i] = (i % 11 == 0) ? int32_t(noise() % uint32_t(vocab)) : gram[i % 8];
-    return make_batch(ids, ids, {}, 2, 64, device);
+  const auto tok = load_tokenizer(dir);
+  data::DataConfig cfg;
+  cfg.train = {{data_dir() / "alpaca" / "alpaca_small.json"}};
+  cfg.val_fraction = 0.05;
+  cfg.seq = 128;
+  cfg.batch_rows = 2;
+  cfg.seed = 5;
+  // The held-out records, always the same 8 batches.
+  auto val_loader = data::DataLoader::validation(cfg, *tok);
+  std::vector<Batch> val;
+  while (val.size() < 8)
+    if (auto b = val_loader.next()) val.push_back(data::to_model_batch(*b, device));
+    else break;
+  auto val_loss = [&] {
+    double sum = 0, tokens = 0;
+    for (const Batch& b : val) {
+      const LossSums s = model->evaluate(b);
+      sum += s.loss_sum, tokens += double(s.tokens);
+    }
+    return sum / tokens;
   };
-  const Batch val = batch(0, 1000);
-  const LossSums v0 = model->evaluate(val);
+  const double before = val_loss();
+  auto train = data::DataLoader::training(cfg, *tok);
   AdamW opt(model->params(), {});
   for (int s = 0; s < steps; ++s) {
-    const Batch b = batch(s % 4, s);
-    model->forward_backward(b, 1.0f / float(b.target_count));
+    auto next = train.next();
+    if (!next) throw Error(cat("method quality: alpaca_small ran out after ", s, " steps"));
+    const Batch b = data::to_model_batch(*next, device);
+    model->forward_backward(b, 1.0f / float(std::max<int64_t>(1, b.target_count)));
     clip_grad_norm(model->params(), 1.0);
-    opt.step(3e-3);
+    opt.step(1e-3);
     opt.zero_grad();
     model->after_step();
   }
-  const LossSums v = model->evaluate(val);
-  return {v0.loss_sum / double(v0.tokens), v.loss_sum / double(v.tokens)};
+  return {before, val_loss()};
 }
 
 void expect_methods_near_lora(const std::string& model, Device device, int steps,
@@ -73,7 +88,7 @@ void expect_methods_near_lora(const std::string& model, Device device, int steps
   const ValLoss ref = trained_val_loss(model, lora_reference().options, steps, device);
   std::printf("%s on %s, %d steps: lora val loss %.4f -> %.4f\n", model.c_str(),
               device.str().c_str(), steps, ref.before, ref.after);
-  ASSERT_LT(ref.after, 0.5 * ref.before) << "LoRA did not learn the data: the comparison means nothing";
+  ASSERT_LT(ref.after, 0.8 * ref.before) << "LoRA did not learn the data: the comparison means nothing";
   for (const QualityMethod& q : low_precision_methods()) {
     const ValLoss got = trained_val_loss(model, q.options, steps, device);
     const double rel = (got.after - ref.after) / ref.after;

@@ -27,9 +27,11 @@ struct QualityMethod {
 std::vector<QualityMethod> low_precision_methods();
 QualityMethod lora_reference();
 
-// Trains `model` (a folder under data/models) with `m` for `steps` AdamW steps on structured
-// synthetic data (four repeating random 8-grams with random tokens sprinkled in) and returns the
-// loss on a held-out batch (one of the trained 8-grams with fresh noise) before and after.
+// Trains `model` (a folder under data/models) with `m` for `steps` AdamW steps (lr 1e-3, clip 1)
+// on Alpaca instructions (data/alpaca/alpaca_small.json, Alpaca template, response-only loss,
+// packed 2 x 128) and returns the loss on 8 held-out batches (5% of the records) before and after.
+// Every step sees new records, so the comparison is not made in a memorisation regime, where
+// tiny numeric differences decide the outcome.
 ValLoss trained_val_loss(const std::string& model, const MethodOptions& m, int steps, Device device);
 
 // Runs LoRA and every low-precision method on `model` and expects each to end within `tolerance`
