@@ -23,8 +23,8 @@ namespace loft::app {
 namespace {
 
 struct BenchOptions {
-  std::string shape, model, method = "lora", device, halo_format = "fp8";
-  int halo_level = 1;
+  std::string shape, model, method = "lora", device, halo_format = "fp8", backbone = "dense";
+  int halo_level = 2;
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3;
   int rank = 64;
   float alpha = 16.0f;
@@ -164,7 +164,8 @@ void run_bench(const BenchOptions& o) {
 
   std::mt19937_64 adapter_rng(o.seed);
   const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all"),
-                             {o.halo_level, parse_halo_format(o.halo_format)}};
+                             {o.halo_level, parse_halo_format(o.halo_format),
+                              parse_halo_backbone(o.backbone)}};
   llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device),
                           make_linear_factory(method, adapter_rng));
   model.set_grad_checkpointing(o.grad_checkpointing);
@@ -192,7 +193,8 @@ void add_bench_command(CLI::App& root) {
                                 "model shape: " + joined(llama::bench_shape_names()));
   auto* model = cmd->add_option("--model", o->model, "Hugging Face Llama folder instead of a shape");
   shape->excludes(model);
-  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1")->capture_default_str();
+  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0, 1 or 2")->capture_default_str();
+  cmd->add_option("--backbone", o->backbone, "HALO weight store: dense or nf4")->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
   cmd->add_option("--method", o->method, "fine-tuning method: " + joined(kMethods))
       ->capture_default_str();
