@@ -62,7 +62,11 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
      << "  method     " << m.method << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
-     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
+     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters";
+  if (m.method == "halo")
+    os << "; HALO level " << m.halo.level << " " << o.halo_format << ", backbone "
+       << backbone_name(m.halo.backbone);
+  os << "\n"
      << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
      << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
      << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"

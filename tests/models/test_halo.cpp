@@ -97,8 +97,11 @@ TEST(Halo, LevelTwoMatchesExplicitMatrices) {
       hw->forward(x, y);
       hw->backward_input(dy, dx, false);
       const std::string what = cat("T=", t, " in=", in, " out=", out, " ", quant::format_name(f));
-      EXPECT_LT(test::rel_error(y, y_ref), 1e-5) << what;
-      EXPECT_LT(test::rel_error(dx, dx_ref), 1e-5) << what;
+      // The fast transforms and the matrix products round differently in the last bit, which
+      // can flip a code at a rounding boundary (one step of one element: ~4e-4 here); a wrong
+      // rotation, orientation or padding is off by O(1).
+      EXPECT_LT(test::rel_error(y, y_ref), 2e-3) << what;
+      EXPECT_LT(test::rel_error(dx, dx_ref), 2e-3) << what;
     }
 }
 
