@@ -27,8 +27,8 @@ namespace {
 
 struct BenchOptions {
   std::string shape, model, methods = "lora", device;
-  std::string halo_format = "fp8";  // method halo
-  int halo_level = 1;               // method halo
+  std::string halo_format = "fp8", backbone = "dense";  // method halo
+  int halo_level = 2;                                   // method halo
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
@@ -43,7 +43,7 @@ constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 // How `method` is built from the options. A method's own options are read here...
 MethodOptions method_options(const BenchOptions& o, const std::string& method) {
   return {method, {o.rank, o.alpha}, parse_lora_targets("all"),
-          {o.halo_level, parse_halo_format(o.halo_format)}};
+          {o.halo_level, parse_halo_format(o.halo_format), parse_halo_backbone(o.backbone)}};
 }
 
 // ...and reported here, so a run's JSON and plan say exactly what was built.
@@ -52,6 +52,7 @@ nlohmann::ordered_json options_json(const BenchOptions& o, const std::string& me
   if (method == "halo") {
     j["halo_level"] = o.halo_level;
     j["halo_format"] = o.halo_format;
+    j["backbone"] = o.backbone;
   }
   return j;
 }
@@ -367,7 +368,8 @@ void add_bench_command(CLI::App& root) {
   cmd->add_option("--method", o->methods,
                   "fine-tuning method, or a comma list run in turn: " + joined(kMethods))
       ->capture_default_str();
-  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1")->capture_default_str();
+  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0, 1 or 2")->capture_default_str();
+  cmd->add_option("--backbone", o->backbone, "HALO weight store: dense or nf4")->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();
   cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str();

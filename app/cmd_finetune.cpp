@@ -23,8 +23,8 @@ struct FinetuneOptions {
   DataOptions data;
   int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
   double lr = 0, max_grad_norm = -1, weight_decay = 0;
-  std::string schedule, targets = "all", init_adapter, halo_format = "fp8";
-  int halo_level = 1;
+  std::string schedule, targets = "all", init_adapter, halo_format = "fp8", backbone = "dense";
+  int halo_level = 2;
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -62,7 +62,11 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
      << "  method     " << m.method << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
-     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
+     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters";
+  if (m.method == "halo")
+    os << "; HALO level " << m.halo.level << " " << o.halo_format << ", backbone "
+       << backbone_name(m.halo.backbone);
+  os << "\n"
      << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
      << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
      << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
@@ -80,7 +84,9 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   eo.lora_rank = m.lora.rank;
   for (const auto& e : llama::estimate_training_memory(cfg, eo))
     if (e.method == (m.method == "qlora" ? "qlora-nf4"
-                     : m.method == "halo" ? (o.halo_format == "int8" ? "halo-int8" : "halo-fp8")
+                     : m.method == "halo" ? (m.halo.backbone == HaloBackbone::Nf4 ? "halo-nf4"
+                                             : o.halo_format == "int8"             ? "halo-int8"
+                                                                                   : "halo-fp8")
                                           : "lora-bf16")) {
       os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
          << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
@@ -107,7 +113,7 @@ void run_finetune(const FinetuneOptions& in) {
   m.method = o.method;
   m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
   m.targets = parse_lora_targets(o.targets);
-  m.halo = {o.halo_level, parse_halo_format(o.halo_format)};
+  m.halo = {o.halo_level, parse_halo_format(o.halo_format), parse_halo_backbone(o.backbone)};
   std::optional<PeftAdapter> init;
   if (!o.init_adapter.empty()) {
     init = load_peft_adapter(o.init_adapter);
@@ -192,9 +198,12 @@ void add_finetune_command(CLI::App& root) {
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
   cmd->add_option("--method", o->method, "lora, qlora or halo (falqon: pending)")->capture_default_str();
-  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1 (level 2: pending)")
+  cmd->add_option("--halo-level", o->halo_level,
+                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens")
       ->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO low-precision format: fp8 or int8")
+      ->capture_default_str();
+  cmd->add_option("--backbone", o->backbone, "HALO weight store: dense codes, or nf4 (decoded per GEMM)")
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");

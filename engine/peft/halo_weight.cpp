@@ -1,67 +1,135 @@
 #include "engine/peft/halo_weight.h"
 
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
+#include "engine/quant/nf4_lowp.h"
+#include "engine/quant/rotate_quantize.h"
 
 namespace loft {
 
 namespace {
+
+using prof::Part;
+
 class HaloWeight final : public FrozenWeight {
  public:
   HaloWeight(const Tensor& w, const HaloOptions& opt)
       : opt_(opt), dtype_(w.dtype()), out_(w.size(0)), in_(w.size(1)) {
-    LOFT_CHECK(opt.level == 0 || opt.level == 1, "--halo-level ", opt.level,
-               " is not built (0 and 1 are; level 2 is pending)");
+    if (opt.level < 0 || opt.level > 2)
+      throw UsageError(cat("--halo-level ", opt.level, " is not one of 0, 1, 2"));
+    Tensor wr = w;
     if (opt.level >= 1) {
       plan_ = quant::plan_for(in_);
-      Tensor wr = Tensor::empty(w.shape(), w.dtype(), w.device());
+      wr = Tensor::empty(w.shape(), w.dtype(), w.device());
       quant::hadamard_transform(plan_, w, wr);
-      q_ = quant::quantize(wr, opt.format, /*also_transposed=*/true);
-    } else {
-      q_ = quant::quantize(w, opt.format, /*also_transposed=*/true);
     }
+    if (opt.backbone == HaloBackbone::Nf4) {
+      nf4_ = quantize_nf4(wr);
+      // Fixed once: max |deq| from the block absmaxes, so no GEMM needs an amax pass.
+      const float s = quant::nf4_lowp_scale(nf4_, opt.format);
+      q_.scale = Tensor::from_vector(std::vector<float>{s}, {1}).to(w.device());
+      nf4_scale_ = s;
+    } else {
+      q_ = quant::quantize(wr, opt.format, /*also_transposed=*/true);
+    }
+    q_.format = opt.format;
   }
   int64_t out_features() const override { return out_; }
   int64_t in_features() const override { return in_; }
   DType compute_dtype() const override { return dtype_; }
-  Device device() const override { return q_.codes.device(); }
-  size_t stored_bytes() const override { return q_.codes.nbytes() + q_.codes_t.nbytes(); }
+  Device device() const override { return q_.scale.device(); }
+  size_t stored_bytes() const override {
+    return nf4() ? nf4_.nbytes() + q_.scale.nbytes()
+                 : q_.codes.nbytes() + q_.codes_t.nbytes() + q_.scale.nbytes();
+  }
 
   // The weight the GEMMs see, W ≈ deq(Q(W·H))·Hᵀ, in the compute dtype.
   Tensor materialize() const override {
-    Tensor w = quant::dequantize(q_, dtype_);
+    quant::QuantizedTensor q = q_;
+    q.codes = weight_codes(/*transposed=*/false);
+    Tensor w = quant::dequantize(q, dtype_);
     if (opt_.level >= 1) quant::hadamard_transform(plan_, w, w, /*inverse=*/true);
     return w;
   }
 
   void forward(const Tensor& x, Tensor& y) const override {
-    Tensor xr = x;
-    if (opt_.level >= 1) {
-      xr = Tensor::empty(x.shape(), x.dtype(), x.device());
-      quant::hadamard_transform(plan_, x, xr);
+    quant::QuantizedTensor xq;
+    {
+      prof::Scope s(Part::QuantHadamard);
+      xq = opt_.level >= 1 ? quant::rotate_quantize(plan_, x, opt_.format)
+                           : quant::quantize(x, opt_.format);
     }
-    const quant::QuantizedTensor xq = quant::quantize(xr, opt_.format);
-    quant::gemm_lowp(xq.codes, xq.scale, q_.codes, q_.scale, y);
+    const Tensor wc = weight_codes(/*transposed=*/false);
+    prof::Scope s(Part::FrozenGemm);
+    quant::gemm_lowp(xq.codes, xq.scale, wc, q_.scale, y);
   }
 
   void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const override {
-    const quant::QuantizedTensor dyq = quant::quantize(dy, opt_.format);
-    Tensor out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
-    // [T, out] · [in, out]ᵀ: the transposed weight codes keep both operands K-major.
-    quant::gemm_lowp(dyq.codes, dyq.scale, q_.codes_t, q_.scale, out);
-    if (opt_.level >= 1) quant::hadamard_transform(plan_, out, out, /*inverse=*/true);
+    quant::HadamardPlan tokens;
+    quant::QuantizedTensor dyq;
+    {
+      prof::Scope s(Part::QuantHadamard);
+      if (opt_.level >= 2) {
+        tokens = quant::token_plan(dy.size(0));
+        dyq = quant::token_rotate_quantize(tokens, dy, opt_.format);  // [tokens.n, out]
+      } else {
+        dyq = quant::quantize(dy, opt_.format);
+      }
+    }
+    const Tensor wct = weight_codes(/*transposed=*/true);
+    // The product lands in dx unless it needs un-padding along tokens or adding to dx.
+    const bool direct = opt_.level < 2 && !accumulate;
+    Tensor prod = direct ? dx : Tensor::empty({dyq.codes.size(0), in_}, dx.dtype(), dx.device());
+    {
+      prof::Scope s(Part::FrozenGemm);
+      // [T, out] · [in, out]ᵀ: the transposed weight codes keep both operands K-major.
+      quant::gemm_lowp(dyq.codes, dyq.scale, wct, q_.scale, prod);
+    }
+    Tensor out = prod;
+    {
+      prof::Scope s(Part::QuantHadamard);
+      if (opt_.level >= 2) {
+        out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
+        quant::token_transform(tokens, prod, out, /*inverse=*/true);  // drops the padded rows
+      }
+      if (opt_.level >= 1) quant::hadamard_transform(plan_, out, out, /*inverse=*/true);
+    }
     if (accumulate) ops::axpy(1.0f, out, dx);
   }
 
  private:
+  bool nf4() const { return opt_.backbone == HaloBackbone::Nf4; }
+
+  // W·H codes [out, in], or their transpose: resident, or decoded from NF4 now (a temporary).
+  Tensor weight_codes(bool transposed) const {
+    if (!nf4()) return transposed ? q_.codes_t : q_.codes;
+    prof::Scope s(Part::QuantHadamard);
+    Tensor c = Tensor::empty(transposed ? Shape{in_, out_} : Shape{out_, in_},
+                             quant::code_dtype(opt_.format), q_.scale.device());
+    quant::nf4_to_lowp(nf4_, nf4_scale_, transposed, c);
+    return c;
+  }
+
   HaloOptions opt_;
   DType dtype_;
   int64_t out_, in_;
   quant::HadamardPlan plan_;
-  quant::QuantizedTensor q_;
+  quant::QuantizedTensor q_;  // dense: codes, codes_t, scale; nf4: the fixed scale only
+  Nf4Tensor nf4_;
+  float nf4_scale_ = 1.0f;
 };
+
 }  // namespace
+
+HaloBackbone parse_halo_backbone(const std::string& name) {
+  if (name == "dense") return HaloBackbone::Dense;
+  if (name == "nf4") return HaloBackbone::Nf4;
+  throw UsageError(cat("--backbone: '", name, "' is not dense or nf4"));
+}
+
+const char* backbone_name(HaloBackbone b) { return b == HaloBackbone::Nf4 ? "nf4" : "dense"; }
 
 std::unique_ptr<FrozenWeight> halo_weight(Tensor weight, const HaloOptions& opt) {
   LOFT_CHECK(weight.dim() == 2, "HALO weight must be [out, in], got ", weight.str());

@@ -1,20 +1,33 @@
 // HALO's frozen projection (METHODS.md, "HALO PEFT"; reference IST-DASLab/HALO): W is rotated
-// along its input dimension and quantized once at load, with its transpose kept for the backward
-// GEMM, and both products run in FP8 (E4M3 for X, W and dY alike) or INT8 with per-tensor scales:
+// along its input dimension once at load, and both products run in FP8 (E4M3 for X, W and dY
+// alike) or INT8 with per-tensor scales:
 //   level 0: Y = Q(X)·Q(W)ᵀ            dX = Q(dY)·Q(W)
 //   level 1: Y = Q(X·H)·Q(W·H)ᵀ        dX = [Q(dY)·Q(W·H)]·Hᵀ
-// (level 2, which also rotates dY along the token dimension, is not built yet). The LoRA path
-// stays in the compute dtype, unrotated and unquantized (LoraLinear).
+//   level 2: as 1                      dX = H_Tᵀ·[Q(H_T·dY)·Q(W·H)]·Hᵀ
+// H_T rotates along the token dimension (quant::token_plan: blocks of up to 256 tokens, the count
+// zero-padded to a block multiple when it has no such split). The rotated weight is kept either
+// as codes + transposed codes (backbone dense), or NF4-DQ and decoded straight into the codes
+// each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
+// dtype, unrotated and unquantized (LoraLinear).
 #pragma once
+#include <string>
+
 #include "engine/peft/frozen_weight.h"
 #include "engine/quant/quantize.h"
 
 namespace loft {
 
+enum class HaloBackbone : uint8_t { Dense, Nf4 };
+
 struct HaloOptions {
-  int level = 1;                                 // 0 or 1
+  int level = 2;                                       // 0, 1 or 2
   quant::LowpFormat format = quant::LowpFormat::E4M3;  // E4M3 (HALO "fp8") or INT8
+  HaloBackbone backbone = HaloBackbone::Dense;
 };
+
+// --backbone: "dense" or "nf4"; UsageError naming --backbone otherwise.
+HaloBackbone parse_halo_backbone(const std::string& name);
+const char* backbone_name(HaloBackbone b);
 
 // Rotates and quantizes `weight` ([out, in], compute dtype) and lets the original go.
 std::unique_ptr<FrozenWeight> halo_weight(Tensor weight, const HaloOptions& opt);

@@ -53,8 +53,13 @@ LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng
   if (opt.method != "lora" && opt.method != "qlora" && opt.method != "halo")
     throw Error(cat("--method ", opt.method,
                     " is not built yet (FALQON is pending); use lora, qlora or halo"));
-  if (opt.method == "halo" && opt.halo.level != 0 && opt.halo.level != 1)
-    throw UsageError(cat("--halo-level ", opt.halo.level, " is not built (0 and 1 are; 2 is pending)"));
+  if (opt.method == "halo" && (opt.halo.level < 0 || opt.halo.level > 2))
+    throw UsageError(cat("--halo-level ", opt.halo.level, " is not one of 0, 1, 2"));
+  // An NF4 backbone under HALO's codes is HALO's option; QLoRA is NF4 by definition.
+  if (opt.halo.backbone == HaloBackbone::Nf4 && opt.method != "halo")
+    throw UsageError(cat("--backbone nf4 applies to --method halo only (got --method ", opt.method,
+                         opt.method == "qlora" ? "; qlora already stores its backbone NF4" : "",
+                         ")"));
   // Every frozen projection, adapted or not, is stored the method's way.
   return [opt, &rng](const std::string& name, const std::string& target,
                      Tensor weight) -> std::unique_ptr<AdaptedLinear> {

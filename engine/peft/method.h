@@ -38,15 +38,17 @@ struct MethodOptions {
   std::string method = "lora";
   LoraOptions lora;
   std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
-  HaloOptions halo;               // --halo-level, --halo-format (method halo)
+  HaloOptions halo;               // --halo-level, --halo-format, --backbone (method halo)
 };
 
 // --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.
 quant::LowpFormat parse_halo_format(const std::string& name);
 
 // Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere; the
-// frozen weight dense (lora), NF4-DQ (qlora) or Hadamard-rotated FP8/INT8 (halo). `rng` (kept alive by the caller) draws the
-// adapters' initial values. Throws Error for a method that is not built yet.
+// frozen weight dense (lora), NF4-DQ (qlora) or Hadamard-rotated FP8/INT8 (halo; NF4-DQ under
+// --backbone nf4). `rng` (kept alive by the caller) draws the
+// adapters' initial values. Throws Error for a method that is not built yet, UsageError for
+// --halo-level outside 0..2 or --backbone nf4 with a method other than halo.
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng);
 
 }  // namespace loft

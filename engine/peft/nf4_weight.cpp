@@ -1,5 +1,8 @@
 #include "engine/peft/nf4_weight.h"
 
+#include "engine/device/profile.h"
+#include "engine/ops/ops.h"
+
 namespace loft {
 
 namespace {
@@ -18,7 +21,24 @@ class Nf4Weight final : public FrozenWeight {
   }
   size_t stored_bytes() const override { return q_.nbytes(); }
 
+  // The base products, with the decode and the GEMM charged to their own profile parts.
+  void forward(const Tensor& x, Tensor& y) const override {
+    const Tensor w = decoded();
+    prof::Scope s(prof::Part::FrozenGemm);
+    ops::gemm(x, w, y, {.trans_b = true});
+  }
+  void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const override {
+    const Tensor w = decoded();
+    prof::Scope s(prof::Part::FrozenGemm);
+    ops::gemm(dy, w, dx, {.beta = accumulate ? 1.0f : 0.0f});
+  }
+
  private:
+  Tensor decoded() const {
+    prof::Scope s(prof::Part::QuantHadamard);
+    return materialize();
+  }
+
   Nf4Tensor q_;
   DType dtype_;
   int64_t out_, in_;

@@ -162,6 +162,36 @@ void transform_cpu(const HadamardPlan& plan, const Tensor& x, const Tensor& y, b
   }
 }
 
+void check_token_operands(const HadamardPlan& plan, const Tensor& x, const Tensor& y) {
+  LOFT_CHECK(plan.matrix != nullptr, "token_transform: the plan is empty (use token_plan)");
+  if (!x.defined() || !y.defined() || x.dim() != 2 || y.dim() != 2)
+    throw Error("token_transform: input x and output y must be defined 2-D tensors [tokens, N]");
+  if (x.size(0) > plan.n || y.size(0) > plan.n || x.size(1) != y.size(1))
+    throw Error(cat("token_transform: x ", x.str(), " and y ", y.str(),
+                    " must share N and have at most the plan's n=", plan.n, " rows"));
+  if (y.dtype() != x.dtype() || !(y.device() == x.device()))
+    throw Error(cat("token_transform: output y ", y.str(), " must match input x ", x.str(),
+                    " in dtype and device"));
+  if (x.numel() > 0 && x.data() == y.data())
+    throw Error(cat("token_transform: y ", y.str(), " must not be x (no in-place transform)"));
+}
+
+// Columns of the zero-padded x become rows of a [N, n] scratch, which the row transform turns.
+void token_transform_cpu(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inverse) {
+  if (x.dtype() != DType::F32)
+    throw Error(cat("token_transform: the CPU transform takes F32, got x ", x.str()));
+  const int64_t n = plan.n, cols = x.size(1), rx = x.size(0), ry = y.size(0);
+  Tensor t = Tensor::zeros({cols, n}, DType::F32);
+  float* tp = t.ptr<float>();
+  const float* xp = x.ptr<float>();
+  for (int64_t r = 0; r < rx; ++r)
+    for (int64_t c = 0; c < cols; ++c) tp[c * n + r] = xp[r * cols + c];
+  transform_cpu(plan, t, t, inverse);
+  float* yp = y.ptr<float>();
+  for (int64_t r = 0; r < ry; ++r)
+    for (int64_t c = 0; c < cols; ++c) yp[r * cols + c] = tp[c * n + r];
+}
+
 }  // namespace
 
 bool hadamard_order_supported(int k) {
@@ -247,6 +277,39 @@ void hadamard_transform(const HadamardPlan& plan, const Tensor& x, const Tensor&
 #else
   throw Error(
       cat("hadamard_transform: x ", x.str(), " is on a GPU but loft was built without CUDA"));
+#endif
+}
+
+HadamardPlan token_plan(int64_t tokens) {
+  if (tokens < 1) throw Error(cat("token_plan: token count ", tokens, " must be positive"));
+  static std::mutex mu;
+  static std::map<int64_t, HadamardPlan> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(tokens);
+    if (it != cache.end()) return it->second;
+  }
+  // Every multiple of 64 qualifies (blocks of 64 = 2^6), so fewer than 64 rows are ever padded.
+  for (int64_t n = tokens;; ++n) {
+    HadamardPlan plan;
+    int64_t b = std::min(n, kMaxTokenBlock);
+    while (b >= 1 && !(n % b == 0 && direct_plan(b, &plan))) --b;
+    if (b >= std::min(n, kMinTokenBlock)) {
+      plan.n = n;
+      std::lock_guard<std::mutex> lock(mu);
+      return cache.emplace(tokens, plan).first->second;
+    }
+  }
+}
+
+void token_transform(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inverse) {
+  check_token_operands(plan, x, y);
+  if (y.numel() == 0) return;
+  if (x.device().is_cpu()) return token_transform_cpu(plan, x, y, inverse);
+#ifdef LOFT_WITH_CUDA
+  return token_transform_cuda(plan, x, y, inverse);
+#else
+  throw Error(cat("token_transform: x ", x.str(), " is on a GPU but loft was built without CUDA"));
 #endif
 }
 

@@ -68,4 +68,25 @@ void hadamard_transform(const HadamardPlan& plan, const Tensor& x, const Tensor&
 // Same, with plan_for(x.size(-1)).
 void hadamard_transform(const Tensor& x, const Tensor& y, bool inverse = false);
 
+// ---- along the token dimension (HALO level 2: H_T·dY) ----------------------------------------
+// Token blocks are capped so a CUDA thread block holds one block × 32 columns in shared memory;
+// 256 tokens already spread an outlier row over many rows.
+constexpr int64_t kMaxTokenBlock = 256;
+// Smallest block accepted before padding instead: blocks of 2 or 4 tokens barely mix.
+constexpr int64_t kMinTokenBlock = 64;
+
+// The plan for `tokens` rows: n = the smallest padded count >= tokens that splits into equal
+// blocks of min(n, >= kMinTokenBlock) tokens, each at most kMaxTokenBlock with a full (K·2^m)
+// Hadamard; the padding (n - tokens < 64 rows) is zero rows, so H_T stays exactly orthogonal on
+// the padded space and nothing is truncated. Cached per count.
+HadamardPlan token_plan(int64_t tokens);
+
+// Rotates every COLUMN of x as hadamard_transform rotates every row: forward Y = Hᵀ·X, inverse
+// Y = H·X, with H = hadamard_dense(plan) (so H_T := Hᵀ). x [rx, N] and y [ry, N] with rx, ry <=
+// plan.n: x's missing rows are zeros, y receives the first ry rows of the result (pad with
+// rx < n going forward, drop the padding with ry < n coming back). Same dtypes and devices as
+// hadamard_transform; y must not overlap x.
+void token_transform(const HadamardPlan& plan, const Tensor& x, const Tensor& y,
+                     bool inverse = false);
+
 }  // namespace loft::quant

@@ -70,32 +70,16 @@ void check_scale(const Tensor& scale, const Tensor& codes, std::string_view op) 
              " but codes on ", codes.device().str());
 }
 
-template <typename Enc>
-void quantize_cpu(const float* x, int64_t n, float q, Enc enc, uint8_t* codes, float* scale) {
-  float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));  // fmax skips NaN
-  const float s = amax == 0.0f ? 1.0f : amax / q;
-  for (int64_t i = 0; i < n; ++i) codes[i] = enc(x[i] / s);
-  *scale = s;
-}
-
 void quantize_cpu(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
   const LowpFormat f = format_of(codes.dtype(), "quantize");
   const std::vector<float> xf = x.to_float_vector();  // exact for F32 and BF16
   const int64_t n = x.numel();
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(xf[size_t(i)]));  // skips NaN
+  const float s = scale_for_amax(amax, f);
   auto* out = codes.ptr<uint8_t>();
-  float* s = scale.ptr<float>();
-  switch (f) {
-    case LowpFormat::E4M3:
-      quantize_cpu(xf.data(), n, qmax(f), f32_to_fp8_e4m3, out, s);
-      break;
-    case LowpFormat::E5M2:
-      quantize_cpu(xf.data(), n, qmax(f), f32_to_fp8_e5m2, out, s);
-      break;
-    case LowpFormat::INT8:
-      quantize_cpu(xf.data(), n, qmax(f), [](float v) { return uint8_t(f32_to_int8(v)); }, out, s);
-      break;
-  }
+  encode_cpu(f, xf.data(), n, s, out);
+  *scale.ptr<float>() = s;
   if (codes_t) {
     const int64_t rows = x.size(0), cols = x.size(1);
     auto* t = codes_t->ptr<uint8_t>();
@@ -131,6 +115,22 @@ void dequantize_cpu(const Tensor& codes, const Tensor* scale, Tensor& out) {
 }
 
 }  // namespace
+
+float scale_for_amax(float amax, LowpFormat f) { return amax == 0.0f ? 1.0f : amax / qmax(f); }
+
+void encode_cpu(LowpFormat f, const float* x, int64_t n, float s, uint8_t* codes) {
+  switch (f) {
+    case LowpFormat::E4M3:
+      for (int64_t i = 0; i < n; ++i) codes[i] = f32_to_fp8_e4m3(x[i] / s);
+      return;
+    case LowpFormat::E5M2:
+      for (int64_t i = 0; i < n; ++i) codes[i] = f32_to_fp8_e5m2(x[i] / s);
+      return;
+    case LowpFormat::INT8:
+      for (int64_t i = 0; i < n; ++i) codes[i] = uint8_t(f32_to_int8(x[i] / s));
+      return;
+  }
+}
 
 void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
   LOFT_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,

@@ -32,6 +32,11 @@ QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transpose
 // Same, into preallocated codes (and codes_t when defined) and scale (no allocation).
 void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale);
 
+// The scale quantize() derives from an amax: amax / qmax in fp32, 1 when amax is 0.
+float scale_for_amax(float amax, LowpFormat f);
+// CPU: codes[i] = Q(x[i] / scale), the cast quantize() does once its scale is known.
+void encode_cpu(LowpFormat f, const float* x, int64_t n, float scale, uint8_t* codes);
+
 // out = decode(codes) * scale (one fp32 multiply, then rounded to out's dtype). out: F32 or BF16
 // of codes' shape on codes' device. A null scale means 1 (the raw code values, which are exact in
 // bf16 for all three formats).

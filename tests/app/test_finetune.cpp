@@ -142,5 +142,22 @@ TEST(Finetune, SeqTooShortForAnyResponseIsAnErrorNotAHang) {
   EXPECT_TRUE(test::contains(r.err, "raise --seq")) << r.err;
 }
 
+TEST(Finetune, HaloNf4BackboneTrainsAndBackboneIsRefusedElsewhere) {
+  test::TempDir dir;
+  auto args = base_args(dir / "run", 10);
+  for (const char* a : {"--method", "halo", "--backbone", "nf4", "--warmup", "0"}) args.push_back(a);
+  const auto r = test::run_cli_captured(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.out, "HALO level 2 fp8, backbone nf4")) << r.out;
+  const auto m = read_metrics(dir / "run");
+  ASSERT_GE(m.size(), 2u);
+  EXPECT_LT(m.back()["loss"].get<double>(), m.front()["loss"].get<double>());
+  auto lora = base_args(dir / "lora", 1);
+  for (const char* a : {"--method", "lora", "--backbone", "nf4"}) lora.push_back(a);
+  const auto bad = test::run_cli_captured(lora);
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(test::contains(bad.err, "--backbone")) << bad.err;
+}
+
 }  // namespace
 }  // namespace loft

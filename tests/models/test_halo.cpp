@@ -1,10 +1,12 @@
-// HALO's frozen products (FP8/INT8, Hadamard level 0/1) against the exact ones, the rotation's
-// point (outlier channels), and training: every low-precision method ends within 5% of LoRA's
-// validation loss after the same steps on the same data (CPU backend, stories260K).
+// HALO's frozen products (FP8/INT8, Hadamard levels 0/1/2, dense or NF4 backbone) against the
+// exact ones, level 2 against explicit matrices, the rotation's point (outlier channels), and
+// training: every low-precision method ends within 5% of LoRA's validation loss after the same
+// steps on the same data (CPU backend, stories260K).
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/peft/method.h"
+#include "engine/quant/hadamard.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
 
@@ -37,7 +39,7 @@ TEST(Halo, ProductsAreCloseToExact) {
   for (auto [in, out] : {std::pair{64, 172}, {172, 64}, {96, 40}}) {
     const Tensor x = test::random_tensor({33, in}, rng), w = test::random_tensor({out, in}, rng, -0.1f, 0.1f);
     const Tensor dy = test::random_tensor({33, out}, rng);
-    for (int level : {0, 1}) {
+    for (int level : {0, 1, 2}) {
       const Products fp8 = halo_errors(x, w, dy, {level, quant::LowpFormat::E4M3});
       const Products i8 = halo_errors(x, w, dy, {level, quant::LowpFormat::INT8});
       EXPECT_LT(fp8.fwd, 0.05) << in << "x" << out << " level " << level;
@@ -65,11 +67,83 @@ TEST(Halo, RotationTamesOutlierChannels) {
   EXPECT_LT(l1.fwd, 0.5 * l0.fwd) << "level 0 " << l0.fwd << ", level 1 " << l1.fwd;
 }
 
-TEST(Halo, UnbuiltLevelIsRefused) {
-  MethodOptions m{"halo", {8, 16.0f}, parse_lora_targets("all"), {2, quant::LowpFormat::E4M3}};
+// dx of level 2 from explicit matrices: Ht = token Hadamard (padded), Hin = input Hadamard,
+//   dX = first T rows of Ht·deq(Q(Htᵀ·[dY; 0]))·deq(Q(W·Hin))·Hinᵀ, and y = deq(Q(X·Hin))·deq(Q(W·Hin))ᵀ.
+Tensor mm(const Tensor& a, const Tensor& b, bool ta = false, bool tb = false) {
+  Tensor c = Tensor::empty({ta ? a.size(1) : a.size(0), tb ? b.size(0) : b.size(1)}, DType::F32);
+  ops::gemm(a, b, c, {.trans_a = ta, .trans_b = tb});
+  return c;
+}
+Tensor qdq(const Tensor& x, quant::LowpFormat f) { return quant::dequantize(quant::quantize(x, f)); }
+
+TEST(Halo, LevelTwoMatchesExplicitMatrices) {
+  std::mt19937 rng(13);
+  for (auto [t, in, out] : {std::tuple{7, 172, 64}, {33, 64, 40}, {130, 172, 96}, {64, 48, 172}})
+    for (quant::LowpFormat f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) {
+      const Tensor x = test::random_tensor({t, in}, rng), dy = test::random_tensor({t, out}, rng);
+      const Tensor w = test::random_tensor({out, in}, rng, -0.1f, 0.1f);
+      const Tensor hin = quant::hadamard_dense(quant::plan_for(in));
+      const quant::HadamardPlan tp = quant::token_plan(t);
+      const Tensor ht = quant::hadamard_dense(tp);
+      Tensor dyp = Tensor::zeros({tp.n, out}, DType::F32);
+      dyp.slice(0, t).copy_from(dy);
+      const Tensor wq = qdq(mm(w, hin), f);
+      const Tensor z = mm(qdq(mm(ht, dyp, /*ta=*/true), f), wq);
+      const Tensor dx_ref = mm(mm(ht, z).slice(0, t).clone(), hin, false, /*tb=*/true);
+      const Tensor y_ref = mm(qdq(mm(x, hin), f), wq, false, /*tb=*/true);
+
+      const auto hw = halo_weight(w.clone(), {2, f});
+      Tensor y = Tensor::empty({t, out}, DType::F32), dx = Tensor::empty({t, in}, DType::F32);
+      hw->forward(x, y);
+      hw->backward_input(dy, dx, false);
+      const std::string what = cat("T=", t, " in=", in, " out=", out, " ", quant::format_name(f));
+      // The fast transforms and the matrix products round differently in the last bit, which
+      // can flip a code at a rounding boundary (one step of one element: ~4e-4 here); a wrong
+      // rotation, orientation or padding is off by O(1).
+      EXPECT_LT(test::rel_error(y, y_ref), 2e-3) << what;
+      EXPECT_LT(test::rel_error(dx, dx_ref), 2e-3) << what;
+    }
+}
+
+TEST(Halo, Nf4BackboneProductsAreCloseToExactAndSmall) {
+  std::mt19937 rng(14);
+  for (auto [in, out] : {std::pair{64, 172}, {172, 64}}) {
+    const Tensor x = test::random_tensor({33, in}, rng), dy = test::random_tensor({33, out}, rng);
+    std::normal_distribution<float> normal(0.0f, 0.05f);
+    std::vector<float> wv(size_t(in * out));
+    for (float& v : wv) v = normal(rng);
+    const Tensor w = Tensor::from_vector(wv, {out, in});
+    for (int level : {0, 2})
+      for (quant::LowpFormat f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) {
+        const HaloOptions opt{level, f, HaloBackbone::Nf4};
+        const Products p = halo_errors(x, w, dy, opt);
+        EXPECT_LT(p.fwd, 0.15) << in << "x" << out << " level " << level;
+        EXPECT_LT(p.bwd, 0.15) << in << "x" << out << " level " << level;
+        // NF4 keeps ~4.1 bits a weight resident; the dense store keeps 2 bytes (codes + transpose).
+        const auto nf4 = halo_weight(w.clone(), opt);
+        const auto dense = halo_weight(w.clone(), {level, f});
+        EXPECT_LT(nf4->stored_bytes(), size_t(0.6 * double(in * out))) << nf4->stored_bytes();
+        EXPECT_GE(dense->stored_bytes(), size_t(2 * in * out));
+      }
+  }
+}
+
+TEST(Halo, BadLevelAndBackboneAreRefused) {
+  MethodOptions m{"halo", {8, 16.0f}, parse_lora_targets("all"), {3, quant::LowpFormat::E4M3}};
   std::mt19937_64 rng(0);
   EXPECT_THROW(make_linear_factory(m, rng), UsageError);
   EXPECT_THROW(parse_halo_format("fp4"), UsageError);
+  EXPECT_THROW(parse_halo_backbone("nf8"), UsageError);
+  for (const char* method : {"lora", "qlora"}) {
+    MethodOptions b{method, {8, 16.0f}, parse_lora_targets("all"), {}};
+    b.halo.backbone = HaloBackbone::Nf4;
+    try {
+      make_linear_factory(b, rng);
+      ADD_FAILURE() << method << " took --backbone nf4";
+    } catch (const UsageError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "--backbone"));
+    }
+  }
 }
 
 struct ValLoss {
@@ -117,9 +191,15 @@ TEST(Halo, LowPrecisionMethodsEndWithinFivePercentOfLora) {
         MethodOptions{"halo", {8, 16.0f}, all, {0, quant::LowpFormat::E4M3}},
         MethodOptions{"halo", {8, 16.0f}, all, {1, quant::LowpFormat::E4M3}},
         MethodOptions{"halo", {8, 16.0f}, all, {0, quant::LowpFormat::INT8}},
-        MethodOptions{"halo", {8, 16.0f}, all, {1, quant::LowpFormat::INT8}}}) {
+        MethodOptions{"halo", {8, 16.0f}, all, {1, quant::LowpFormat::INT8}},
+        MethodOptions{"halo", {8, 16.0f}, all, {2, quant::LowpFormat::E4M3}},
+        MethodOptions{"halo", {8, 16.0f}, all, {2, quant::LowpFormat::INT8}},
+        MethodOptions{"halo", {8, 16.0f}, all, {2, quant::LowpFormat::E4M3, HaloBackbone::Nf4}}}) {
     const double got = trained_val_loss(m, 150).after;
-    const std::string name = m.method + (m.method == "halo" ? cat("-", quant::format_name(m.halo.format), "-l", m.halo.level) : "");
+    const std::string name =
+        m.method + (m.method == "halo" ? cat("-", quant::format_name(m.halo.format), "-l", m.halo.level,
+                                             m.halo.backbone == HaloBackbone::Nf4 ? "-nf4" : "")
+                                       : "");
     RecordProperty(name, std::to_string(got));
     std::printf("val loss after 150 steps: %-16s %.4f (lora %.4f, %+.2f%%)\n", name.c_str(), got, lora,
                 100.0 * (got - lora) / lora);

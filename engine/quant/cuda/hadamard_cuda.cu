@@ -1,9 +1,12 @@
-// CUDA Hadamard transform: one thread block per row, the whole row staged in shared memory as
-// fp32. The 2^m Walsh–Hadamard stages of stride < 32 run in registers with warp shuffles while
-// the row is loaded (element e sits in lane e mod 32, and sub-rows start at multiples of 2^m), the
-// wider stages run in shared memory, and the K-mix reads the K sub-rows of each diagonal block
-// from shared memory and writes the scaled result. All of x is read before y is written, so y may
-// be x.
+// CUDA Hadamard transforms. Rows: one thread block per row, the whole row staged in shared
+// memory as fp32; the 2^m Walsh–Hadamard stages of stride < 32 run in registers with warp
+// shuffles while the row is loaded (element e sits in lane e mod 32, and sub-rows start at
+// multiples of 2^m), the wider stages run in shared memory, and the K-mix reads the K sub-rows of
+// each diagonal block from shared memory. Tokens (columns): one thread block per token block ×
+// 32 columns, the same stages down the columns of the tile. Both run the CPU's butterflies and
+// K-mix sums in the CPU's order (±1 products are exact), so they agree with it bit for bit.
+// What happens to each rotated value is the kernel's epilogue: store it (the transform), fold it
+// into an amax, or cast it to FP8/INT8 codes (the two passes of the fused rotate + quantize).
 #include <map>
 #include <mutex>
 #include <utility>
@@ -11,6 +14,7 @@
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/hadamard_cuda.h"
+#include "engine/quant/cuda/quant_device.cuh"
 
 namespace loft::quant {
 
@@ -20,20 +24,69 @@ using ops::cuda_kernels::bf16;
 using ops::cuda_kernels::from_f32;
 using ops::cuda_kernels::to_f32;
 
+// ---- epilogues: put(i, v) receives rotated value v of output element i --------------------
+template <typename T>
+struct StoreRotated {
+  T* y;
+  __device__ void begin() {}
+  __device__ void put(int64_t i, float v) { y[i] = from_f32<T>(v); }
+  __device__ void end() {}
+};
+
+// The amax over the rotated values as the unfused path stores them (rounded to T).
+template <typename T>
+struct AmaxRotated {
+  unsigned* amax_bits;
+  float m;
+  __device__ void begin() { m = 0.0f; }
+  __device__ void put(int64_t, float v) { m = fmaxf(m, fabsf(to_f32(from_f32<T>(v)))); }
+  __device__ void end() { cuda::block_amax(m, amax_bits); }
+};
+
+template <typename T, LowpFormat F>
+struct CastRotated {
+  const unsigned* amax_bits;
+  float qmax;
+  uint8_t* codes;
+  float* scale;
+  float s;
+  __device__ void begin() {
+    s = cuda::scale_from(amax_bits, qmax);
+    if ((blockIdx.x | blockIdx.y | threadIdx.x | threadIdx.y) == 0) *scale = s;
+  }
+  __device__ void put(int64_t i, float v) {
+    codes[i] = cuda::encode<F>(__fdiv_rn(to_f32(from_f32<T>(v)), s));
+  }
+  __device__ void end() {}
+};
+
 struct Params {
-  int n, log2_p, k;
+  int n, log2_p, k;  // rows: n = the row width; tokens: n = the block
   float scale;
   const int8_t* h;  // k·k entries of H_k on the device
   bool inverse;
+  int64_t rows_x, rows_y, cols;  // tokens only
 };
 
-// x and y may alias: no __restrict__.
-template <typename T>
-__global__ void hadamard_rows(const T* x, T* y, Params prm) {
+// Output sub-row i of a block takes column i of H_k (row i for the inverse); s_at(r) reads the
+// staged value of in-block position r.
+template <typename At>
+__device__ __forceinline__ float k_mix(const Params& prm, int e, At s_at) {
+  const int i = e >> prm.log2_p, j = e & ((1 << prm.log2_p) - 1), k = prm.k;
+  float acc = 0.0f;
+  for (int src = 0; src < k; ++src) {
+    const int8_t hv = prm.inverse ? __ldg(prm.h + i * k + src) : __ldg(prm.h + src * k + i);
+    acc += float(hv) * s_at((src << prm.log2_p) + j);
+  }
+  return acc * prm.scale;
+}
+
+// x and y may alias (all of x is read before anything is written): no __restrict__.
+template <typename T, typename Epi>
+__global__ void hadamard_rows(const T* x, Params prm, Epi epi) {
   extern __shared__ float s[];
-  const int n = prm.n, log2_p = prm.log2_p, p = 1 << log2_p, k = prm.k;
+  const int n = prm.n, log2_p = prm.log2_p;
   const T* xr = x + int64_t(blockIdx.x) * n;
-  T* yr = y + int64_t(blockIdx.x) * n;
   const int lane = threadIdx.x & 31;
   const int shuffle_stages = min(log2_p, 5);
   // Every lane takes part in the shuffles: sub-rows lie wholly inside or outside [0, n).
@@ -58,17 +111,47 @@ __global__ void hadamard_rows(const T* x, T* y, Params prm) {
     }
     __syncthreads();
   }
-  // Row vector times H: output sub-row i of a block takes column i of H_k (row i for the inverse).
+  epi.begin();
+  const int block = prm.k << log2_p;
   for (int e = threadIdx.x; e < n; e += blockDim.x) {
-    const int sub = e >> log2_p, i = sub % k;
-    const int first = ((sub - i) << log2_p) + (e & (p - 1));
-    float acc = 0.0f;
-    for (int src = 0; src < k; ++src) {
-      const int8_t hv = prm.inverse ? __ldg(prm.h + i * k + src) : __ldg(prm.h + src * k + i);
-      acc += float(hv) * s[first + (src << log2_p)];
-    }
-    yr[e] = from_f32<T>(acc * prm.scale);
+    const float* blk = s + (e / block) * block;
+    epi.put(int64_t(blockIdx.x) * n + e, k_mix(prm, e % block, [&](int r) { return blk[r]; }));
   }
+  epi.end();
+}
+
+constexpr int kTokenCols = 32, kTokenRowsPerPass = 8;
+
+// Block (32, 8) per tile of one token block × 32 columns; a warp walks one row of the tile, so
+// global accesses run along rows and shared-memory banks are the column (conflict-free).
+template <typename T, typename Epi>
+__global__ void hadamard_tokens(const T* __restrict__ x, Params prm, Epi epi) {
+  extern __shared__ float s[];  // [block][kTokenCols]
+  const int tx = threadIdx.x, ty = threadIdx.y, b = prm.n, log2_p = prm.log2_p;
+  const int64_t col = int64_t(blockIdx.x) * kTokenCols + tx, r0 = int64_t(blockIdx.y) * b;
+  const bool in_cols = col < prm.cols;
+  for (int r = ty; r < b; r += kTokenRowsPerPass) {
+    const int64_t gr = r0 + r;
+    s[r * kTokenCols + tx] = in_cols && gr < prm.rows_x ? to_f32(x[gr * prm.cols + col]) : 0.0f;
+  }
+  __syncthreads();
+  for (int st = 0; st < log2_p; ++st) {
+    const int h = 1 << st;
+    for (int q = ty; q < b / 2; q += kTokenRowsPerPass) {
+      const int lo = ((q >> st) << (st + 1)) + (q & (h - 1));
+      const float a = s[lo * kTokenCols + tx], c = s[(lo + h) * kTokenCols + tx];
+      s[lo * kTokenCols + tx] = a + c;
+      s[(lo + h) * kTokenCols + tx] = a - c;
+    }
+    __syncthreads();
+  }
+  epi.begin();
+  for (int r = ty; r < b; r += kTokenRowsPerPass) {
+    const float v = k_mix(prm, r, [&](int q) { return s[q * kTokenCols + tx]; });
+    const int64_t gr = r0 + r;
+    if (in_cols && gr < prm.rows_y) epi.put(gr * prm.cols + col, v);
+  }
+  epi.end();
 }
 
 // H_k on `device`, uploaded once per (device, k) and kept for the process (never freed: the
@@ -83,14 +166,21 @@ const int8_t* device_matrix(const HadamardMatrix& m, int device) {
     LOFT_CUDA_CHECK(cudaMalloc(&buf, m.entries.size()));
     // Ordered before the kernels on the same stream; the host entries live in the process cache.
     LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, m.entries.data(), m.entries.size(), cudaMemcpyHostToDevice,
-                                    cuda::stream(device)));
+                                    loft::cuda::stream(device)));
     ptr = buf;
   }
   return ptr;
 }
 
-template <typename T>
-void launch(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inverse, int device) {
+Params params_for(const HadamardPlan& plan, bool inverse, int device) {
+  return Params{int(plan.n),  plan.log2_pow2, plan.k, plan.scale(), device_matrix(*plan.matrix, device),
+                inverse,      0,              0,      0};
+}
+
+template <typename T, typename Epi>
+void launch_rows(const HadamardPlan& plan, const Tensor& x, bool inverse, int device, const Epi& epi) {
+  if (plan.n > int64_t(1) << 30)
+    throw Error(cat("hadamard_transform: width n=", plan.n, " is too large for the CUDA transform"));
   const int n = int(plan.n);
   const int64_t rows = x.numel() / plan.n;
   const size_t smem = size_t(n) * sizeof(float);
@@ -99,36 +189,94 @@ void launch(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inv
   if (smem > size_t(optin))
     throw Error(cat("hadamard_transform: width n=", n, " needs ", smem,
                     " bytes of shared memory per row; cuda:", device, " offers ", optin));
-  if (smem > 48 * 1024)
-    LOFT_CUDA_CHECK(cudaFuncSetAttribute(hadamard_rows<T>,
+  if (smem + 1024 > 48 * 1024)  // the epilogue amax adds a little static shared memory
+    LOFT_CUDA_CHECK(cudaFuncSetAttribute(hadamard_rows<T, Epi>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   if (rows > int64_t(0x7fffffff))
     throw Error(cat("hadamard_transform: x ", x.str(), " has more rows than one launch takes"));
-  const Params prm{
-      n, plan.log2_pow2, plan.k, plan.scale(), device_matrix(*plan.matrix, device), inverse};
   const int threads = n >= 2048 ? 512 : 128;  // multiples of 32 (lane = e mod 32)
-  hadamard_rows<T>
-      <<<unsigned(rows), threads, smem, cuda::stream(device)>>>(x.ptr<T>(), y.ptr<T>(), prm);
-  cuda::check_launch("hadamard_rows");
+  hadamard_rows<T, Epi><<<unsigned(rows), threads, smem, loft::cuda::stream(device)>>>(
+      x.ptr<T>(), params_for(plan, inverse, device), epi);
+  loft::cuda::check_launch("hadamard_rows");
+}
+
+template <typename T, typename Epi>
+void launch_tokens(const HadamardPlan& plan, const Tensor& x, int64_t rows_y, bool inverse,
+                   int device, const Epi& epi) {
+  LOFT_CHECK(plan.block <= kMaxTokenBlock, "token_transform: the plan's block ", plan.block,
+             " exceeds ", kMaxTokenBlock, " tokens (use token_plan)");
+  const int64_t cols = x.size(1), blocks = plan.n / plan.block;
+  LOFT_CHECK(blocks <= 65535, "token_transform: ", plan.n, " tokens are more than one launch takes");
+  Params prm = params_for(plan, inverse, device);
+  prm.n = int(plan.block);
+  prm.rows_x = x.size(0);
+  prm.rows_y = rows_y;
+  prm.cols = cols;
+  const dim3 grid(unsigned((cols + kTokenCols - 1) / kTokenCols), unsigned(blocks));
+  const size_t smem = size_t(plan.block) * kTokenCols * sizeof(float);  // <= 32 KiB
+  hadamard_tokens<T, Epi><<<grid, dim3(kTokenCols, kTokenRowsPerPass), smem, loft::cuda::stream(device)>>>(
+      x.ptr<T>(), prm, epi);
+  loft::cuda::check_launch("hadamard_tokens");
+}
+
+// Calls f(Tag<T>{}) for F32 or BF16 x; `what` names the operation in the error.
+template <typename Fn>
+void dispatch_dtype(const Tensor& x, const char* what, Fn&& fn) {
+  switch (x.dtype()) {
+    case DType::F32:
+      return fn(ops::cuda_kernels::Tag<float>{});
+    case DType::BF16:
+      return fn(ops::cuda_kernels::Tag<bf16>{});
+    default:
+      throw Error(cat(what, ": the CUDA transform takes F32 or BF16, got x ", x.str()));
+  }
 }
 
 }  // namespace
 
 void hadamard_transform_cuda(const HadamardPlan& plan, const Tensor& x, const Tensor& y,
                              bool inverse) {
-  if (plan.n > int64_t(1) << 30)
-    throw Error(
-        cat("hadamard_transform: width n=", plan.n, " is too large for the CUDA transform"));
   const int device = x.device().index;
-  cuda::set_device(device);
-  switch (x.dtype()) {
-    case DType::F32:
-      return launch<float>(plan, x, y, inverse, device);
-    case DType::BF16:
-      return launch<bf16>(plan, x, y, inverse, device);
-    default:
-      throw Error(cat("hadamard_transform: the CUDA transform takes F32 or BF16, got x ", x.str()));
-  }
+  loft::cuda::set_device(device);
+  dispatch_dtype(x, "hadamard_transform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_rows<T>(plan, x, inverse, device, StoreRotated<T>{y.ptr<T>()});
+  });
+}
+
+void token_transform_cuda(const HadamardPlan& plan, const Tensor& x, const Tensor& y,
+                          bool inverse) {
+  const int device = x.device().index;
+  loft::cuda::set_device(device);
+  dispatch_dtype(x, "token_transform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_tokens<T>(plan, x, y.size(0), inverse, device, StoreRotated<T>{y.ptr<T>()});
+  });
+}
+
+void rotate_quantize_cuda(const HadamardPlan& plan, const Tensor& x, bool token_dim, Tensor& codes,
+                          Tensor& scale) {
+  const int device = x.device().index;
+  loft::cuda::set_device(device);
+  const LowpFormat f = format_of(codes.dtype(), "rotate_quantize: codes");
+  Tensor amax = Tensor::empty({1}, DType::I32, x.device());
+  LOFT_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(unsigned), loft::cuda::stream(device)));
+  auto* amax_bits = amax.ptr<unsigned>();
+  const int64_t rows_y = token_dim ? plan.n : 0;
+  dispatch_dtype(x, "rotate_quantize", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto run = [&](const auto& epi) {
+      if (token_dim)
+        launch_tokens<T>(plan, x, rows_y, /*inverse=*/false, device, epi);
+      else
+        launch_rows<T>(plan, x, /*inverse=*/false, device, epi);
+    };
+    run(AmaxRotated<T>{amax_bits, 0.0f});
+    cuda::dispatch_format(f, [&](auto fc) {
+      constexpr LowpFormat F = decltype(fc)::value;
+      run(CastRotated<T, F>{amax_bits, qmax(f), codes.ptr<uint8_t>(), scale.ptr<float>(), 1.0f});
+    });
+  });
 }
 
 }  // namespace loft::quant

@@ -6,31 +6,13 @@
 
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/nf4_cuda.h"
+#include "engine/quant/cuda/nf4_tables.cuh"
 
 namespace loft {
 
 using namespace ops::cuda_kernels;
 
 namespace {
-
-struct Nf4Tables {
-  float levels[16];
-  float level_thresholds[15];
-  float map[256];
-  float map_thresholds[255];
-};
-
-const Nf4Tables& tables() {
-  static const Nf4Tables t = [] {
-    Nf4Tables t{};
-    std::copy(kNf4Levels.begin(), kNf4Levels.end(), t.levels);
-    std::copy(nf4_thresholds().begin(), nf4_thresholds().end(), t.level_thresholds);
-    std::copy(dynamic_map().begin(), dynamic_map().end(), t.map);
-    std::copy(dynamic_map_thresholds().begin(), dynamic_map_thresholds().end(), t.map_thresholds);
-    return t;
-  }();
-  return t;
-}
 
 // The number of entries of the ascending table t[0..n) strictly below v (binary search).
 __device__ __forceinline__ int count_below(const float* t, int n, float v) {
@@ -154,7 +136,7 @@ Nf4Tensor quantize_nf4_cuda(const Tensor& w) {
     const int threads = 32 * kWarpsPerCta;
     const unsigned grid = grid_for((nb + kWarpsPerCta - 1) / kWarpsPerCta * threads, threads, dev);
     quantize_blocks_kernel<T><<<grid, threads, 0, st>>>(w.ptr<T>(), n, nb, q.codes.ptr<uint8_t>(),
-                                                        absmax.ptr<float>(), tables());
+                                                        absmax.ptr<float>(), nf4_device_tables());
     cuda::check_launch("quantize_nf4 (blocks)");
   });
   const std::vector<float> host_absmax = absmax.to_float_vector();
@@ -166,7 +148,7 @@ Nf4Tensor quantize_nf4_cuda(const Tensor& w) {
   q.absmax_offset = nf4_absmax_mean(host_absmax.data(), nb);
   quantize_absmax_kernel<<<unsigned(ng), unsigned(kNf4AbsmaxGroup), 0, st>>>(
       absmax.ptr<float>(), nb, q.absmax_offset, dynamic_map_code(0.0f),
-      q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(), tables());
+      q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(), nf4_device_tables());
   cuda::check_launch("quantize_nf4 (absmax)");
   return q;
 }
@@ -180,7 +162,7 @@ void dequantize_nf4_cuda(const Nf4Tensor& q, Tensor& out) {
     dequantize_kernel<T><<<grid_for((n + kChunk - 1) / kChunk, kThreads, dev), kThreads, 0,
                            cuda::stream(dev)>>>(
         q.codes.ptr<uint8_t>(), q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(),
-        q.absmax_offset, n, out.ptr<T>(), tables());
+        q.absmax_offset, n, out.ptr<T>(), nf4_device_tables());
     cuda::check_launch("dequantize_nf4");
   });
 }

@@ -10,5 +10,8 @@ namespace loft {
 Nf4Tensor quantize_nf4_cuda(const Tensor& w);
 // One kernel decodes both levels and writes the weight (F32, or BF16 rounded to nearest even).
 void dequantize_nf4_cuda(const Nf4Tensor& q, Tensor& out);
+// quant::nf4_to_lowp on CUDA (validated there): one kernel decodes both levels and writes
+// Q(deq / scale) codes, through 32×32 shared-memory tiles when transposed.
+void nf4_to_lowp_cuda(const Nf4Tensor& q, float scale, bool transposed, Tensor& codes);
 
 }  // namespace loft

@@ -3,13 +3,9 @@
 // device (no host round trip), encodes with the same scalar encoders as the CPU (engine/quant/
 // fp8.h, int8.h; x / s as __fdiv_rn, the IEEE division the CPU does) and, for the transposed copy,
 // turns 32×32 tiles through shared memory.
-#include <cuda_fp8.h>
-
 #include "engine/ops/cuda/kernel_util.cuh"
+#include "engine/quant/cuda/quant_device.cuh"
 #include "engine/quant/cuda/quantize_cuda.h"
-#include "engine/quant/fp8.h"
-#include "engine/quant/int8.h"
-#include "engine/quant/quantize.h"
 
 namespace loft::quant::cuda {
 
@@ -17,21 +13,6 @@ namespace {
 
 using namespace loft::ops::cuda_kernels;
 
-template <LowpFormat F>
-__device__ __forceinline__ uint8_t encode(float v) {
-  if constexpr (F == LowpFormat::E4M3) return f32_to_fp8_e4m3(v);
-  if constexpr (F == LowpFormat::E5M2) return f32_to_fp8_e5m2(v);
-  if constexpr (F == LowpFormat::INT8) return uint8_t(f32_to_int8(v));
-}
-
-template <LowpFormat F>
-__device__ __forceinline__ float decode(uint8_t c) {
-  if constexpr (F == LowpFormat::INT8) return float(int8_t(c));
-  constexpr __nv_fp8_interpretation_t kind = F == LowpFormat::E4M3 ? __NV_E4M3 : __NV_E5M2;
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, kind)));  // exact: fp8 ⊂ fp16
-}
-
-// Non-negative floats order like their bit patterns, so atomicMax on the bits is a float max.
 template <typename T>
 __global__ void amax_kernel(const T* __restrict__ x, int64_t n, unsigned* __restrict__ amax_bits) {
   float m = 0.0f;  // fmaxf skips NaN
@@ -48,24 +29,7 @@ __global__ void amax_kernel(const T* __restrict__ x, int64_t n, unsigned* __rest
     i += chunks * kChunk;
   }
   for (; i < n; i += stride) m = fmaxf(m, fabsf(to_f32(x[i])));
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  __shared__ float warp_max[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) warp_max[warp] = m;
-  __syncthreads();
-  if (warp == 0) {
-    m = lane < int(blockDim.x >> 5) ? warp_max[lane] : 0.0f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0) atomicMax(amax_bits, __float_as_uint(m));
-  }
-}
-
-// The scale from the reduced amax, identical to the CPU's: amax / qmax, 1 when amax is 0.
-__device__ __forceinline__ float scale_from(const unsigned* amax_bits, float qmax) {
-  const float amax = __uint_as_float(*amax_bits);
-  return amax == 0.0f ? 1.0f : __fdiv_rn(amax, qmax);
+  block_amax(m, amax_bits);
 }
 
 template <typename T, LowpFormat F>
@@ -137,19 +101,6 @@ __global__ void apply_scales_kernel(const Acc* __restrict__ acc, int64_t n,
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     c[i] = from_f32<T>(__fmul_rn(float(acc[i]), f));
-}
-
-// Calls f(std::integral_constant<LowpFormat, F>{}) for the codes' format.
-template <typename Fn>
-void dispatch_format(LowpFormat f, Fn&& fn) {
-  switch (f) {
-    case LowpFormat::E4M3:
-      return fn(std::integral_constant<LowpFormat, LowpFormat::E4M3>{});
-    case LowpFormat::E5M2:
-      return fn(std::integral_constant<LowpFormat, LowpFormat::E5M2>{});
-    case LowpFormat::INT8:
-      return fn(std::integral_constant<LowpFormat, LowpFormat::INT8>{});
-  }
 }
 
 constexpr int kThreads = 256;

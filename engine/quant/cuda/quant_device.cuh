@@ -1,0 +1,68 @@
+// Device halves of the per-tensor quantizer shared by every kernel that writes FP8/INT8 codes
+// (quantize_kernels.cu, the fused rotate + quantize and NF4 -> codes kernels): the scalar
+// encoders of engine/quant/fp8.h and int8.h by format, the scale from a reduced amax, and the
+// block amax reduction. Include only from .cu.
+#pragma once
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
+#include "engine/quant/fp8.h"
+#include "engine/quant/int8.h"
+#include "engine/quant/quantize.h"
+
+namespace loft::quant::cuda {
+
+template <LowpFormat F>
+__device__ __forceinline__ uint8_t encode(float v) {
+  if constexpr (F == LowpFormat::E4M3) return f32_to_fp8_e4m3(v);
+  if constexpr (F == LowpFormat::E5M2) return f32_to_fp8_e5m2(v);
+  if constexpr (F == LowpFormat::INT8) return uint8_t(f32_to_int8(v));
+}
+
+template <LowpFormat F>
+__device__ __forceinline__ float decode(uint8_t c) {
+  if constexpr (F == LowpFormat::INT8) return float(int8_t(c));
+  constexpr __nv_fp8_interpretation_t kind = F == LowpFormat::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, kind)));  // exact: fp8 ⊂ fp16
+}
+
+// The scale from the reduced amax, identical to the CPU's: amax / qmax, 1 when amax is 0.
+__device__ __forceinline__ float scale_from(const unsigned* amax_bits, float qmax) {
+  const float amax = __uint_as_float(*amax_bits);
+  return amax == 0.0f ? 1.0f : __fdiv_rn(amax, qmax);
+}
+
+// Folds every thread's m (>= 0) into *amax_bits: non-negative floats order like their bit
+// patterns, so atomicMax on the bits is a float max. Every thread of the block must call it
+// (1-D or 2-D blocks of a multiple of 32 threads).
+__device__ __forceinline__ void block_amax(float m, unsigned* amax_bits) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  __shared__ float warp_max[32];
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5, warps = int(blockDim.x * blockDim.y) >> 5;
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < warps ? warp_max[lane] : 0.0f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) atomicMax(amax_bits, __float_as_uint(m));
+  }
+}
+
+// Calls f(std::integral_constant<LowpFormat, F>{}) for the codes' format.
+template <typename Fn>
+void dispatch_format(LowpFormat f, Fn&& fn) {
+  switch (f) {
+    case LowpFormat::E4M3:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::E4M3>{});
+    case LowpFormat::E5M2:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::E5M2>{});
+    case LowpFormat::INT8:
+      return fn(std::integral_constant<LowpFormat, LowpFormat::INT8>{});
+  }
+}
+
+}  // namespace loft::quant::cuda
