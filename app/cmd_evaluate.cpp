@@ -2,6 +2,7 @@
 // and GSM8K-style benchmarks come with the evaluation work.
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "app/commands.h"
 #include "eval/perplexity.h"
