@@ -2,6 +2,7 @@
 // and GSM8K-style benchmarks come with the evaluation work.
 #include <iomanip>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "app/commands.h"
 #include "eval/perplexity.h"
@@ -11,7 +12,7 @@ namespace loft::app {
 
 namespace {
 struct EvaluateOptions {
-  std::string model, adapter, task = "ppl", data, device;
+  std::string model, adapter, task = "ppl", data, device, method;
   bool json = false;
   int64_t batch_tokens = 8192;
 };
@@ -25,11 +26,14 @@ void run_evaluate(const EvaluateOptions& o) {
   std::mt19937_64 rng(0);
   std::unique_ptr<llama::LlamaModel> model;
   if (o.adapter.empty()) {
-    model = llama::load_model(o.model, device, make_linear_factory({"lora", {}, {}}, rng));
+    MethodOptions m;  // no targets: every projection frozen, stored the method's way
+    m.method = o.method.empty() ? "lora" : o.method;
+    model = llama::load_model(o.model, device, make_linear_factory(m, rng));
   } else {
-    const PeftAdapter a = load_peft_adapter(o.adapter);
-    model = llama::load_model(o.model, device,
-                              make_linear_factory(llama::method_options_for(a), rng));
+    // The model the adapter was trained on (its loft record), unless --method overrides it.
+    PeftAdapter a = load_peft_adapter(o.adapter);
+    const MethodOptions m = llama::method_options_for(a, o.method, o.adapter, std::cerr);
+    model = llama::load_model(o.model, device, make_linear_factory(m, rng));
     llama::apply_adapter(*model, a, o.adapter);
   }
   eval::PerplexityOptions po;
@@ -55,6 +59,9 @@ void add_evaluate_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("evaluate", "score a model (+adapter): perplexity; MMLU/GSM8K pending");
   cmd->add_option("--model", o->model, "Hugging Face Llama folder")->required();
   cmd->add_option("--adapter", o->adapter, "PEFT adapter folder to apply");
+  cmd->add_option("--method", o->method,
+                  "build the model for this method instead of the adapter's recorded one (default: "
+                  "the record; lora for PEFT-made adapters and no adapter)");
   cmd->add_option("--task", o->task, "ppl (mmlu, gsm8k: pending)")->capture_default_str();
   cmd->add_option("--data", o->data, "ppl: a text file, one document per non-empty line")->required();
   cmd->add_option("--batch-tokens", o->batch_tokens, "tokens per forward pass")->capture_default_str();

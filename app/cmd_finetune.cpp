@@ -1,12 +1,14 @@
 // loft finetune: train an adapter on a dataset. Resolves options (method defaults from
 // METHODS.md, overridable), prints the plan with its memory budget, then hands over to the
 // Trainer; the final adapter is written in PEFT's layout to RUN/adapter.
+#include <fstream>
 #include <iostream>
 
 #include "app/commands.h"
 #include "app/data_options.h"
 #include "datasets/data_loader.h"
 #include "engine/io/atomic_file.h"
+#include "engine/peft/method_record.h"
 #include "engine/train/trainer.h"
 #include "models/llama/loading.h"
 #include "models/llama/memory_estimate.h"
@@ -19,12 +21,13 @@ namespace fs = std::filesystem;
 namespace {
 
 struct FinetuneOptions {
-  std::string model, out = "runs/latest", method = "lora", device;
+  std::string model, out = "runs/latest", method, device;  // method "": lora or the init adapter's
   DataOptions data;
   int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
   double lr = 0, max_grad_norm = -1, weight_decay = 0;
-  std::string schedule, targets = "all", init_adapter, halo_format = "fp8", backbone = "dense";
-  int halo_level = 2;
+  std::string schedule, targets = "all", init_adapter;
+  std::string halo_format, backbone;  // "": fp8 / dense, or the init adapter's
+  int halo_level = -1;                // -1: 2 (METHODS.md's default), or the init adapter's
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -61,12 +64,12 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   os << "loft finetune plan\n"
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
-     << "  method     " << m.method << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
-     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters";
+     << "  method     " << m.method;
   if (m.method == "halo")
-    os << "; HALO level " << m.halo.level << " " << o.halo_format << ", backbone "
-       << backbone_name(m.halo.backbone);
-  os << "\n"
+    os << " (level " << m.halo.level << ", " << halo_format_name(m.halo.format) << ", backbone "
+       << backbone_name(m.halo.backbone) << ")";
+  os << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
+     << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
      << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
      << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
      << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
@@ -84,9 +87,9 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   eo.lora_rank = m.lora.rank;
   for (const auto& e : llama::estimate_training_memory(cfg, eo))
     if (e.method == (m.method == "qlora" ? "qlora-nf4"
-                     : m.method == "halo" ? (m.halo.backbone == HaloBackbone::Nf4 ? "halo-nf4"
-                                             : o.halo_format == "int8"             ? "halo-int8"
-                                                                                   : "halo-fp8")
+                     : m.method == "halo" ? (m.halo.backbone == HaloBackbone::Nf4        ? "halo-nf4"
+                                             : m.halo.format == quant::LowpFormat::INT8 ? "halo-int8"
+                                                                                        : "halo-fp8")
                                           : "lora-bf16")) {
       os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
          << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
@@ -96,10 +99,46 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     }
 }
 
+// The method: an --init-adapter's record (or LoRA for a PEFT-made one) unless --method names
+// another; explicit --halo-level/--halo-format override the recorded HALO options.
+MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter>& init) {
+  MethodOptions m;
+  if (!o.init_adapter.empty()) {
+    init = load_peft_adapter(o.init_adapter);
+    m = llama::method_options_for(*init, o.method, o.init_adapter, std::cerr);
+    if ((o.rank && o.rank != m.lora.rank) || (o.alpha && o.alpha != m.lora.alpha))
+      throw UsageError(cat("--init-adapter ", o.init_adapter, " has r=", m.lora.rank,
+                           " alpha=", m.lora.alpha, ", which --lora-rank/--lora-alpha contradict"));
+  } else {
+    m.method = o.method.empty() ? "lora" : o.method;
+    const MethodDefaults d = method_defaults(m.method);
+    m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
+    m.targets = parse_lora_targets(o.targets);
+  }
+  if (o.halo_level >= 0) m.halo.level = o.halo_level;
+  if (!o.halo_format.empty()) m.halo.format = parse_halo_format(o.halo_format);
+  if (!o.backbone.empty()) m.halo.backbone = parse_halo_backbone(o.backbone);
+  return m;
+}
+
+// --resume rebuilds the model from this command line; it must be the method the run was trained
+// with (run_config.json records it), or the checkpoint's tensors would land on another model.
+void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
+  const fs::path file = run_dir / "run_config.json";
+  std::ifstream in(file);
+  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  if (!j.is_object() || !j.contains("method_record")) return;  // older runs: nothing to compare
+  if (j["method_record"] != method_options_to_json(m))
+    throw UsageError(cat("--resume: ", file.string(), " records method ", j["method_record"].dump(),
+                         "; this command line builds ", method_options_to_json(m).dump()));
+}
+
 void run_finetune(const FinetuneOptions& in) {
   FinetuneOptions o = in;
   const Device device = resolve_device(o.device, &std::cerr);
-  const MethodDefaults d = method_defaults(o.method);
+  std::optional<PeftAdapter> init;
+  const MethodOptions m = resolve_method(o, init);
+  const MethodDefaults d = method_defaults(m.method);
   if (o.batch == 0) o.batch = d.batch;
   if (o.micro_batch == 0) o.micro_batch = std::min<int64_t>(o.batch, device.is_cpu() ? o.batch : 4);
   if (o.batch % o.micro_batch != 0)
@@ -108,22 +147,6 @@ void run_finetune(const FinetuneOptions& in) {
   if (o.schedule.empty()) o.schedule = d.schedule;
   if (o.warmup < 0) o.warmup = d.warmup;
   if (o.max_grad_norm < 0) o.max_grad_norm = d.max_grad_norm;
-
-  MethodOptions m;
-  m.method = o.method;
-  m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
-  m.targets = parse_lora_targets(o.targets);
-  m.halo = {o.halo_level, parse_halo_format(o.halo_format), parse_halo_backbone(o.backbone)};
-  std::optional<PeftAdapter> init;
-  if (!o.init_adapter.empty()) {
-    init = load_peft_adapter(o.init_adapter);
-    const MethodOptions from = llama::method_options_for(*init);
-    if ((o.rank && o.rank != from.lora.rank) || (o.alpha && o.alpha != from.lora.alpha))
-      throw UsageError(cat("--init-adapter ", o.init_adapter, " has r=", from.lora.rank,
-                           " alpha=", from.lora.alpha, ", which --lora-rank/--lora-alpha contradict"));
-    m.lora = from.lora;
-    m.targets = from.targets;  // the method (and its storage) stay as chosen on this command line
-  }
 
   auto tok = load_tokenizer(o.model);
   const data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
@@ -170,14 +193,18 @@ void run_finetune(const FinetuneOptions& in) {
       return total.tokens ? total.loss_sum / double(total.tokens) : 0.0;
     });
   }
-  if (o.resume) std::cout << "resumed at step " << trainer.resume() << "\n";
+  if (o.resume) {
+    check_resume_method(tc.run_dir, m);
+    std::cout << "resumed at step " << trainer.resume() << "\n";
+  }
   write_file_atomic(
       tc.run_dir / "run_config.json",
       nlohmann::json{{"model", o.model},       {"method", m.method},   {"rank", m.lora.rank},
                      {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", o.lr},
                      {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
                      {"batch", o.batch},       {"micro_batch", o.micro_batch},
-                     {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()}}
+                     {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()},
+                     {"method_record", method_options_to_json(m)}}
               .dump(2) + "\n");
   trainer.run();
   const fs::path adapter_dir = tc.run_dir / "adapter";
@@ -197,14 +224,14 @@ void add_finetune_command(CLI::App& root) {
       ->required();
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
-  cmd->add_option("--method", o->method, "lora, qlora or halo (falqon: pending)")->capture_default_str();
+  cmd->add_option("--method", o->method,
+                  "lora, qlora or halo (falqon: pending); default lora, or the --init-adapter's recorded method");
   cmd->add_option("--halo-level", o->halo_level,
-                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens")
-      ->capture_default_str();
-  cmd->add_option("--halo-format", o->halo_format, "HALO low-precision format: fp8 or int8")
-      ->capture_default_str();
-  cmd->add_option("--backbone", o->backbone, "HALO weight store: dense codes, or nf4 (decoded per GEMM)")
-      ->capture_default_str();
+                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens; default 2, or the --init-adapter's");
+  cmd->add_option("--halo-format", o->halo_format,
+                  "HALO low-precision format fp8 or int8; default fp8, or the --init-adapter's");
+  cmd->add_option("--backbone", o->backbone,
+                  "HALO weight store: dense codes, or nf4 (decoded per GEMM); default dense, or the --init-adapter's");
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
   cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");
@@ -217,7 +244,8 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)");
   cmd->add_option("--lora-targets", o->targets, "projections to adapt: all or a comma list of q_proj,...")
       ->capture_default_str();
-  cmd->add_option("--init-adapter", o->init_adapter, "start from a PEFT adapter folder");
+  cmd->add_option("--init-adapter", o->init_adapter,
+                  "start from a PEFT adapter folder (and, unless --method says otherwise, its recorded method)");
   cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str();
   cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)");
   cmd->add_flag("--resume", o->resume, "continue from the newest checkpoint in --out");

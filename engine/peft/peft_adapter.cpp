@@ -1,10 +1,15 @@
 #include "engine/peft/peft_adapter.h"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
+#include "engine/peft/json_field.h"
+#include "engine/peft/method_record.h"
+#include "engine/peft/method_state.h"
 
 namespace loft {
 
@@ -12,16 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 constexpr std::string_view kPrefix = "base_model.model.";
-
-template <typename T>
-T field(const nlohmann::json& j, const char* name, const fs::path& file) {
-  if (!j.contains(name)) throw Error(cat(file.string(), ": field '", name, "' is missing"));
-  try {
-    return j.at(name).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw Error(cat(file.string(), ": field '", name, "' has the wrong type"));
-  }
-}
 
 // Rejects PEFT features whose tensors or maths loft does not implement, instead of silently
 // computing something else.
@@ -42,7 +37,28 @@ void reject_unsupported(const nlohmann::json& j, const fs::path& file) {
     throw Error(cat(file.string(), ": modules_to_save is not supported"));
 }
 
+// The loft record restates r, lora_alpha and target_modules; a hand-edited config where they
+// disagree would rebuild a model the tensors do not fit.
+void check_record_matches_peft(const PeftAdapter& a, const fs::path& file) {
+  const MethodOptions& m = *a.method;
+  if (m.lora.rank != a.rank)
+    throw Error(cat(file.string(), ": field 'loft.rank' is ", m.lora.rank, " but r is ", a.rank));
+  if (m.lora.alpha != a.alpha)
+    throw Error(cat(file.string(), ": field 'loft.alpha' is ", m.lora.alpha, " but lora_alpha is ",
+                    a.alpha));
+  std::set<std::string> peft;
+  for (const std::string& t : a.target_modules) peft.insert(peft_target_leaf(t));
+  if (peft != m.targets)
+    throw Error(cat(file.string(), ": field 'loft.targets' names other projections than ",
+                    "target_modules"));
+}
+
 }  // namespace
+
+std::string peft_target_leaf(const std::string& t) {
+  const size_t dot = t.rfind('.');
+  return dot == std::string::npos ? t : t.substr(dot + 1);
+}
 
 PeftAdapter load_peft_adapter(const fs::path& dir) {
   const fs::path cfg_path = dir / "adapter_config.json";
@@ -54,16 +70,19 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
   reject_unsupported(j, cfg_path);
 
   PeftAdapter a;
-  a.rank = field<int>(j, "r", cfg_path);
-  a.alpha = field<float>(j, "lora_alpha", cfg_path);
+  a.rank = json_field<int>(j, "r", cfg_path);
+  a.alpha = json_field<float>(j, "lora_alpha", cfg_path);
   if (a.rank <= 0) throw Error(cat(cfg_path.string(), ": r must be positive, got ", a.rank));
   const auto& targets = j.contains("target_modules") ? j["target_modules"] : nlohmann::json();
   if (targets.is_string())
     a.target_modules = {targets.get<std::string>()};
   else
-    a.target_modules = field<std::vector<std::string>>(j, "target_modules", cfg_path);
+    a.target_modules = json_field<std::vector<std::string>>(j, "target_modules", cfg_path);
   a.base_model = j.value("base_model_name_or_path", "");
-  if (j.contains("loft")) a.loft = j["loft"];
+  if (j.contains("loft")) {
+    a.method = method_options_from_json(j["loft"], cfg_path);
+    check_record_matches_peft(a, cfg_path);
+  }
 
   const fs::path tensors_path = dir / "adapter_model.safetensors";
   const SafetensorsReader file = SafetensorsReader::open(tensors_path);
@@ -102,10 +121,19 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
     if (!a_of.count(module))
       throw Error(cat(tensors_path.string(), ": ", module, " has lora_B but no lora_A"));
   if (a.modules.empty()) throw Error(cat(tensors_path.string(), ": no LoRA tensors"));
+
+  const fs::path state_path = dir / kMethodStateFile;
+  if (fs::exists(state_path)) {
+    if (!a.method)
+      throw Error(cat(state_path.string(), ": method state without a loft record in ",
+                      cfg_path.string()));
+    a.method_state = read_method_state(state_path);
+  }
   return a;
 }
 
 void save_peft_adapter(const fs::path& dir, const PeftAdapter& a) {
+  LOFT_CHECK(a.method || a.method_state.empty(), "save_peft_adapter: method state needs a method record");
   fs::create_directories(dir);
   std::map<std::string, Tensor> tensors;
   for (const auto& [module, ab] : a.modules) {
@@ -113,6 +141,12 @@ void save_peft_adapter(const fs::path& dir, const PeftAdapter& a) {
     tensors[std::string(kPrefix) + module + ".lora_B.weight"] = ab.second;
   }
   write_safetensors(dir / "adapter_model.safetensors", tensors, {{"format", "pt"}});
+  // Written before the config, so a config naming a method never meets a missing state file of
+  // this save; a state file from an earlier save into this folder must not outlive it.
+  if (!a.method_state.empty())
+    write_method_state(dir / kMethodStateFile, a.method_state);
+  else
+    fs::remove(dir / kMethodStateFile);
   nlohmann::json j = {{"peft_type", "LORA"},
                       {"task_type", "CAUSAL_LM"},
                       {"r", a.rank},
@@ -127,7 +161,7 @@ void save_peft_adapter(const fs::path& dir, const PeftAdapter& a) {
                       {"inference_mode", true},
                       {"modules_to_save", nullptr},
                       {"base_model_name_or_path", a.base_model}};
-  if (!a.loft.is_null()) j["loft"] = a.loft;
+  if (a.method) j["loft"] = method_options_to_json(*a.method);
   write_file_atomic(dir / "adapter_config.json", j.dump(2) + "\n");
 }
 

@@ -1,6 +1,8 @@
 // One micro-batch of token rows as the model consumes it, and the interface the trainer drives.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "engine/peft/adapted_linear.h"
@@ -44,6 +46,14 @@ class TrainableModel {
   virtual LossSums evaluate(const Batch& batch) = 0;
   virtual std::vector<Param*> params() = 0;
   virtual void after_step() = 0;
+  // State beyond params() that a checkpoint must carry to resume exactly (AdaptedLinear's
+  // method_state, named "<module>.<key>"); empty for models whose method keeps none.
+  virtual std::map<std::string, Tensor> method_state() const { return {}; }
+  // Restores what method_state() returned; `source` (the file) names errors.
+  virtual void load_method_state(const std::map<std::string, Tensor>& state,
+                                 const std::string& source) {
+    if (!state.empty()) throw Error(cat(source, ": method state for a model that keeps none"));
+  }
 };
 
 }  // namespace loft

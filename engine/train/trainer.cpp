@@ -11,6 +11,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
+#include "engine/peft/method_state.h"
 
 namespace loft {
 
@@ -177,6 +178,8 @@ fs::path Trainer::save_checkpoint() {
   std::map<std::string, Tensor> opt;
   for (auto& [name, t] : optimizer_.state()) opt.emplace(name, t);
   write_safetensors(tmp / "optimizer.safetensors", opt);
+  if (auto method_state = model_.method_state(); !method_state.empty())
+    write_method_state(tmp / kMethodStateFile, method_state);
   nlohmann::json state = {{"step", step_},
                           {"optimizer_steps", optimizer_.steps_taken()},
                           {"data", data_.state()}};
@@ -225,6 +228,12 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   data_.restore(state["data"]);
   step_ = state["step"].get<int64_t>();
   model_.after_step();  // refresh derived copies of the loaded params
+  // Method state last, so it is exactly what was saved even when after_step advances it. A model
+  // whose method keeps state rejects a checkpoint without the file (restore_method_state).
+  const fs::path state_file = ckpt / kMethodStateFile;
+  model_.load_method_state(fs::exists(state_file) ? read_method_state(state_file)
+                                                  : std::map<std::string, Tensor>{},
+                           "--resume: " + state_file.string());
   if (!config_.run_dir.empty()) truncate_metrics(config_.run_dir / "metrics.jsonl", step_);
   return step_;
 }

@@ -51,14 +51,16 @@ class Trainer {
           std::ostream* progress = nullptr);
 
   // Loads the newest checkpoint under run_dir/checkpoints (or `dir` when given): adapter,
-  // optimizer moments, step and data position. Returns the step resumed from.
+  // optimizer moments, step, data position and the method's state (loft_state.safetensors, written
+  // when the model's method_state() is not empty). Returns the step resumed from.
   int64_t resume(const std::optional<std::filesystem::path>& dir = std::nullopt);
   // Validation loss of the current model (set before run() to evaluate every eval_every steps).
   void set_evaluator(std::function<double()> evaluator) { evaluator_ = std::move(evaluator); }
   // Runs until config.steps optimizer steps have been taken or the data runs out. `on_step` (optional) sees every
   // step's metrics after it is logged.
   void run(const std::function<void(const StepMetrics&)>& on_step = {});
-  // Writes a checkpoint for the current step now (atomic: temp folder + rename).
+  // Writes a checkpoint for the current step now (atomic: temp folder + rename): adapter.safetensors,
+  // optimizer.safetensors, trainer_state.json and, for a method with state, loft_state.safetensors.
   std::filesystem::path save_checkpoint();
 
   int64_t step() const { return step_; }

@@ -1,7 +1,12 @@
 #include "models/llama/loading.h"
 
+#include <ostream>
+#include <set>
+
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/peft/lora_linear.h"
+#include "engine/peft/method_record.h"
+#include "engine/peft/method_state.h"
 #include "models/llama/weights.h"
 
 namespace loft::llama {
@@ -15,40 +20,66 @@ std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device 
 }
 
 MethodOptions method_options_for(const PeftAdapter& a) {
+  if (a.method) return *a.method;
   MethodOptions opt;
   opt.method = "lora";
   opt.lora = {a.rank, a.alpha};
-  for (const std::string& t : a.target_modules) {
-    // PEFT allows full module paths or suffixes; loft adapts by projection name.
-    const std::string leaf = t.substr(t.rfind('.') == std::string::npos ? 0 : t.rfind('.') + 1);
-    opt.targets.merge(parse_lora_targets(leaf));
-  }
+  for (const std::string& t : a.target_modules) opt.targets.merge(parse_lora_targets(peft_target_leaf(t)));
+  return opt;
+}
+
+namespace {
+std::string describe(const PeftAdapter& a, const MethodOptions& m) {
+  if (!a.method) return "lora (made by PEFT: no loft record)";
+  if (m.method == "halo")
+    return cat("halo (level ", m.halo.level, ", ", halo_format_name(m.halo.format), ")");
+  return m.method;
+}
+}  // namespace
+
+MethodOptions method_options_for(PeftAdapter& a, const std::string& requested,
+                                 const std::filesystem::path& from, std::ostream& note) {
+  MethodOptions opt = method_options_for(a);
+  if (requested.empty() || requested == opt.method) return opt;
+  method_defaults(requested);  // UsageError naming --method for an unknown name
+  note << "note: adapter " << from.string() << " was trained with " << describe(a, opt)
+       << "; building it with --method " << requested << " instead (its A/B on that method's backbone)";
+  if (!a.method_state.empty())
+    note << ", without its " << opt.method << " state (" << a.method_state.size() << " tensors)";
+  note << "\n";
+  a.method_state.clear();
+  opt.method = requested;
   return opt;
 }
 
 void apply_adapter(LlamaModel& model, const PeftAdapter& a, const std::filesystem::path& from) {
-  size_t used = 0;
+  const std::string state_file = (from / kMethodStateFile).string();
+  const auto state_of = split_method_state(a.method_state, state_file);
+  std::set<std::string> in_model;
   for (const auto& [name, lin] : model.linears()) {
-    auto* lora = dynamic_cast<LoraLinear*>(lin);
+    in_model.insert(name);
     auto it = a.modules.find(name);
-    if (!lora) {
-      if (it != a.modules.end())
+    if (auto* lora = dynamic_cast<LoraLinear*>(lin)) {
+      if (it == a.modules.end())
+        throw Error(cat("adapter ", from.string(), " has no lora_A/lora_B for ", name));
+      try {
+        lora->set_adapter(it->second.first, it->second.second);
+      } catch (const Error& e) {
+        throw Error(cat("adapter ", from.string(), ": ", e.what()));
+      }
+    } else if (lin->params().empty()) {
+      if (it != a.modules.end() || state_of.count(name))
         throw Error(cat("adapter ", from.string(), " has tensors for ", name,
                         ", which this run does not adapt"));
-      continue;
+    } else if (!state_of.count(name)) {
+      throw Error(cat("adapter ", from.string(), " has no method state for ", name, " in ",
+                      kMethodStateFile, ", from which this run's method rebuilds it"));
     }
-    if (it == a.modules.end())
-      throw Error(cat("adapter ", from.string(), " has no lora_A/lora_B for ", name));
-    lora->set_adapter(it->second.first, it->second.second);
-    ++used;
   }
-  if (used != a.modules.size())
-    for (const auto& [module, ab] : a.modules) {
-      bool found = false;
-      for (const auto& [name, lin] : model.linears()) found |= name == module;
-      if (!found)
-        throw Error(cat("adapter ", from.string(), ": module ", module, " is not in the model"));
-    }
+  for (const auto& [module, ab] : a.modules)
+    if (!in_model.count(module))
+      throw Error(cat("adapter ", from.string(), ": module ", module, " is not in the model"));
+  restore_method_state(model.linears(), a.method_state, state_file);
 }
 
 PeftAdapter extract_adapter(LlamaModel& model, const MethodOptions& opt,
@@ -58,9 +89,10 @@ PeftAdapter extract_adapter(LlamaModel& model, const MethodOptions& opt,
   a.alpha = opt.lora.alpha;
   a.target_modules.assign(opt.targets.begin(), opt.targets.end());
   a.base_model = base_model;
-  a.loft = {{"method", opt.method}};
+  a.method = opt;
   for (const auto& [name, lin] : model.linears())
     if (auto pair = lin->peft_pair()) a.modules[name] = std::move(*pair);
+  a.method_state = model.method_state();
   return a;
 }
 

@@ -2,6 +2,7 @@
 // between a model and PEFT's files.
 #pragma once
 #include <filesystem>
+#include <iosfwd>
 #include <memory>
 
 #include "engine/peft/method.h"
@@ -15,12 +16,32 @@ namespace loft::llama {
 std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device device,
                                        const LinearFactory& factory);
 
-// Method options that rebuild an adapter's shape (rank, alpha, targets) as saved by PEFT.
+// The options that rebuild the model an adapter was trained on: its loft record (method, rank,
+// alpha, targets, the method's own options), or, for an adapter PEFT made (no record), LoRA with
+// its r / lora_alpha / target_modules.
 MethodOptions method_options_for(const PeftAdapter& adapter);
-// Copies the adapter's A/B into the model's LoRA projections. Throws Error naming the module when
-// the adapter has a module the model lacks, or the model adapts a module the adapter lacks.
+// method_options_for, unless `requested` (an explicit --method; empty: not given) names another
+// method. That is allowed — e.g. a HALO- or FALQON-trained adapter evaluated on a bf16 backbone as
+// a plain PEFT merge — and gives `requested` with the adapter's rank/alpha/targets (and recorded
+// HALO options). Only the recorded method can use the adapter's method state, so it is dropped from
+// `adapter`; one "note:" line to `note` says what was overridden. `from` names the adapter folder.
+MethodOptions method_options_for(PeftAdapter& adapter, const std::string& requested,
+                                 const std::filesystem::path& from, std::ostream& note);
+
+// Loads an adapter into a model built for it (method_options_for). The rule, per projection:
+//  - a LoraLinear (lora, qlora, halo) takes the adapter's lora_A/lora_B, which must be present;
+//  - any other trainable projection (a method that is not a LoraLinear, e.g. FALQON) is rebuilt
+//    from its method state alone (loft_state.safetensors), which must be present; its lora_A/B,
+//    the PEFT export of the same model, are not read;
+//  - then every projection whose method keeps state (AdaptedLinear::method_state()) is restored
+//    from it, after A/B, so state wins (engine/peft/method_state.h: each stateful projection must
+//    be restored, with exactly the keys its method keeps);
+//  - a frozen projection (no params) must have neither A/B nor state.
+// Every error is one line naming `from` and the module: a module the model lacks, a projection
+// the adapter lacks, mis-shaped tensors, missing or extra state keys.
 void apply_adapter(LlamaModel& model, const PeftAdapter& adapter, const std::filesystem::path& from);
-// The model's LoRA A/B (F32, CPU) as a PEFT adapter with the given rank/alpha/targets.
+// The model's adapter as PEFT files: each projection's peft_pair() (F32, CPU), `opt` as the loft
+// record, and the projections' method state.
 PeftAdapter extract_adapter(LlamaModel& model, const MethodOptions& opt,
                             const std::string& base_model);
 

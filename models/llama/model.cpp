@@ -5,6 +5,7 @@
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/rope_freq.h"
+#include "engine/peft/method_state.h"
 
 namespace loft::llama {
 
@@ -86,6 +87,15 @@ std::vector<Param*> LlamaModel::params() {
 
 void LlamaModel::after_step() {
   for (auto& [name, lin] : named_) lin->after_step();
+}
+
+std::map<std::string, Tensor> LlamaModel::method_state() const {
+  return collect_method_state(named_);
+}
+
+void LlamaModel::load_method_state(const std::map<std::string, Tensor>& state,
+                                   const std::string& source) {
+  restore_method_state(named_, state, source);
 }
 
 Tensor LlamaModel::embed(const Batch& b) {

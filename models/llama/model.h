@@ -32,6 +32,10 @@ class LlamaModel : public TrainableModel {
 
   std::vector<Param*> params() override;
   void after_step() override;
+  // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h).
+  std::map<std::string, Tensor> method_state() const override;
+  void load_method_state(const std::map<std::string, Tensor>& state,
+                         const std::string& source) override;
   // The adapted projections with their Hugging Face module names
   // ("model.layers.0.self_attn.q_proj").
   const std::vector<std::pair<std::string, AdaptedLinear*>>& linears() const { return named_; }

@@ -2,6 +2,8 @@
 // initial tensors, and on the model reproduces PyTorch's logits; loft's own adapters round-trip;
 // PEFT features loft does not implement are refused by name.
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
@@ -31,6 +33,21 @@ TEST(PeftAdapter, LoadsTheAdapterPeftSaved) {
   }
 }
 
+TEST(PeftAdapter, PeftMadeAdapterHasNoRecordAndLoadsAsLora) {
+  PeftAdapter a = load_peft_adapter(golden_adapter());
+  EXPECT_FALSE(a.method.has_value());
+  EXPECT_TRUE(a.method_state.empty());
+  const MethodOptions m = llama::method_options_for(a);
+  EXPECT_EQ(m.method, "lora");
+  EXPECT_EQ(m.lora.rank, 8);
+  EXPECT_EQ(m.lora.alpha, 16.0f);
+  EXPECT_EQ(m.targets, parse_lora_targets("all"));
+  // An explicit --method equal to the (implied) one needs no note.
+  std::ostringstream note;
+  EXPECT_EQ(llama::method_options_for(a, "lora", golden_adapter(), note).method, "lora");
+  EXPECT_TRUE(note.str().empty());
+}
+
 TEST(PeftAdapter, AppliedToTheModelReproducesPyTorchLogits) {
   const PeftAdapter a = load_peft_adapter(golden_adapter());
   std::mt19937_64 rng(0);
@@ -49,12 +66,14 @@ TEST(PeftAdapter, SaveLoadRoundTrip) {
   test::TempDir dir;
   const PeftAdapter a = load_peft_adapter(golden_adapter());
   PeftAdapter b = a;
-  b.loft = {{"method", "lora"}};
+  b.method = llama::method_options_for(a);
   save_peft_adapter(dir / "out", b);
   const PeftAdapter c = load_peft_adapter(dir / "out");
   EXPECT_EQ(c.rank, a.rank);
   EXPECT_EQ(c.alpha, a.alpha);
-  EXPECT_EQ(c.loft["method"], "lora");
+  ASSERT_TRUE(c.method.has_value());
+  EXPECT_EQ(c.method->method, "lora");
+  EXPECT_EQ(c.method->targets.size(), 7u);
   ASSERT_EQ(c.modules.size(), a.modules.size());
   for (const auto& [m, ab] : a.modules) {
     EXPECT_EQ(test::rel_error(c.modules.at(m).first, ab.first), 0.0);
