@@ -24,7 +24,8 @@ namespace {
 
 struct BenchOptions {
   std::string shape, model, method = "lora", device, halo_format = "fp8";
-  int halo_level = 1;
+  int halo_level = 1, falqon_topk = 0;
+  std::string falqon_buffer = "reset";
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3;
   int rank = 64;
   float alpha = 16.0f;
@@ -33,7 +34,7 @@ struct BenchOptions {
 };
 
 // The methods bench can build; the low-precision ones join here as they land.
-const std::vector<std::string> kMethods = {"lora", "qlora", "halo"};
+const std::vector<std::string> kMethods = {"lora", "qlora", "falqon", "halo"};
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
 std::string joined(const std::vector<std::string>& v) {
@@ -164,7 +165,8 @@ void run_bench(const BenchOptions& o) {
 
   std::mt19937_64 adapter_rng(o.seed);
   const MethodOptions method{o.method, {o.rank, o.alpha}, parse_lora_targets("all"),
-                             {o.halo_level, parse_halo_format(o.halo_format)}};
+                             {o.halo_level, parse_halo_format(o.halo_format)},
+                             {o.falqon_topk, parse_falqon_buffer(o.falqon_buffer), o.seed}};
   llama::LlamaModel model(cfg, weights_for(o, cfg, dtype, device),
                           make_linear_factory(method, adapter_rng));
   model.set_grad_checkpointing(o.grad_checkpointing);
@@ -194,6 +196,8 @@ void add_bench_command(CLI::App& root) {
   shape->excludes(model);
   cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1")->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
+  cmd->add_option("--falqon-topk", o->falqon_topk, "FALQON rows updated per step (0: the rank)")->capture_default_str();
+  cmd->add_option("--falqon-buffer", o->falqon_buffer, "FALQON buffer: reset or accumulate")->capture_default_str();
   cmd->add_option("--method", o->method, "fine-tuning method: " + joined(kMethods))
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();

@@ -25,6 +25,8 @@ struct FinetuneOptions {
   double lr = 0, max_grad_norm = -1, weight_decay = 0;
   std::string schedule, targets = "all", init_adapter, halo_format = "fp8";
   int halo_level = 1;
+  int falqon_topk = 0;
+  std::string falqon_buffer = "reset";
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -79,7 +81,8 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   eo.seq = o.data.seq;
   eo.lora_rank = m.lora.rank;
   for (const auto& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == (m.method == "qlora" ? "qlora-nf4"
+    if (e.method == (m.method == "qlora"    ? "qlora-nf4"
+                     : m.method == "falqon" ? "falqon-fp8"
                      : m.method == "halo" ? (o.halo_format == "int8" ? "halo-int8" : "halo-fp8")
                                           : "lora-bf16")) {
       os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
@@ -108,6 +111,7 @@ void run_finetune(const FinetuneOptions& in) {
   m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
   m.targets = parse_lora_targets(o.targets);
   m.halo = {o.halo_level, parse_halo_format(o.halo_format)};
+  m.falqon = {o.falqon_topk, parse_falqon_buffer(o.falqon_buffer), o.seed};
   std::optional<PeftAdapter> init;
   if (!o.init_adapter.empty()) {
     init = load_peft_adapter(o.init_adapter);
@@ -118,6 +122,7 @@ void run_finetune(const FinetuneOptions& in) {
     m.lora = from.lora;
     m.targets = from.targets;  // the method (and its storage) stay as chosen on this command line
   }
+  if (m.method == "falqon") m.lora.alpha = float(m.lora.rank);  // no α/r scaling: PEFT's α/r = 1
 
   auto tok = load_tokenizer(o.model);
   const data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
@@ -191,10 +196,15 @@ void add_finetune_command(CLI::App& root) {
       ->required();
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
-  cmd->add_option("--method", o->method, "lora, qlora or halo (falqon: pending)")->capture_default_str();
+  cmd->add_option("--method", o->method, "lora, qlora, falqon or halo")->capture_default_str();
   cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0 or 1 (level 2: pending)")
       ->capture_default_str();
   cmd->add_option("--halo-format", o->halo_format, "HALO low-precision format: fp8 or int8")
+      ->capture_default_str();
+  cmd->add_option("--falqon-topk", o->falqon_topk, "FALQON rows updated per step (0: the rank)")
+      ->capture_default_str();
+  cmd->add_option("--falqon-buffer", o->falqon_buffer,
+                  "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows)")
       ->capture_default_str();
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
