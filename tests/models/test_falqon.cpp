@@ -118,7 +118,7 @@ TEST(FalqonLinear, InitialAdapterIsTheQuantizationErrorsBestRankR) {
     Tensor diff = e.clone();
     ops::axpy(-1.0f, approx, diff);
     const double got = std::sqrt(ops::sum_squares(diff)), opt = std::sqrt(tail);
-    EXPECT_LE(got, 1.03 * opt + 1e-9) << out << "x" << in << ": residual " << got << ", optimal " << opt;
+    EXPECT_LE(got, 1.03 * opt + 1e-6 * std::sqrt(total + tail)) << out << "x" << in << ": residual " << got << ", optimal " << opt;
     EXPECT_LT(got, std::sqrt(tail + total)) << "the adapter reduces the error";
     // A's rows are Â encoded with W's scale.
     Tensor a_codes = Tensor::empty(a.shape(), DType::F8_E4M3);
@@ -191,7 +191,7 @@ TEST(FalqonLinear, OptionsAndFactory) {
 }
 
 // stories260K with every projection FALQON-adapted; batches repeat four random 8-grams.
-struct Run {
+struct TrainedRun {
   std::unique_ptr<llama::LlamaModel> model;
   double first = 0, last = 0;  // training loss on the first batch, before and after
 };
@@ -209,8 +209,8 @@ std::unique_ptr<llama::LlamaModel> load(const MethodOptions& m) {
   return llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(), make_linear_factory(m, rng));
 }
 
-Run train(const MethodOptions& m, int steps, double lr) {
-  Run run{load(m)};
+TrainedRun train(const MethodOptions& m, int steps, double lr) {
+  TrainedRun run{load(m)};
   const int64_t vocab = run.model->config().vocab_size;
   const Batch probe = gram_batch(vocab, 0, 1000);
   const LossSums l0 = run.model->evaluate(probe);
@@ -237,8 +237,9 @@ MethodOptions falqon_options(FalqonOptions::Buffer mode) {
 }
 
 TEST(FalqonTraining, LossFallsOnStories260K) {
+
   for (auto mode : {FalqonOptions::Buffer::reset, FalqonOptions::Buffer::accumulate}) {
-    const Run run = train(falqon_options(mode), 30, 2e-2);
+    const TrainedRun run = train(falqon_options(mode), 30, 2e-2);
     std::printf("falqon %s: held-out loss %.4f -> %.4f after 30 steps\n",
                 mode == FalqonOptions::Buffer::reset ? "reset" : "accumulate", run.first, run.last);
     EXPECT_LT(run.last, 0.8 * run.first);
@@ -247,7 +248,7 @@ TEST(FalqonTraining, LossFallsOnStories260K) {
 
 TEST(FalqonTraining, RebuildFromBaseAndMethodStateIsBitIdentical) {
   const MethodOptions m = falqon_options(FalqonOptions::Buffer::accumulate);
-  Run run = train(m, 6, 2e-2);
+  TrainedRun run = train(m, 6, 2e-2);
   std::map<std::string, std::map<std::string, Tensor>> states;
   int changed_modules = 0;
   for (const auto& [name, lin] : run.model->linears()) {
