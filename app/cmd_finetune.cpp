@@ -28,6 +28,8 @@ struct FinetuneOptions {
   std::string schedule, targets = "all", init_adapter;
   std::string halo_format, backbone;  // "": fp8 / dense, or the init adapter's
   int halo_level = -1;                // -1: 2 (METHODS.md's default), or the init adapter's
+  int falqon_topk = -1;               // -1: the rank, or the init adapter's
+  std::string falqon_buffer;          // "": reset, or the init adapter's
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -86,7 +88,8 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   eo.seq = o.data.seq;
   eo.lora_rank = m.lora.rank;
   for (const auto& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == (m.method == "qlora" ? "qlora-nf4"
+    if (e.method == (m.method == "qlora"    ? "qlora-nf4"
+                     : m.method == "falqon" ? "falqon-fp8"
                      : m.method == "halo" ? (m.halo.backbone == HaloBackbone::Nf4        ? "halo-nf4"
                                              : m.halo.format == quant::LowpFormat::INT8 ? "halo-int8"
                                                                                         : "halo-fp8")
@@ -118,6 +121,10 @@ MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter
   if (o.halo_level >= 0) m.halo.level = o.halo_level;
   if (!o.halo_format.empty()) m.halo.format = parse_halo_format(o.halo_format);
   if (!o.backbone.empty()) m.halo.backbone = parse_halo_backbone(o.backbone);
+  if (o.falqon_topk >= 0) m.falqon.topk = o.falqon_topk;
+  if (!o.falqon_buffer.empty()) m.falqon.buffer = parse_falqon_buffer(o.falqon_buffer);
+  m.falqon.seed = o.seed;
+  if (m.method == "falqon") m.lora.alpha = float(m.lora.rank);  // no α/r scaling: PEFT's α/r = 1
   return m;
 }
 
@@ -225,13 +232,17 @@ void add_finetune_command(CLI::App& root) {
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
   cmd->add_option("--method", o->method,
-                  "lora, qlora or halo (falqon: pending); default lora, or the --init-adapter's recorded method");
+                  "lora, qlora, falqon or halo; default lora, or the --init-adapter's recorded method");
   cmd->add_option("--halo-level", o->halo_level,
                   "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens; default 2, or the --init-adapter's");
   cmd->add_option("--halo-format", o->halo_format,
                   "HALO low-precision format fp8 or int8; default fp8, or the --init-adapter's");
   cmd->add_option("--backbone", o->backbone,
                   "HALO weight store: dense codes, or nf4 (decoded per GEMM); default dense, or the --init-adapter's");
+  cmd->add_option("--falqon-topk", o->falqon_topk,
+                  "FALQON rows updated per step; default the rank, or the --init-adapter's");
+  cmd->add_option("--falqon-buffer", o->falqon_buffer,
+                  "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows); default reset, or the --init-adapter's");
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
   cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");

@@ -50,9 +50,9 @@ quant::LowpFormat parse_halo_format(const std::string& name) {
 }
 
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng) {
-  if (opt.method != "lora" && opt.method != "qlora" && opt.method != "halo")
-    throw Error(cat("--method ", opt.method,
-                    " is not built yet (FALQON is pending); use lora, qlora or halo"));
+  method_defaults(opt.method);  // UsageError for an unknown name
+  if (opt.method == "falqon" && opt.falqon.topk < 0)
+    throw UsageError(cat("--falqon-topk ", opt.falqon.topk, " must be >= 0 (0 = the rank)"));
   if (opt.method == "halo" && (opt.halo.level < 0 || opt.halo.level > 2))
     throw UsageError(cat("--halo-level ", opt.halo.level, " is not one of 0, 1, 2"));
   // An NF4 backbone under HALO's codes is HALO's option; QLoRA is NF4 by definition.
@@ -63,6 +63,10 @@ LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng
   // Every frozen projection, adapted or not, is stored the method's way.
   return [opt, &rng](const std::string& name, const std::string& target,
                      Tensor weight) -> std::unique_ptr<AdaptedLinear> {
+    if (opt.method == "falqon") {
+      if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(weight));
+      return std::make_unique<FalqonLinear>(name, weight, opt.lora.rank, opt.falqon);
+    }
     auto frozen = opt.method == "qlora"  ? nf4_weight(std::move(weight))
                   : opt.method == "halo" ? halo_weight(std::move(weight), opt.halo)
                                          : dense_weight(std::move(weight));

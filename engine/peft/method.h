@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/peft/adapted_linear.h"
+#include "engine/peft/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/peft/lora_linear.h"
 
@@ -39,6 +40,7 @@ struct MethodOptions {
   LoraOptions lora;
   std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
   HaloOptions halo;               // --halo-level, --halo-format, --backbone (method halo)
+  FalqonOptions falqon;           // --falqon-topk, --falqon-buffer (method falqon; rank = lora.rank)
 };
 
 // --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.
@@ -46,9 +48,10 @@ quant::LowpFormat parse_halo_format(const std::string& name);
 
 // Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere; the
 // frozen weight dense (lora), NF4-DQ (qlora) or Hadamard-rotated FP8/INT8 (halo; NF4-DQ under
-// --backbone nf4). `rng` (kept alive by the caller) draws the
-// adapters' initial values. Throws Error for a method that is not built yet, UsageError for
-// --halo-level outside 0..2 or --backbone nf4 with a method other than halo.
+// --backbone nf4). FALQON's targets are FalqonLinear (melded FP8 backbone + ΔB buffer, seeded by
+// opt.falqon.seed); its other projections stay dense. `rng` (kept alive by the caller) draws the
+// LoRA adapters' initial values. UsageError for an unknown method, --halo-level outside 0..2,
+// a negative --falqon-topk, or --backbone nf4 with a method other than halo.
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng);
 
 }  // namespace loft

@@ -60,7 +60,10 @@ nlohmann::json method_options_to_json(const MethodOptions& opt) {
                       {"alpha", opt.lora.alpha},
                       {"targets", opt.targets}};
   if (opt.method == "halo") j["halo"] = halo_to_json(opt.halo);
-  // FalqonOptions {topk, buffer} are recorded here as "falqon": {...} once they exist.
+  if (opt.method == "falqon")
+    j["falqon"] = {{"topk", opt.falqon.topk},
+                   {"buffer", opt.falqon.buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset"},
+                   {"seed", opt.falqon.seed}};
   return j;
 }
 
@@ -96,7 +99,20 @@ MethodOptions method_options_from_json(const nlohmann::json& j, const fs::path& 
   }
   if (opt.targets.empty()) throw Error(cat(file.string(), ": field 'loft.targets' is empty"));
   if (opt.method == "halo") opt.halo = halo_from_json(j, file);
-  // FalqonOptions are read here from "falqon" once they exist (required when method is falqon).
+  if (opt.method == "falqon") {
+    if (!j.contains("falqon") || !j["falqon"].is_object())
+      throw Error(cat(file.string(), ": field 'loft.falqon' is missing or not an object"));
+    const nlohmann::json& f = j["falqon"];
+    opt.falqon.topk = json_field<int>(f, "topk", file, "loft.falqon.");
+    if (opt.falqon.topk < 0)
+      throw Error(cat(file.string(), ": field 'loft.falqon.topk' must be >= 0, got ", opt.falqon.topk));
+    const std::string buffer = json_field<std::string>(f, "buffer", file, "loft.falqon.");
+    if (buffer != "reset" && buffer != "accumulate")
+      throw Error(cat(file.string(), ": field 'loft.falqon.buffer' must be reset or accumulate, got '",
+                      buffer, "'"));
+    opt.falqon.buffer = parse_falqon_buffer(buffer);
+    opt.falqon.seed = json_field<uint64_t>(f, "seed", file, "loft.falqon.");
+  }
   return opt;
 }
 

@@ -1,0 +1,227 @@
+#include "engine/peft/falqon_linear.h"
+
+#include <cstring>
+
+#include "engine/device/profile.h"
+#include "engine/ops/ops.h"
+#include "engine/peft/falqon_ops.h"
+#include "engine/peft/low_rank.h"
+#include "engine/quant/fp8.h"
+#include "engine/quant/lowp_gemm.h"
+#include "engine/quant/quantize.h"
+
+namespace loft {
+
+FalqonOptions::Buffer parse_falqon_buffer(const std::string& name) {
+  if (name == "reset") return FalqonOptions::Buffer::reset;
+  if (name == "accumulate") return FalqonOptions::Buffer::accumulate;
+  throw UsageError(cat("--falqon-buffer: '", name, "' is not reset or accumulate"));
+}
+
+namespace {
+
+// Each projection draws its own random directions: the seed mixed with the module name (FNV-1a,
+// then a splitmix64 finalizer).
+uint64_t module_seed(uint64_t seed, const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  uint64_t z = h ^ (seed + 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A host copy of codes re-typed as raw bytes (U8), or back as E4M3 codes.
+Tensor retyped(const Tensor& t, DType dt) {
+  const Tensor h = t.to(Device::cpu());
+  return Tensor::from_host(h.data(), h.shape(), dt);
+}
+
+}  // namespace
+
+FalqonLinear::FalqonLinear(std::string name, const Tensor& weight, int rank, const FalqonOptions& opt)
+    : name_(std::move(name)), opt_(opt), rank_(rank) {
+  LOFT_CHECK(weight.dim() == 2 && weight.size(0) > 0 && weight.size(1) > 0, name_,
+             ": FALQON weight must be a non-empty [out, in], got ", weight.str());
+  LOFT_CHECK(weight.dtype() == DType::F32 || weight.dtype() == DType::BF16, name_,
+             ": FALQON weight must be F32 or BF16, got ", weight.str());
+  LOFT_CHECK(rank > 0, name_, ": FALQON rank must be positive, got ", rank);
+  LOFT_CHECK(opt.topk >= 0, "--falqon-topk must be >= 0 (0 = the rank), got ", opt.topk);
+  out_ = weight.size(0);
+  in_ = weight.size(1);
+  dtype_ = weight.dtype();
+  const Device dev = weight.device();
+  const int64_t r = rank;
+
+  wm_ = Tensor::empty({out_ + r, in_}, DType::F8_E4M3, dev);
+  wt_ = Tensor::empty({in_, out_}, DType::F8_E4M3, dev);
+  scale_ = Tensor::empty({1}, DType::F32, dev);
+  Tensor w_codes = backbone();
+  quant::quantize_into(weight, w_codes, &wt_, scale_);
+
+  // E = W − deq(Q(W)) in fp32, and its best rank-r approximation B̂·Â.
+  Tensor e = Tensor::empty({out_, in_}, DType::F32, dev);
+  ops::convert(weight, e);
+  {
+    Tensor deq = Tensor::empty({out_, in_}, DType::F32, dev);
+    quant::dequantize(w_codes, &scale_, deq);
+    ops::axpy(-1.0f, deq, e);
+  }
+  LowRankFactors f = randomized_svd(e, rank, {.seed = module_seed(opt.seed, name_)});
+  e = Tensor();
+  Tensor a_codes = wm_.slice(out_, r);
+  falqon::encode_e4m3(f.right, scale_, a_codes);
+  a_hat_ = f.right.to(Device::cpu());
+  b_hat_ = f.left.to(Device::cpu());
+
+  changed_ = Tensor::zeros({out_}, DType::U8, dev);
+  applied_ = Tensor::zeros({out_, r}, DType::F32, dev);
+  b_ = {name_ + ".falqon_B", Tensor::zeros({out_, r}, DType::F32, dev),
+        Tensor::zeros({out_, r}, DType::F32, dev)};
+  const int64_t k = std::min<int64_t>(opt.topk > 0 ? opt.topk : rank, out_);
+  scores_ = Tensor::empty({out_}, DType::F32, dev);
+  topk_ = Tensor::empty({k}, DType::I32, dev);
+}
+
+void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
+  LOFT_CHECK(x.dim() == 2 && x.size(1) == in_ && y.shape() == Shape({x.size(0), out_}) &&
+                 y.dtype() == x.dtype(),
+             name_, ": FALQON forward of ", x.str(), " into ", y.str(), " (weight [", out_, ", ",
+             in_, "])");
+  const int64_t t = x.size(0);
+  quant::QuantizedTensor xq;
+  {
+    prof::Scope s(prof::Part::QuantHadamard);
+    xq = quant::quantize(x, quant::LowpFormat::E4M3);
+  }
+  // [O | O_A] = Xq·[W; A]ᵀ in one FP8 GEMM; the split copies O out and keeps O_A (not X).
+  Tensor full = Tensor::empty({t, out_ + rank_}, x.dtype(), x.device());
+  Tensor oa = Tensor::empty({t, rank_}, x.dtype(), x.device());
+  {
+    prof::Scope s(prof::Part::FrozenGemm);
+    quant::gemm_lowp(xq.codes, xq.scale, wm_, scale_, full);
+  }
+  {
+    prof::Scope s(prof::Part::Elementwise);
+    falqon::split_columns(full, y, oa);
+  }
+  if (saved) saved->tensors = {oa};
+}
+
+void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
+                            bool accumulate_dx) {
+  LOFT_CHECK(saved.tensors.size() == 1, name_, ": FALQON backward without a saved forward");
+  const Tensor& oa = saved.tensors[0];
+  quant::QuantizedTensor dyq, oaq;
+  {
+    prof::Scope s(prof::Part::QuantHadamard);
+    // The transposed copies make dYqᵀ [out×T] and E4M3(O_A)ᵀ [r×T] K-major for the dB GEMM.
+    dyq = quant::quantize(dy, quant::LowpFormat::E5M2, /*also_transposed=*/true);
+    oaq = quant::quantize(oa, quant::LowpFormat::E4M3, /*also_transposed=*/true);
+  }
+  {
+    prof::Scope s(prof::Part::FrozenGemm);
+    // dX = dYq·W_q: [T, out] · [in, out]ᵀ with the transposed backbone codes (E5M2 × E4M3).
+    Tensor out = accumulate_dx ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
+    quant::gemm_lowp(dyq.codes, dyq.scale, wt_, scale_, out);
+    if (accumulate_dx) ops::axpy(1.0f, out, dx);
+  }
+  {
+    prof::Scope s(prof::Part::AdapterMath);
+    // dB += dYqᵀ·E4M3(O_A): an FP8 GEMM (E5M2 × E4M3, K = tokens) into fp32.
+    Tensor db = Tensor::empty({out_, rank_}, DType::F32, dy.device());
+    quant::gemm_lowp(dyq.codes_t, dyq.scale, oaq.codes_t, oaq.scale, db);
+    ops::axpy(1.0f, db, b_.grad);
+  }
+}
+
+void FalqonLinear::after_step() {
+  prof::Scope s(prof::Part::FalqonUpdate);
+  falqon::row_scores(b_.value, scores_);
+  falqon::select_topk(scores_, topk_);
+  falqon::RowUpdate u{topk_, b_.value, wm_, wt_, scale_, changed_, applied_};
+  falqon::apply_rows(u, opt_.buffer == FalqonOptions::Buffer::reset);
+}
+
+Tensor FalqonLinear::merged_weight() const {
+  Tensor w = Tensor::empty({out_, in_}, DType::F32, wm_.device());
+  quant::dequantize(backbone(), &scale_, w);
+  return w.to(Device::cpu());
+}
+
+std::optional<std::pair<Tensor, Tensor>> FalqonLinear::peft_pair() const {
+  Tensor b = b_hat_.clone();
+  ops::axpy(1.0f, applied_.to(Device::cpu()), b);
+  return std::pair{a_hat_.clone(), b};
+}
+
+Tensor FalqonLinear::melded_codes() const { return retyped(wm_, DType::U8); }
+Tensor FalqonLinear::transposed_codes() const { return retyped(wt_, DType::U8); }
+float FalqonLinear::weight_scale() const { return scale_.to(Device::cpu()).ptr<float>()[0]; }
+
+std::map<std::string, Tensor> FalqonLinear::method_state() const {
+  const Tensor changed = changed_.to(Device::cpu());
+  std::vector<int32_t> rows;
+  for (int64_t i = 0; i < out_; ++i)
+    if (changed.ptr<uint8_t>()[i]) rows.push_back(int32_t(i));
+  const Tensor codes = melded_codes();
+  const int64_t n = int64_t(rows.size());
+  Tensor row_codes = Tensor::empty({n, in_}, DType::U8);
+  for (int64_t t = 0; t < n; ++t)
+    std::memcpy(row_codes.ptr<uint8_t>() + t * in_, codes.ptr<uint8_t>() + rows[size_t(t)] * in_,
+                size_t(in_));
+  std::map<std::string, Tensor> st{
+      {"falqon_scale", scale_.to(Device::cpu())},
+      {"falqon_rows", Tensor::from_vector(rows, {n})},
+      {"falqon_row_codes", row_codes},
+      {"falqon_a_codes", codes.slice(out_, rank_).clone()},
+      {"falqon_applied", applied_.to(Device::cpu())}};
+  if (opt_.buffer == FalqonOptions::Buffer::accumulate) st["falqon_pending"] = b_.value.to(Device::cpu());
+  return st;
+}
+
+void FalqonLinear::load_method_state(const std::map<std::string, Tensor>& state) {
+  auto get = [&](const std::string& key, DType dt, const Shape& shape) -> Tensor {
+    auto it = state.find(key);
+    if (it == state.end()) throw Error(cat(name_, ": FALQON state has no ", key));
+    const Tensor t = it->second.to(Device::cpu());
+    LOFT_CHECK(t.dtype() == dt && (shape.empty() || t.shape() == shape), name_, ".", key, " is ",
+               t.str(), ", expected ", dtype_name(dt), " ", shape.empty() ? "[n]" : shape_str(shape));
+    return t;
+  };
+  const float saved_scale = get("falqon_scale", DType::F32, {1}).ptr<float>()[0];
+  if (quant::float_bits(saved_scale) != quant::float_bits(weight_scale()))
+    throw Error(cat(name_, ": the saved FP8 scale ", saved_scale, " differs from the base weight's ",
+                    weight_scale(), " (was the adapter trained on another base model?)"));
+  const Tensor rows = get("falqon_rows", DType::I32, {});
+  LOFT_CHECK(rows.dim() == 1, name_, ".falqon_rows must be 1-D, got ", rows.str());
+  const int64_t n = rows.numel();
+  const Tensor row_codes = get("falqon_row_codes", DType::U8, {n, in_});
+  const Tensor a_codes = get("falqon_a_codes", DType::U8, {rank_, in_});
+  const Tensor applied = get("falqon_applied", DType::F32, {out_, rank_});
+
+  Tensor wm = melded_codes();
+  auto* w = wm.ptr<uint8_t>();
+  Tensor changed = Tensor::zeros({out_}, DType::U8);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t i = rows.ptr<int32_t>()[t];
+    LOFT_CHECK(i >= 0 && i < out_, name_, ".falqon_rows holds row ", i, " outside [0, ", out_, ")");
+    std::memcpy(w + i * in_, row_codes.ptr<uint8_t>() + t * in_, size_t(in_));
+    changed.ptr<uint8_t>()[i] = 1;
+  }
+  std::memcpy(w + out_ * in_, a_codes.ptr<uint8_t>(), size_t(rank_ * in_));
+  Tensor wt = Tensor::empty({in_, out_}, DType::U8);
+  for (int64_t i = 0; i < out_; ++i)
+    for (int64_t j = 0; j < in_; ++j) wt.ptr<uint8_t>()[j * out_ + i] = w[i * in_ + j];
+  wm_.copy_from(retyped(wm, DType::F8_E4M3));
+  wt_.copy_from(retyped(wt, DType::F8_E4M3));
+  changed_.copy_from(changed);
+  applied_.copy_from(applied);
+  auto pending = state.find("falqon_pending");
+  if (pending != state.end())
+    b_.value.copy_from(get("falqon_pending", DType::F32, {out_, rank_}));
+  else
+    b_.value.zero_();
+}
+
+}  // namespace loft

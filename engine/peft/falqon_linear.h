@@ -1,0 +1,82 @@
+// FALQON's projection (METHODS.md, "FALQON: melded FP8 LoRA"; reference iamkanghyunchoi/falqon).
+// The adapter's A is melded into the frozen weight: Wm = [W; A] is one E4M3 matrix with W's scale
+// s_w, so the forward is ONE FP8 GEMM Xq·Wmᵀ = [O | O_A]. B (the "ΔB buffer", fp32 [out×r]) is the
+// only trainable tensor; the forward ignores it (it is zero, or holds only unapplied rows), and
+// after every optimizer step its top-k rows (by Σ|B_ij|) are folded into the FP8 backbone codes.
+//   init:     E = W − deq(Q(W)); E ≈ B̂·Â (rank-r randomized SVD), Â = √σ·Vᵀ, B̂ = U·√σ
+//   forward:  Xq = E4M3(X); [O | O_A] = Xq·Wmᵀ; y = O; save O_A only
+//   backward: dYq = E5M2(dY); dX = dYq·W_q (transposed codes); dB += dYqᵀ·E4M3(O_A) (FP8 GEMM)
+//   step:     W_i ← E4M3(clamp(deq(W_i) + B_i·A_q, ±448·s_w)) for the top-k rows; B ← 0 (reset)
+//             or only those rows (accumulate)
+// A's entries above 448·s_w saturate at ±448·s_w (the reference keeps W's scale for the melded
+// matrix too); with Â = √σ·Vᵀ of a quantization error they are ~1e-2 of that bound on Llama
+// weights, so saturation does not occur in practice. The trained model IS the FP8 backbone.
+#pragma once
+#include <string>
+
+#include "engine/peft/adapted_linear.h"
+
+namespace loft {
+
+struct FalqonOptions {
+  enum class Buffer { reset, accumulate };
+  int topk = 0;                    // rows updated per step; 0 = the rank (the reference's k = r)
+  Buffer buffer = Buffer::reset;   // --falqon-buffer
+  uint64_t seed = 0;               // the SVD's random directions (mixed with the module name)
+};
+
+// --falqon-buffer: "reset" or "accumulate"; UsageError naming the option otherwise.
+FalqonOptions::Buffer parse_falqon_buffer(const std::string& name);
+
+class FalqonLinear : public AdaptedLinear {
+ public:
+  // weight [out, in] in the compute dtype (F32 or BF16) on any device; it is not kept.
+  FalqonLinear(std::string name, const Tensor& weight, int rank, const FalqonOptions& opt);
+
+  int64_t in_features() const override { return in_; }
+  int64_t out_features() const override { return out_; }
+  void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override;
+  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
+                bool accumulate_dx) override;
+  std::vector<Param*> params() override { return {&b_}; }
+  void after_step() override;
+  // deq(backbone rows) [out, in] F32 on the CPU: the trained model.
+  Tensor merged_weight() const override;
+  // {Â, B̂ + ΣΔB_applied}, scaling 1 (the adapter records alpha = r).
+  std::optional<std::pair<Tensor, Tensor>> peft_pair() const override;
+  // falqon_scale F32 [1]; falqon_rows I32 [n] (rows whose codes changed since Q(W), ascending) and
+  // falqon_row_codes U8 [n, in]; falqon_a_codes U8 [r, in] (so the rebuild does not depend on
+  // redoing the SVD bit for bit on another device); falqon_applied F32 [out, r]; in accumulate
+  // mode falqon_pending F32 [out, r] (B's unapplied rows).
+  std::map<std::string, Tensor> method_state() const override;
+  // Onto a layer freshly built from the same base weight: checks s_w (Error naming the module),
+  // overwrites the saved rows and A's codes, restores ΣΔB_applied and the pending B.
+  void load_method_state(const std::map<std::string, Tensor>& state) override;
+
+  int rank() const { return rank_; }
+  // Host copies for tests and export: Wm's codes [(out+r), in] U8, the transposed backbone codes
+  // [in, out] U8, and s_w.
+  Tensor melded_codes() const;
+  Tensor transposed_codes() const;
+  float weight_scale() const;
+  Param& buffer() { return b_; }
+
+ private:
+  Tensor backbone() const { return wm_.slice(0, out_); }
+
+  std::string name_;
+  FalqonOptions opt_;
+  int64_t out_, in_;
+  int rank_;
+  DType dtype_;
+  Tensor wm_;       // F8_E4M3 [(out+r), in]: backbone rows, then A's rows
+  Tensor wt_;       // F8_E4M3 [in, out]: the backbone's codes transposed (dX GEMM)
+  Tensor scale_;    // F32 [1] on the device: s_w
+  Tensor changed_;  // U8 [out]: rows whose codes some update changed
+  Tensor applied_;  // F32 [out, r]: ΣΔB_applied
+  Tensor scores_, topk_;  // after_step scratch: F32 [out], I32 [k]
+  Tensor a_hat_, b_hat_;  // F32 on the CPU: the SVD factors Â [r, in], B̂ [out, r]
+  Param b_;
+};
+
+}  // namespace loft

@@ -1,0 +1,196 @@
+// FALQON's CUDA kernels against the CPU references (engine/peft/falqon_ops.h), bit for bit: the
+// scaled encode, the output split, row scores, the top-k select (ties, NaN, odd and large sizes),
+// and the row update in both buffer modes; then the whole FalqonLinear on the GPU against
+// products computed from its own codes, and its after-step update against the CPU's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/ops/ops.h"
+#include "engine/peft/falqon_linear.h"
+#include "engine/peft/falqon_ops.h"
+#include "engine/quant/quantize.h"
+#include "tests/common/test_util.h"
+#include "tests/engine/test_quant_fp8_reference.h"
+
+namespace loft {
+namespace {
+
+const Device kGpu = Device::cuda(0);
+
+Tensor random_codes(const Shape& shape, std::mt19937& rng) {
+  std::vector<uint8_t> c(size_t(shape_numel(shape)));
+  for (auto& v : c) {
+    v = uint8_t(rng());
+    if ((v & 0x7f) == 0x7f) v = 0x7e;  // no NaN codes
+  }
+  return Tensor::from_host(c.data(), shape, DType::F8_E4M3);
+}
+
+Tensor scalar(float v) { return Tensor::from_vector(std::vector<float>{v}, {1}); }
+
+TEST(FalqonCuda, EncodeAndSplitMatchTheCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(1);
+  for (const Shape& s : {Shape{7, 33}, Shape{64, 4096}, Shape{1, 1}}) {
+    const Tensor x = test::random_tensor(s, rng, -3.0f, 3.0f);
+    Tensor c_cpu = Tensor::empty(s, DType::F8_E4M3), c_gpu = Tensor::empty(s, DType::F8_E4M3, kGpu);
+    falqon::encode_e4m3(x, scalar(0.004f), c_cpu);
+    falqon::encode_e4m3(x.to(kGpu), scalar(0.004f).to(kGpu), c_gpu);
+    EXPECT_EQ(test::code_bytes(c_gpu), test::code_bytes(c_cpu)) << shape_str(s);
+  }
+  for (DType dt : {DType::F32, DType::BF16})
+    for (auto [t, out, r] : {std::tuple{33, 172, 8}, std::tuple{64, 4096, 64}}) {
+      const Tensor full32 = test::random_tensor({t, out + r}, rng);
+      Tensor full = Tensor::empty(full32.shape(), dt, kGpu);
+      ops::convert(full32.to(kGpu), full);
+      Tensor h = Tensor::empty({t, out}, dt, kGpu), a = Tensor::empty({t, r}, dt, kGpu);
+      falqon::split_columns(full, h, a);
+      const std::vector<float> f = full.to_float_vector(), hv = h.to_float_vector(), av = a.to_float_vector();
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t j = 0; j < out + r; ++j)
+          ASSERT_EQ(f[size_t(i * (out + r) + j)], j < out ? hv[size_t(i * out + j)] : av[size_t(i * r + j - out)]);
+    }
+}
+
+TEST(FalqonCuda, ScoresAndTopkMatchTheCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(2);
+  for (auto [out, r] : {std::pair{7, 3}, std::pair{172, 8}, std::pair{11008, 64}, std::pair{32000, 64}}) {
+    Tensor b = test::random_tensor({out, r}, rng, -1e-2f, 1e-2f);
+    for (int64_t i = 0; i < out; i += 5) b.ptr<float>()[i * r] = 0.5f;  // many ties among the top
+    Tensor s_cpu = Tensor::empty({out}, DType::F32), s_gpu = Tensor::empty({out}, DType::F32, kGpu);
+    falqon::row_scores(b, s_cpu);
+    falqon::row_scores(b.to(kGpu), s_gpu);
+    ASSERT_EQ(s_gpu.to_float_vector(), s_cpu.to_float_vector()) << out;
+    for (int64_t k : {int64_t(1), int64_t(3), std::min<int64_t>(out, 64), std::min<int64_t>(out, 300), int64_t(out)}) {
+      Tensor i_cpu = Tensor::empty({k}, DType::I32), i_gpu = Tensor::empty({k}, DType::I32, kGpu);
+      falqon::select_topk(s_cpu, i_cpu);
+      falqon::select_topk(s_gpu, i_gpu);
+      EXPECT_EQ(i_gpu.to_int_vector(), i_cpu.to_int_vector()) << out << " k " << k;
+    }
+  }
+  // All equal, NaN and inf.
+  const Tensor flat = Tensor::from_vector(std::vector<float>(1000, 0.0f), {1000});
+  const Tensor odd = Tensor::from_vector(std::vector<float>{1, INFINITY, NAN, 2, 2, 0}, {6});
+  for (const auto& [s, k] : {std::pair{flat, int64_t(10)}, std::pair{odd, int64_t(4)}}) {
+    Tensor i_cpu = Tensor::empty({k}, DType::I32), i_gpu = Tensor::empty({k}, DType::I32, kGpu);
+    falqon::select_topk(s, i_cpu);
+    falqon::select_topk(s.to(kGpu), i_gpu);
+    EXPECT_EQ(i_gpu.to_int_vector(), i_cpu.to_int_vector());
+  }
+}
+
+TEST(FalqonCuda, RowUpdateMatchesTheCpuBitForBit) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(3);
+  struct Case {
+    int64_t out, in, r, k;
+  };
+  for (const Case c : {Case{172, 64, 8, 8}, Case{7, 33, 8, 3}, Case{1000, 520, 16, 16}, Case{4096, 1024, 64, 64}})
+    for (bool zero_all : {true, false}) {
+      const Tensor wm = random_codes({c.out + c.r, c.in}, rng);
+      Tensor wt = Tensor::empty({c.in, c.out}, DType::F8_E4M3);
+      const auto* w = wm.ptr<uint8_t>();
+      for (int64_t i = 0; i < c.out; ++i)
+        for (int64_t j = 0; j < c.in; ++j) wt.ptr<uint8_t>()[j * c.out + i] = w[i * c.in + j];
+      // Large B entries drive some values past ±448·s (saturation).
+      const Tensor b = test::random_tensor({c.out, c.r}, rng, -40.0f, 40.0f);
+      std::vector<int32_t> idx;
+      for (int64_t t = 0; t < c.k; ++t) idx.push_back(int32_t((t * 7919) % c.out));
+      std::sort(idx.begin(), idx.end());
+      idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+      const Tensor applied = test::random_tensor({c.out, c.r}, rng);
+      auto make = [&](Device d) {
+        return falqon::RowUpdate{Tensor::from_vector(idx, {int64_t(idx.size())}).to(d), b.to(d), wm.to(d), wt.to(d),
+                                 scalar(0.00317f).to(d), Tensor::zeros({c.out}, DType::U8, d), applied.to(d)};
+      };
+      falqon::RowUpdate cpu = make(Device::cpu()), gpu = make(kGpu);
+      falqon::apply_rows(cpu, zero_all);
+      falqon::apply_rows(gpu, zero_all);
+      const std::string what = cat(c.out, "x", c.in, " r", c.r, zero_all ? " reset" : " accumulate");
+      EXPECT_EQ(test::code_bytes(gpu.wm), test::code_bytes(cpu.wm)) << what;
+      EXPECT_EQ(test::code_bytes(gpu.wt), test::code_bytes(cpu.wt)) << what;
+      EXPECT_EQ(gpu.changed.to_int_vector(), cpu.changed.to_int_vector()) << what;
+      EXPECT_EQ(gpu.applied.to_float_vector(), cpu.applied.to_float_vector()) << what;
+      EXPECT_EQ(gpu.b.to_float_vector(), cpu.b.to_float_vector()) << what;
+    }
+}
+
+Tensor deq_host(const Tensor& u8_codes, float s) {
+  Tensor c = Tensor::from_host(u8_codes.data(), u8_codes.shape(), DType::F8_E4M3);
+  Tensor out = Tensor::empty(c.shape(), DType::F32);
+  const Tensor sc = scalar(s);
+  quant::dequantize(c, &sc, out);
+  return out;
+}
+
+Tensor deq_q(const quant::QuantizedTensor& q) { return quant::dequantize(q).to(Device::cpu()); }
+
+TEST(FalqonCuda, LayerOnTheGpuMatchesItsCodesAndTheCpuUpdate) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  struct Case {
+    int64_t out, in, t;
+    int r;
+  };
+  // 256×128 / T 64 / r 16 takes cuBLASLt's FP8 path (sm_89+); the odd shapes the fallback.
+  for (const Case c : {Case{256, 128, 64, 16}, Case{172, 64, 33, 8}, Case{7, 33, 5, 8}}) {
+    const Tensor w32 = test::random_tensor({c.out, c.in}, rng, -0.1f, 0.1f);
+    Tensor w = Tensor::empty(w32.shape(), DType::BF16, kGpu);
+    ops::convert(w32.to(kGpu), w);
+    FalqonLinear l("m", w, c.r, {});
+    // Same scale and backbone codes as quantizing W on the CPU.
+    Tensor wb = Tensor::empty(w32.shape(), DType::BF16);
+    ops::convert(w32, wb);
+    const quant::QuantizedTensor qw = quant::quantize(wb, quant::LowpFormat::E4M3);
+    EXPECT_EQ(l.weight_scale(), qw.scale.ptr<float>()[0]);
+    const Tensor codes = l.melded_codes();
+    const std::vector<uint8_t> want = test::code_bytes(qw.codes);
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), codes.ptr<uint8_t>()));
+
+    Tensor x = Tensor::empty({c.t, c.in}, DType::BF16, kGpu), dy = Tensor::empty({c.t, c.out}, DType::BF16, kGpu);
+    ops::convert(test::random_tensor({c.t, c.in}, rng).to(kGpu), x);
+    ops::convert(test::random_tensor({c.t, c.out}, rng).to(kGpu), dy);
+    Tensor y = Tensor::empty({c.t, c.out}, DType::BF16, kGpu), dx = Tensor::empty({c.t, c.in}, DType::BF16, kGpu);
+    LinearSaved saved;
+    l.forward(x, y, &saved);
+    l.backward(dy, saved, dx, false);
+
+    const Tensor wm = deq_host(codes, l.weight_scale());
+    Tensor full = Tensor::empty({c.t, c.out + c.r}, DType::F32);
+    ops::gemm(deq_q(quant::quantize(x, quant::LowpFormat::E4M3)), wm, full, {.trans_b = true});
+    Tensor o = Tensor::empty({c.t, c.out}, DType::F32), oa = Tensor::empty({c.t, c.r}, DType::F32);
+    falqon::split_columns(full, o, oa);
+    const std::string what = cat(c.out, "x", c.in, " T", c.t);
+    EXPECT_LT(test::rel_error(y, o), 1e-2) << what;  // bf16 output rounding
+    EXPECT_LT(test::rel_error(saved.tensors[0], oa), 1e-2) << what;
+    const Tensor dyq = deq_q(quant::quantize(dy, quant::LowpFormat::E5M2));
+    Tensor dx_ref = Tensor::empty({c.t, c.in}, DType::F32);
+    ops::gemm(dyq, wm.slice(0, c.out), dx_ref);
+    EXPECT_LT(test::rel_error(dx, dx_ref), 1e-2) << what;
+    Tensor db_ref = Tensor::empty({c.out, c.r}, DType::F32);
+    ops::gemm(dyq, deq_q(quant::quantize(saved.tensors[0], quant::LowpFormat::E4M3)), db_ref, {.trans_a = true});
+    EXPECT_LT(test::rel_error(l.buffer().grad, db_ref), 1e-5) << what;
+
+    // after_step on the GPU equals the CPU update of the same codes and B.
+    const Tensor b = test::random_tensor({c.out, c.r}, rng, -0.05f, 0.05f);
+    l.buffer().value.copy_from(b.to(kGpu));
+    Tensor wt = Tensor::from_host(l.transposed_codes().data(), {c.in, c.out}, DType::F8_E4M3);
+    Tensor scores = Tensor::empty({c.out}, DType::F32), idx = Tensor::empty({std::min<int64_t>(c.r, c.out)}, DType::I32);
+    falqon::row_scores(b, scores);
+    falqon::select_topk(scores, idx);
+    falqon::RowUpdate cpu{idx, b.clone(), Tensor::from_host(codes.data(), codes.shape(), DType::F8_E4M3), wt,
+                          scalar(l.weight_scale()), Tensor::zeros({c.out}, DType::U8),
+                          Tensor::zeros({c.out, c.r}, DType::F32)};
+    falqon::apply_rows(cpu, true);
+    l.after_step();
+    EXPECT_EQ(test::code_bytes(l.melded_codes()), test::code_bytes(cpu.wm)) << what;
+    EXPECT_EQ(test::code_bytes(l.transposed_codes()), test::code_bytes(cpu.wt)) << what;
+    EXPECT_EQ(l.buffer().value.to_float_vector(), std::vector<float>(size_t(c.out * c.r), 0.0f));
+  }
+}
+
+}  // namespace
+}  // namespace loft
