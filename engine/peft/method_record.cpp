@@ -62,8 +62,7 @@ nlohmann::json method_options_to_json(const MethodOptions& opt) {
   if (opt.method == "halo") j["halo"] = halo_to_json(opt.halo);
   if (opt.method == "falqon")
     j["falqon"] = {{"topk", opt.falqon.topk},
-                   {"buffer", opt.falqon.buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset"},
-                   {"seed", opt.falqon.seed}};
+                   {"buffer", opt.falqon.buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset"}};  // the SVD seed is not needed: A's codes travel in the method state
   return j;
 }
 
@@ -111,7 +110,6 @@ MethodOptions method_options_from_json(const nlohmann::json& j, const fs::path& 
       throw Error(cat(file.string(), ": field 'loft.falqon.buffer' must be reset or accumulate, got '",
                       buffer, "'"));
     opt.falqon.buffer = parse_falqon_buffer(buffer);
-    opt.falqon.seed = json_field<uint64_t>(f, "seed", file, "loft.falqon.");
   }
   return opt;
 }

@@ -123,7 +123,7 @@ TEST(BenchCommand, MethodListWithBreakdown) {
   EXPECT_EQ(j["methods"][1]["options"], nlohmann::json({{"rank", 64}, {"alpha", 16.0}}));
   EXPECT_EQ(j["methods"][2]["options"],
             nlohmann::json(
-                {{"rank", 64}, {"alpha", 16.0}, {"halo_level", 0}, {"halo_format", "int8"}}));
+                {{"rank", 64}, {"alpha", 16.0}, {"halo_level", 0}, {"halo_format", "int8"}, {"backbone", "dense"}}));
   // Same adapter shapes whatever stores the frozen weight.
   EXPECT_EQ(j["methods"][0]["trainable_parameters"], j["methods"][2]["trainable_parameters"]);
 }
@@ -173,7 +173,7 @@ TEST(BenchCommand, TextReportHasPlanAndTable) {
   for (const char* part : {"bench    tiny: 2 layers, hidden 64, intermediate 172, 8 heads / 4 KV",
                            "methods  lora, halo, each on a fresh model",
                            "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down",
-                           "method   halo r=64 alpha=16 halo_level=1 halo_format=fp8 on",
+                           "method   halo r=64 alpha=16 halo_level=2 halo_format=fp8 backbone=dense on",
                            "batch    1 x 16 = 16 tokens/step",
                            "0 warm-up + 1 timed + 2 profiled steps", "device   cpu (cpu), F32",
                            "tiny, batch 1 x seq 16", "ms per profiled step", "s/step",

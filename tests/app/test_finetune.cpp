@@ -148,7 +148,7 @@ TEST(Finetune, HaloNf4BackboneTrainsAndBackboneIsRefusedElsewhere) {
   for (const char* a : {"--method", "halo", "--backbone", "nf4", "--warmup", "0"}) args.push_back(a);
   const auto r = test::run_cli_captured(args);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(test::contains(r.out, "HALO level 2 fp8, backbone nf4")) << r.out;
+  EXPECT_TRUE(test::contains(r.out, "halo (level 2, fp8, backbone nf4)")) << r.out;
   const auto m = read_metrics(dir / "run");
   ASSERT_GE(m.size(), 2u);
   EXPECT_LT(m.back()["loss"].get<double>(), m.front()["loss"].get<double>());

@@ -23,11 +23,22 @@ MethodOptions with_rank8(std::string method) {
   return m;
 }
 
-QualityMethod halo(int level, quant::LowpFormat format) {
-  QualityMethod q{cat("halo-", quant::format_name(format), "-l", level), with_rank8("halo"),
-                  /*held_to_bound=*/level > 0};
+QualityMethod halo(int level, quant::LowpFormat format, HaloBackbone backbone = HaloBackbone::Dense) {
+  QualityMethod q{cat("halo-", quant::format_name(format), "-l", level,
+                      backbone == HaloBackbone::Nf4 ? "-nf4" : ""),
+                  with_rank8("halo"), /*held_to_bound=*/level > 0};
   q.options.halo.level = level;
   q.options.halo.format = format;
+  q.options.halo.backbone = backbone;
+  return q;
+}
+
+QualityMethod falqon(FalqonOptions::Buffer buffer) {
+  QualityMethod q{buffer == FalqonOptions::Buffer::reset ? "falqon-reset" : "falqon-accumulate",
+                  with_rank8("falqon")};
+  q.options.lora.alpha = 8.0f;  // no α/r scaling
+  q.options.falqon.buffer = buffer;
+  q.lr_scale = 10.0;
   return q;
 }
 }  // namespace
@@ -36,13 +47,17 @@ QualityMethod lora_reference() { return {"lora", with_rank8("lora")}; }
 
 std::vector<QualityMethod> low_precision_methods() {
   std::vector<QualityMethod> out{{"qlora", with_rank8("qlora")}};
-  for (int level : {0, 1})
+  for (int level : {0, 1, 2})
     for (auto f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) out.push_back(halo(level, f));
+  for (auto f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8})
+    out.push_back(halo(2, f, HaloBackbone::Nf4));
+  out.push_back(falqon(FalqonOptions::Buffer::reset));
+  out.push_back(falqon(FalqonOptions::Buffer::accumulate));
   return out;
 }
 
 ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, int steps,
-                         Device device) {
+                         Device device, double lr) {
   const auto dir = data_dir() / "models" / model_name;
   std::mt19937_64 rng(21);
   auto model = llama::load_model(dir, device, make_linear_factory(m, rng));
@@ -76,7 +91,7 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
     const Batch b = data::to_model_batch(*next, device);
     model->forward_backward(b, 1.0f / float(std::max<int64_t>(1, b.target_count)));
     clip_grad_norm(model->params(), 1.0);
-    opt.step(1e-3);
+    opt.step(lr);
     opt.zero_grad();
     model->after_step();
   }
@@ -90,7 +105,7 @@ void expect_methods_near_lora(const std::string& model, Device device, int steps
               device.str().c_str(), steps, ref.before, ref.after);
   ASSERT_LT(ref.after, 0.8 * ref.before) << "LoRA did not learn the data: the comparison means nothing";
   for (const QualityMethod& q : low_precision_methods()) {
-    const ValLoss got = trained_val_loss(model, q.options, steps, device);
+    const ValLoss got = trained_val_loss(model, q.options, steps, device, 1e-3 * q.lr_scale);
     const double rel = (got.after - ref.after) / ref.after;
     std::printf("| %s | %s | %s | %.4f | %+.2f%% |%s\n", model.c_str(), device.str().c_str(),
                 q.name.c_str(), got.after, 100.0 * rel, q.held_to_bound ? "" : " (reported only)");

@@ -21,6 +21,10 @@ struct QualityMethod {
   // False for configurations reported but not held to the 5% bound: HALO level 0 (no rotation)
   // lands 8-9% above LoRA on wide-random (docs/methods.md); the rotated levels are the product's.
   bool held_to_bound = true;
+  // The method's learning rate relative to LoRA's, as METHODS.md's recipes set them: FALQON
+  // trains at 10x (2e-3 vs 2e-4), because updates smaller than half an FP8 step of a backbone row
+  // are lost in its requantization.
+  double lr_scale = 1.0;
 };
 
 // Every low-precision method configuration the product offers, at rank 8 on all projections.
@@ -32,7 +36,8 @@ QualityMethod lora_reference();
 // packed 2 x 128) and returns the loss on 8 held-out batches (5% of the records) before and after.
 // Every step sees new records, so the comparison is not made in a memorisation regime, where
 // tiny numeric differences decide the outcome.
-ValLoss trained_val_loss(const std::string& model, const MethodOptions& m, int steps, Device device);
+ValLoss trained_val_loss(const std::string& model, const MethodOptions& m, int steps, Device device,
+                         double lr = 1e-3);
 
 // Runs LoRA and every low-precision method on `model` and expects each to end within `tolerance`
 // (relative) of LoRA's validation loss; prints the table rows it measured.

@@ -8,7 +8,8 @@ namespace loft {
 namespace {
 
 TEST(MethodQuality, Stories260kCpu) { test::expect_methods_near_lora("stories260K-hf", Device::cpu(), 150); }
-TEST(MethodQuality, WideRandomCpu) { test::expect_methods_near_lora("wide-random", Device::cpu(), 150); }
+// 60 steps: wide-random is 24x stories260K's size and these runs sit in CI's time budget.
+TEST(MethodQuality, WideRandomCpu) { test::expect_methods_near_lora("wide-random", Device::cpu(), 60); }
 
 }  // namespace
 }  // namespace loft
