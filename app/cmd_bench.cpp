@@ -17,6 +17,7 @@
 #include "engine/device/memory.h"
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/peft/method.h"
+#include "engine/peft/method_record.h"
 #include "engine/train/bench.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
@@ -62,7 +63,7 @@ MethodOptions method_options(const BenchOptions& o, const std::string& item) {
       throw UsageError(cat("--method ", item, ": '", v, "' is not a variant of ", name,
                            " (halo: fp8|int8, dense|nf4, l0|l1|l2; falqon: reset|accumulate)"));
   }
-  if (name == "falqon") m.lora.alpha = float(m.lora.rank);  // FALQON has no α/r scaling
+  apply_method_invariants(m);
   return m;
 }
 
@@ -72,12 +73,12 @@ nlohmann::ordered_json options_json(const BenchOptions& o, const std::string& it
   nlohmann::ordered_json j{{"rank", m.lora.rank}, {"alpha", m.lora.alpha}};
   if (m.method == "halo") {
     j["halo_level"] = m.halo.level;
-    j["halo_format"] = std::string(m.halo.format == quant::LowpFormat::INT8 ? "int8" : "fp8");
+    j["halo_format"] = halo_format_name(m.halo.format);
     j["backbone"] = backbone_name(m.halo.backbone);
   }
   if (m.method == "falqon") {
     j["falqon_topk"] = m.falqon.topk ? m.falqon.topk : m.lora.rank;
-    j["falqon_buffer"] = m.falqon.buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
+    j["falqon_buffer"] = falqon_buffer_name(m.falqon.buffer);
   }
   return j;
 }

@@ -124,7 +124,7 @@ MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter
   if (o.falqon_topk >= 0) m.falqon.topk = o.falqon_topk;
   if (!o.falqon_buffer.empty()) m.falqon.buffer = parse_falqon_buffer(o.falqon_buffer);
   m.falqon.seed = o.seed;
-  if (m.method == "falqon") m.lora.alpha = float(m.lora.rank);  // no α/r scaling: PEFT's α/r = 1
+  apply_method_invariants(m);
   return m;
 }
 

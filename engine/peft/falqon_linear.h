@@ -27,6 +27,7 @@ struct FalqonOptions {
 
 // --falqon-buffer: "reset" or "accumulate"; UsageError naming the option otherwise.
 FalqonOptions::Buffer parse_falqon_buffer(const std::string& name);
+const char* falqon_buffer_name(FalqonOptions::Buffer buffer);  // "reset", "accumulate"
 
 class FalqonLinear : public AdaptedLinear {
  public:

@@ -43,6 +43,10 @@ std::set<std::string> parse_lora_targets(const std::string& spec) {
   return out;
 }
 
+void apply_method_invariants(MethodOptions& opt) {
+  if (opt.method == "falqon") opt.lora.alpha = float(opt.lora.rank);
+}
+
 quant::LowpFormat parse_halo_format(const std::string& name) {
   if (name == "fp8") return quant::LowpFormat::E4M3;
   if (name == "int8") return quant::LowpFormat::INT8;

@@ -43,6 +43,10 @@ struct MethodOptions {
   FalqonOptions falqon;           // --falqon-topk, --falqon-buffer (method falqon; rank = lora.rank)
 };
 
+// Settles what a method fixes regardless of the command line: FALQON has no α/r scaling, so its
+// alpha is its rank and the adapter's PEFT α/r is 1. Call once the options are chosen.
+void apply_method_invariants(MethodOptions& opt);
+
 // --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.
 quant::LowpFormat parse_halo_format(const std::string& name);
 

@@ -62,7 +62,7 @@ nlohmann::json method_options_to_json(const MethodOptions& opt) {
   if (opt.method == "halo") j["halo"] = halo_to_json(opt.halo);
   if (opt.method == "falqon")
     j["falqon"] = {{"topk", opt.falqon.topk},
-                   {"buffer", opt.falqon.buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset"}};  // the SVD seed is not needed: A's codes travel in the method state
+                   {"buffer", falqon_buffer_name(opt.falqon.buffer)}};  // the SVD seed is not needed: A's codes travel in the method state
   return j;
 }
 

@@ -34,10 +34,9 @@ QualityMethod halo(int level, quant::LowpFormat format, HaloBackbone backbone = 
 }
 
 QualityMethod falqon(FalqonOptions::Buffer buffer) {
-  QualityMethod q{buffer == FalqonOptions::Buffer::reset ? "falqon-reset" : "falqon-accumulate",
-                  with_rank8("falqon")};
-  q.options.lora.alpha = 8.0f;  // no α/r scaling
+  QualityMethod q{cat("falqon-", falqon_buffer_name(buffer)), with_rank8("falqon")};
   q.options.falqon.buffer = buffer;
+  apply_method_invariants(q.options);
   q.lr_scale = 10.0;
   // Reset (the reference code's behaviour, our default) drops every unapplied row of ΔB after each
   // step; at k = r = 8 rows per step on these small models it lands 12-25% above LoRA (H200 and
