@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "app/bench_kernels.h"
 #include "app/commands.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
@@ -35,7 +36,7 @@ struct BenchOptions {
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
-  bool grad_checkpointing = false, json = false;
+  bool grad_checkpointing = false, json = false, kernels = false;
   uint64_t seed = 0;
 };
 
@@ -368,6 +369,12 @@ void run_bench(const BenchOptions& o) {
   s.config = config_for(o);
   s.name = o.model.empty() ? o.shape : o.model;
   s.base_parameters = llama::llama_parameter_count(s.config);
+  if (o.kernels) {
+    std::cout << "kernels  " << s.name << " at " << o.batch << " x " << o.seq << " tokens on "
+              << s.device.str() << " (" << s.info.name << "), 20 calls each\n";
+    run_kernel_bench(s.config, o.batch, o.seq, s.device, 20, std::cout);
+    return;
+  }
   std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
   print_plan(plan_out, o, s, methods);
 
@@ -415,6 +422,8 @@ void add_bench_command(CLI::App& root) {
                 "recompute each block's forward in backward");
   add_device_option(*cmd, o->device);
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
+  cmd->add_flag("--kernels", o->kernels,
+                "time each kernel of one layer alone at the shape's sizes instead of whole steps");
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -1,0 +1,130 @@
+// `loft bench --kernels`: each kernel of a training step timed alone on random inputs at the
+// sizes one layer of the shape gives it. A row reports the time per call and the rate it reaches:
+// GB/s over the bytes the kernel must move at least (each input read once, each output written
+// once), or TFLOP/s for GEMMs and attention. Timing: a warm-up call, then `repeats` calls between
+// two device synchronisations.
+#include "app/bench_kernels.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "engine/device/memory.h"
+#include "engine/ops/ops.h"
+#include "engine/quant/hadamard.h"
+#include "engine/quant/lowp_gemm.h"
+#include "engine/quant/quantize.h"
+#include "engine/quant/rotate_quantize.h"
+
+namespace loft::app {
+
+namespace {
+
+struct Row {
+  std::string name;
+  double bytes = 0, flops = 0;  // per call; one of them is zero
+  std::function<void()> call;
+};
+
+double seconds_per_call(const Row& r, Device device, int repeats) {
+  r.call();
+  synchronize(device);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < repeats; ++i) r.call();
+  synchronize(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / repeats;
+}
+
+Tensor random(Shape shape, DType dtype, Device device, uint64_t seed) {
+  Tensor t = Tensor::empty(std::move(shape), dtype, device);
+  ops::fill_random(t, seed, 1.0f);
+  return t;
+}
+
+}  // namespace
+
+void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq, Device device,
+                      int repeats, std::ostream& out) {
+  const DType dt = device.is_cpu() ? DType::F32 : DType::BF16;
+  const int64_t T = batch * seq, d = cfg.hidden_size, f = cfg.intermediate_size;
+  const double act = double(dtype_size(dt));
+  const auto fmt = quant::LowpFormat::E4M3;
+  std::vector<Row> rows;
+
+  for (int64_t n : {d, f}) {
+    const std::string w = "[" + std::to_string(T) + "," + std::to_string(n) + "]";
+    Tensor x = random({T, n}, dt, device, 1), y = Tensor::empty({T, n}, dt, device);
+    const quant::HadamardPlan plan = quant::plan_for(n), tok = quant::token_plan(T);
+    const double io = double(T * n) * act;
+    rows.push_back({"quantize e4m3 " + w, io + double(T * n), 0,
+                    [=] { (void)quant::quantize(x, fmt); }});
+    rows.push_back({"quantize e4m3 +transposed " + w, io + 2.0 * double(T * n), 0,
+                    [=] { (void)quant::quantize(x, fmt, true); }});
+    rows.push_back({"rotate_quantize rows " + w, io + double(T * n), 0,
+                    [=] { (void)quant::rotate_quantize(plan, x, fmt); }});
+    rows.push_back({"rotate_quantize tokens " + w, io + double(T * n), 0,
+                    [=] { (void)quant::token_rotate_quantize(tok, x, fmt); }});
+    rows.push_back({"hadamard rows inverse " + w, 2 * io, 0,
+                    [=] { quant::hadamard_transform(plan, x, y, true); }});
+    rows.push_back({"hadamard tokens inverse " + w, 2 * io, 0,
+                    [=] { quant::token_transform(tok, x, y, true); }});
+    rows.push_back({"axpy " + w, 3 * io, 0, [=] { Tensor yy = y; ops::axpy(1.0f, x, yy); }});
+  }
+  // The frozen products of one layer: bf16 and FP8 E4M3, forward Y = X·Wᵀ and backward dX = dY·W.
+  for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
+    const std::string s = std::to_string(T) + "x" + std::to_string(out_f) + "x" + std::to_string(in_f);
+    Tensor x = random({T, in_f}, dt, device, 2), w = random({out_f, in_f}, dt, device, 3);
+    Tensor y = Tensor::empty({T, out_f}, dt, device);
+    const double fl = 2.0 * double(T) * double(out_f) * double(in_f);
+    rows.push_back({"gemm bf16 " + s, 0, fl, [=] {
+                      Tensor yy = y;
+                      ops::gemm(x, w, yy, {.trans_b = true});
+                    }});
+    if (!device.is_cpu()) {
+      const quant::QuantizedTensor xq = quant::quantize(x, fmt), wq = quant::quantize(w, fmt);
+      rows.push_back({"gemm e4m3 " + s, 0, fl, [=] {
+                        Tensor yy = y;
+                        quant::gemm_lowp(xq.codes, xq.scale, wq.codes, wq.scale, yy);
+                      }});
+    }
+  }
+  {
+    const int64_t hq = cfg.num_heads, hk = cfg.num_kv_heads, D = cfg.head_dim;
+    Tensor q = random({T, hq, D}, dt, device, 4), k = random({T, hk, D}, dt, device, 5);
+    Tensor v = random({T, hk, D}, dt, device, 6), o = Tensor::empty({T, hq, D}, dt, device);
+    Tensor lse = Tensor::empty({T, hq}, DType::F32, device);
+    Tensor doc = Tensor::zeros({T}, DType::I32, device);
+    Tensor dq = Tensor::empty(q.shape(), dt, device), dk = Tensor::empty(k.shape(), dt, device);
+    Tensor dv = Tensor::empty(v.shape(), dt, device);
+    const float sc = 1.0f / std::sqrt(float(D));
+    // Causal: half of the S×S scores; forward 2 GEMMs, backward 5 (as FlashAttention counts).
+    const double fl = 2.0 * double(batch) * double(hq) * double(seq) * double(seq) * double(D);
+    const std::string s = "B" + std::to_string(batch) + " S" + std::to_string(seq) + " H" +
+                          std::to_string(hq) + " D" + std::to_string(D);
+    rows.push_back({"attention forward " + s, 0, fl, [=] {
+                      Tensor oo = o, ll = lse;
+                      ops::attention(q, k, v, doc, seq, sc, oo, ll);
+                    }});
+    rows.push_back({"attention backward " + s, 0, 2.5 * fl, [=] {
+                      Tensor a = dq, b = dk, c = dv;
+                      ops::attention_backward(o, q, k, v, o, lse, doc, seq, sc, a, b, c);
+                    }});
+  }
+
+  char line[200];
+  std::snprintf(line, sizeof line, "%-46s %10s %10s %10s\n", "kernel", "us/call", "GB/s", "TFLOP/s");
+  out << line;
+  for (const Row& r : rows) {
+    const double s = seconds_per_call(r, device, repeats);
+    char rate[32] = "";
+    if (r.bytes > 0) std::snprintf(rate, sizeof rate, "%10.1f %10s", r.bytes / s / 1e9, "");
+    if (r.flops > 0) std::snprintf(rate, sizeof rate, "%10s %10.1f", "", r.flops / s / 1e12);
+    std::snprintf(line, sizeof line, "%-46s %10.1f %s\n", r.name.c_str(), s * 1e6, rate);
+    out << line << std::flush;
+  }
+}
+
+}  // namespace loft::app
