@@ -28,6 +28,28 @@ TEST(HadamardCuda, MatchesCpu) {
         }
 }
 
+// The kernels run the CPU's butterflies and K-mix sums in its order: F32 results are the CPU's
+// bit for bit, on the register-resident path (every width here but 172) as on the general one.
+TEST(HadamardCuda, F32BitIdenticalToCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(44);
+  // Powers of two 2^8..2^14 cover each register-resident mode (one warp; one exchange of 2, 4 or 8
+  // positions at 16 and 32 elements per thread).
+  std::vector<int64_t> widths(std::begin(kWidths), std::end(kWidths));
+  for (int64_t n : {256, 512, 1024, 2048, 8192, 16384}) widths.push_back(n);
+  for (int64_t n : widths)
+    for (int64_t rows : {int64_t(1), int64_t(9)})
+      for (bool inverse : {false, true}) {
+        const Tensor cx = random_tensor({rows, n}, rng, -3.0f, 3.0f);
+        Tensor y = Tensor::empty(cx.shape(), DType::F32, kGpu);
+        quant::hadamard_transform(to_gpu(cx, DType::F32), y, inverse);
+        Tensor cy = Tensor::empty(cx.shape(), DType::F32);
+        quant::hadamard_transform(cx, cy, inverse);
+        EXPECT_EQ(y.to_float_vector(), cy.to_float_vector())
+            << "rows " << rows << (inverse ? " inverse " : " forward ") << quant::plan_for(n).describe();
+      }
+}
+
 TEST(HadamardCuda, InPlaceEqualsOutOfPlace) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(42);

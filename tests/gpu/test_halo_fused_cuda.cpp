@@ -43,10 +43,33 @@ TEST(HaloCuda, TokenTransformMatchesCpu) {
       }
 }
 
+// Token counts whose plan has blocks of 256 (the register-resident kernel; 2047 is zero-padded to
+// 2048) with even column counts, F32 bit for bit against the CPU, and the round trip.
+TEST(HaloCuda, TokenTransformBlocksOf256BitIdenticalToCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(4);
+  for (int64_t t : {256, 2047, 2048})
+    for (int64_t cols : {2, 40, 64, 66, 4096}) {
+      const quant::HadamardPlan p = quant::token_plan(t);
+      ASSERT_EQ(p.block, 256) << "T=" << t;
+      const Tensor cx = random_tensor({t, cols}, rng, -3.0f, 3.0f);
+      Tensor y = Tensor::empty({p.n, cols}, DType::F32, kGpu), back = Tensor::empty({t, cols}, DType::F32, kGpu);
+      quant::token_transform(p, to_gpu(cx, DType::F32), y);
+      quant::token_transform(p, y, back, /*inverse=*/true);
+      Tensor y_ref = Tensor::empty({p.n, cols}, DType::F32), back_ref = Tensor::empty({t, cols}, DType::F32);
+      quant::token_transform(p, cx, y_ref);
+      quant::token_transform(p, y_ref, back_ref, /*inverse=*/true);
+      const std::string what = cat("T=", t, " N=", cols);
+      EXPECT_EQ(y.to_float_vector(), y_ref.to_float_vector()) << what;
+      EXPECT_EQ(back.to_float_vector(), back_ref.to_float_vector()) << what;
+      EXPECT_LT(rel_error(back, cx), 1e-5) << what;
+    }
+}
+
 TEST(HaloCuda, FusedRotateQuantizeEqualsUnfusedBitForBit) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(2);
-  for (int64_t n : {64, 172, 768, 4096})
+  for (int64_t n : {64, 172, 768, 4096, 11008, 14336})
     for (int64_t rows : {1, 33, 256})
       for (DType dt : kActivationDtypes)
         for (LowpFormat f : {LowpFormat::E4M3, LowpFormat::INT8}) {
@@ -62,8 +85,8 @@ TEST(HaloCuda, FusedRotateQuantizeEqualsUnfusedBitForBit) {
 TEST(HaloCuda, FusedTokenRotateQuantizeEqualsUnfusedBitForBit) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(3);
-  for (int64_t t : {7, 130, 512, 2048})
-    for (int64_t cols : {40, 172})
+  for (int64_t t : {7, 130, 512, 2047, 2048})
+    for (int64_t cols : {40, 172, 4096})
       for (DType dt : kActivationDtypes)
         for (LowpFormat f : {LowpFormat::E4M3, LowpFormat::INT8}) {
           const quant::HadamardPlan p = quant::token_plan(t);

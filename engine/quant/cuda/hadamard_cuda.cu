@@ -9,11 +9,13 @@
 // into an amax, or cast it to FP8/INT8 codes (the two passes of the fused rotate + quantize).
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/hadamard_cuda.h"
+#include "engine/quant/cuda/hadamard_vec.cuh"
 #include "engine/quant/cuda/quant_device.cuh"
 
 namespace loft::quant {
@@ -22,14 +24,29 @@ namespace {
 
 using ops::cuda_kernels::bf16;
 using ops::cuda_kernels::from_f32;
+using ops::cuda_kernels::kChunk;
 using ops::cuda_kernels::to_f32;
 
-// ---- epilogues: put(i, v) receives rotated value v of output element i --------------------
+// ---- epilogues: put(i, v) receives rotated value v of output element i; put_n<N>(i, v) the N
+// values of elements i..i+N-1 (i a multiple of N, N = 2 or 8: the fast kernels' vector stores).
 template <typename T>
 struct StoreRotated {
   T* y;
   __device__ void begin() {}
   __device__ void put(int64_t i, float v) { y[i] = from_f32<T>(v); }
+  template <int N>
+  __device__ void put_n(int64_t i, const float* v) {
+    if constexpr (N == kChunk) {
+      ops::cuda_kernels::store_chunk(y + i, *reinterpret_cast<const float(*)[kChunk]>(v));
+    } else if constexpr (N % 2 == 0 && std::is_same_v<T, bf16>) {
+#pragma unroll
+      for (int j = 0; j < N; j += 2)
+        *reinterpret_cast<__nv_bfloat162*>(y + i + j) = __floats2bfloat162_rn(v[j], v[j + 1]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) y[i + j] = from_f32<T>(v[j]);
+    }
+  }
   __device__ void end() {}
 };
 
@@ -40,6 +57,11 @@ struct AmaxRotated {
   float m;
   __device__ void begin() { m = 0.0f; }
   __device__ void put(int64_t, float v) { m = fmaxf(m, fabsf(to_f32(from_f32<T>(v)))); }
+  template <int N>
+  __device__ void put_n(int64_t, const float* v) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) m = fmaxf(m, fabsf(to_f32(from_f32<T>(v[j]))));
+  }
   __device__ void end() { cuda::block_amax(m, amax_bits); }
 };
 
@@ -56,6 +78,22 @@ struct CastRotated {
   }
   __device__ void put(int64_t i, float v) {
     codes[i] = cuda::encode<F>(__fdiv_rn(to_f32(from_f32<T>(v)), s));
+  }
+  template <int N>
+  __device__ void put_n(int64_t i, const float* v) {
+    alignas(8) uint8_t q[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) q[j] = cuda::encode<F>(__fdiv_rn(to_f32(from_f32<T>(v[j])), s));
+    if constexpr (N == 8) {
+      *reinterpret_cast<uint2*>(codes + i) = *reinterpret_cast<const uint2*>(q);
+    } else if constexpr (N == 4) {
+      *reinterpret_cast<uint32_t*>(codes + i) = *reinterpret_cast<const uint32_t*>(q);
+    } else if constexpr (N == 2) {
+      *reinterpret_cast<uint16_t*>(codes + i) = *reinterpret_cast<const uint16_t*>(q);
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) codes[i + j] = q[j];
+    }
   }
   __device__ void end() {}
 };
@@ -177,21 +215,109 @@ Params params_for(const HadamardPlan& plan, bool inverse, int device) {
                 inverse,      0,              0,      0};
 }
 
+int max_smem_optin(int device) {
+  static std::mutex mu;
+  static std::map<int, int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  int optin = 0;
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return cache[device] = optin;
+}
+
+// Lets `kernel` take `smem` bytes of dynamic shared memory (beyond 48 KiB it must opt in; the
+// epilogue's amax adds a little static memory), asking the driver once per kernel and device.
+template <typename K>
+void allow_smem(K* kernel, size_t smem, int device) {
+  if (smem + 1024 <= 48 * 1024) return;
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, size_t> granted;
+  std::lock_guard<std::mutex> lock(mu);
+  size_t& g = granted[{reinterpret_cast<const void*>(kernel), device}];
+  if (g >= smem) return;
+  LOFT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  g = smem;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// The register-resident row kernel (hadamard_vec.cuh) when the plan and operands allow it:
+// blocks of a multiple of 8 elements, at most 1024 threads per block, 16-byte aligned rows.
+// Returns false to leave the transform to the general kernel. Elements per thread E and the mode
+// by the plan (m = log2 of the FWHT length): K = 1 with m <= 8: E = 8, all in one warp; m = 9:
+// E = 16, one warp; m = 10..12: E = 16 and m = 13, 14: E = 32 with one exchange; otherwise
+// (a K-mix, or longer) stage by stage in shared memory.
 template <typename T, typename Epi>
-void launch_rows(const HadamardPlan& plan, const Tensor& x, bool inverse, int device, const Epi& epi) {
+bool launch_rows_vec(const HadamardPlan& plan, const Tensor& x, bool inverse, int device,
+                     const Epi& epi, bool out_aligned) {
+  using vec::Mode;
+  const int64_t seg = plan.block;
+  const int m = plan.log2_pow2;
+  if (seg % kChunk != 0 || !out_aligned || !aligned16(x.data()) || seg > 32 * 1024) return false;
+  int e = 0, r = 0;
+  Mode mode = Mode::Staged;
+  if (plan.k == 1 && m <= 14) {
+    e = m <= 8 ? 8 : m <= 12 ? 16 : 32;
+    r = std::max(0, m - (e == 8 ? 3 : e == 16 ? 4 : 5) - 5);
+    mode = r == 0 ? Mode::Warp : Mode::Transposed;
+  } else {
+    e = seg / 8 <= 1024 ? 8 : seg / 16 <= 1024 && seg % 16 == 0 ? 16 : seg % 32 == 0 ? 32 : 0;
+  }
+  if (e == 0 || seg % e != 0 || seg / e > 1024) return false;
+  vec::RowParams prm{};
+  prm.seg = int(seg);
+  prm.seg_threads = int(seg / e);
+  prm.segs = std::max(1, 256 / prm.seg_threads);
+  prm.log2_p = m;
+  prm.k = plan.k;
+  prm.total_segs = x.numel() / seg;
+  prm.scale = plan.scale();
+  prm.h = device_matrix(*plan.matrix, device);
+  prm.inverse = inverse;
+  const size_t smem = mode == Mode::Warp ? 0 : size_t(prm.segs) * size_t(seg) * sizeof(float);
+  if (smem > size_t(max_smem_optin(device))) return false;
+  const int threads = (prm.segs * prm.seg_threads + 31) / 32 * 32;
+  const int64_t grid = (prm.total_segs + prm.segs - 1) / prm.segs;
+  if (grid > int64_t(0x7fffffff)) return false;
+  auto run = [&](auto kernel) {
+    allow_smem(kernel, smem, device);
+    kernel<<<unsigned(grid), threads, smem, loft::cuda::stream(device)>>>(x.ptr<T>(), prm, epi);
+  };
+  using vec::hadamard_rows_vec;
+  if (mode == Mode::Warp) {
+    if (e == 8) run(hadamard_rows_vec<T, 8, Mode::Warp, 0, Epi>);
+    else run(hadamard_rows_vec<T, 16, Mode::Warp, 0, Epi>);
+  } else if (mode == Mode::Transposed) {
+    if (e == 16 && r == 1) run(hadamard_rows_vec<T, 16, Mode::Transposed, 1, Epi>);
+    else if (e == 16 && r == 2) run(hadamard_rows_vec<T, 16, Mode::Transposed, 2, Epi>);
+    else if (e == 16) run(hadamard_rows_vec<T, 16, Mode::Transposed, 3, Epi>);
+    else if (r == 3) run(hadamard_rows_vec<T, 32, Mode::Transposed, 3, Epi>);
+    else run(hadamard_rows_vec<T, 32, Mode::Transposed, 4, Epi>);
+  } else {
+    if (e == 8) run(hadamard_rows_vec<T, 8, Mode::Staged, 0, Epi>);
+    else if (e == 16) run(hadamard_rows_vec<T, 16, Mode::Staged, 0, Epi>);
+    else run(hadamard_rows_vec<T, 32, Mode::Staged, 0, Epi>);
+  }
+  loft::cuda::check_launch("hadamard_rows_vec");
+  return true;
+}
+
+template <typename T, typename Epi>
+void launch_rows(const HadamardPlan& plan, const Tensor& x, bool inverse, int device, const Epi& epi,
+                 bool out_aligned) {
   if (plan.n > int64_t(1) << 30)
     throw Error(cat("hadamard_transform: width n=", plan.n, " is too large for the CUDA transform"));
+  if (x.numel() == 0) return;
+  if (launch_rows_vec<T>(plan, x, inverse, device, epi, out_aligned)) return;
   const int n = int(plan.n);
   const int64_t rows = x.numel() / plan.n;
   const size_t smem = size_t(n) * sizeof(float);
-  int optin = 0;
-  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int optin = max_smem_optin(device);
   if (smem > size_t(optin))
     throw Error(cat("hadamard_transform: width n=", n, " needs ", smem,
                     " bytes of shared memory per row; cuda:", device, " offers ", optin));
-  if (smem + 1024 > 48 * 1024)  // the epilogue amax adds a little static shared memory
-    LOFT_CUDA_CHECK(cudaFuncSetAttribute(hadamard_rows<T, Epi>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  allow_smem(hadamard_rows<T, Epi>, smem, device);
   if (rows > int64_t(0x7fffffff))
     throw Error(cat("hadamard_transform: x ", x.str(), " has more rows than one launch takes"));
   const int threads = n >= 2048 ? 512 : 128;  // multiples of 32 (lane = e mod 32)
@@ -202,11 +328,23 @@ void launch_rows(const HadamardPlan& plan, const Tensor& x, bool inverse, int de
 
 template <typename T, typename Epi>
 void launch_tokens(const HadamardPlan& plan, const Tensor& x, int64_t rows_y, bool inverse,
-                   int device, const Epi& epi) {
+                   int device, const Epi& epi, bool out_aligned) {
   LOFT_CHECK(plan.block <= kMaxTokenBlock, "token_transform: the plan's block ", plan.block,
              " exceeds ", kMaxTokenBlock, " tokens (use token_plan)");
   const int64_t cols = x.size(1), blocks = plan.n / plan.block;
   LOFT_CHECK(blocks <= 65535, "token_transform: ", plan.n, " tokens are more than one launch takes");
+  if (cols == 0) return;
+  const cudaStream_t stream = loft::cuda::stream(device);
+  // Blocks of 256 tokens (K = 1, the plan of every multiple of 256): the register-resident kernel.
+  if (plan.block == vec::kTokBlock && plan.k == 1 && cols % 2 == 0 && out_aligned &&
+      aligned16(x.data())) {
+    const vec::TokenParams prm{x.size(0), rows_y, cols, plan.scale(), device_matrix(*plan.matrix, device)};
+    allow_smem(vec::hadamard_tokens256<T, Epi>, vec::kTokSmem, device);
+    const dim3 grid(unsigned((cols + vec::kTokCols - 1) / vec::kTokCols), unsigned(blocks));
+    vec::hadamard_tokens256<T, Epi><<<grid, 256, vec::kTokSmem, stream>>>(x.ptr<T>(), prm, epi);
+    loft::cuda::check_launch("hadamard_tokens256");
+    return;
+  }
   Params prm = params_for(plan, inverse, device);
   prm.n = int(plan.block);
   prm.rows_x = x.size(0);
@@ -214,8 +352,7 @@ void launch_tokens(const HadamardPlan& plan, const Tensor& x, int64_t rows_y, bo
   prm.cols = cols;
   const dim3 grid(unsigned((cols + kTokenCols - 1) / kTokenCols), unsigned(blocks));
   const size_t smem = size_t(plan.block) * kTokenCols * sizeof(float);  // <= 32 KiB
-  hadamard_tokens<T, Epi><<<grid, dim3(kTokenCols, kTokenRowsPerPass), smem, loft::cuda::stream(device)>>>(
-      x.ptr<T>(), prm, epi);
+  hadamard_tokens<T, Epi><<<grid, dim3(kTokenCols, kTokenRowsPerPass), smem, stream>>>(x.ptr<T>(), prm, epi);
   loft::cuda::check_launch("hadamard_tokens");
 }
 
@@ -240,7 +377,7 @@ void hadamard_transform_cuda(const HadamardPlan& plan, const Tensor& x, const Te
   loft::cuda::set_device(device);
   dispatch_dtype(x, "hadamard_transform", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_rows<T>(plan, x, inverse, device, StoreRotated<T>{y.ptr<T>()});
+    launch_rows<T>(plan, x, inverse, device, StoreRotated<T>{y.ptr<T>()}, aligned16(y.data()));
   });
 }
 
@@ -250,7 +387,8 @@ void token_transform_cuda(const HadamardPlan& plan, const Tensor& x, const Tenso
   loft::cuda::set_device(device);
   dispatch_dtype(x, "token_transform", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_tokens<T>(plan, x, y.size(0), inverse, device, StoreRotated<T>{y.ptr<T>()});
+    launch_tokens<T>(plan, x, y.size(0), inverse, device, StoreRotated<T>{y.ptr<T>()},
+                     aligned16(y.data()));
   });
 }
 
@@ -266,10 +404,12 @@ void rotate_quantize_cuda(const HadamardPlan& plan, const Tensor& x, bool token_
   dispatch_dtype(x, "rotate_quantize", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto run = [&](const auto& epi) {
+      // Codes are written 8 (rows) or 2 (tokens) at a time: 8-byte alignment suffices.
+      const bool codes_aligned = (reinterpret_cast<uintptr_t>(codes.data()) & 7u) == 0;
       if (token_dim)
-        launch_tokens<T>(plan, x, rows_y, /*inverse=*/false, device, epi);
+        launch_tokens<T>(plan, x, rows_y, /*inverse=*/false, device, epi, codes_aligned);
       else
-        launch_rows<T>(plan, x, /*inverse=*/false, device, epi);
+        launch_rows<T>(plan, x, /*inverse=*/false, device, epi, codes_aligned);
     };
     run(AmaxRotated<T>{amax_bits, 0.0f});
     cuda::dispatch_format(f, [&](auto fc) {
