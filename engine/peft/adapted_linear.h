@@ -13,6 +13,10 @@
 #include "engine/tensor/tensor.h"
 
 namespace loft {
+class SharedInput;
+}
+
+namespace loft {
 
 // A trainable tensor: fp32 master value and fp32 gradient (accumulated across micro-batches).
 struct Param {
@@ -35,8 +39,10 @@ class AdaptedLinear {
   virtual int64_t out_features() const = 0;
 
   // y [T, out] = adapted(x [T, in]); y is overwritten. With `saved` (training) the method stores
-  // what backward needs in it.
-  virtual void forward(const Tensor& x, Tensor& y, LinearSaved* saved) = 0;
+  // what backward needs in it. `shared` (optional) holds x for a group of projections that read
+  // it (engine/peft/shared_input.h).
+  virtual void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
+                       SharedInput* shared = nullptr) = 0;
   // Given dy [T, out], accumulates the adapter's gradients and writes dx [T, in] (added to dx's
   // contents when accumulate_dx: projections that share an input sum their dx).
   virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,

@@ -6,6 +6,7 @@
 #include "engine/ops/ops.h"
 #include "engine/peft/falqon_ops.h"
 #include "engine/peft/low_rank.h"
+#include "engine/peft/shared_input.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/quantize.h"
@@ -87,23 +88,25 @@ FalqonLinear::FalqonLinear(std::string name, const Tensor& weight, int rank, con
   topk_ = Tensor::empty({k}, DType::I32, dev);
 }
 
-void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
+void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
   LOFT_CHECK(x.dim() == 2 && x.size(1) == in_ && y.shape() == Shape({x.size(0), out_}) &&
                  y.dtype() == x.dtype(),
              name_, ": FALQON forward of ", x.str(), " into ", y.str(), " (weight [", out_, ", ",
              in_, "])");
   const int64_t t = x.size(0);
-  quant::QuantizedTensor xq;
+  quant::QuantizedTensor own;
+  const quant::QuantizedTensor* xq;
   {
     prof::Scope s(prof::Part::QuantHadamard);
-    xq = quant::quantize(x, quant::LowpFormat::E4M3);
+    xq = &quantized_input(shared, x, "e4m3",
+                          [&] { return quant::quantize(x, quant::LowpFormat::E4M3); }, own);
   }
   // [O | O_A] = Xq·[W; A]ᵀ in one FP8 GEMM; the split copies O out and keeps O_A (not X).
   Tensor full = Tensor::empty({t, out_ + rank_}, x.dtype(), x.device());
   Tensor oa = Tensor::empty({t, rank_}, x.dtype(), x.device());
   {
     prof::Scope s(prof::Part::FrozenGemm);
-    quant::gemm_lowp(xq.codes, xq.scale, wm_, scale_, full);
+    quant::gemm_lowp(xq->codes, xq->scale, wm_, scale_, full);
   }
   {
     prof::Scope s(prof::Part::Elementwise);

@@ -36,7 +36,8 @@ class FalqonLinear : public AdaptedLinear {
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
-  void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override;
+  void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
+               SharedInput* shared = nullptr) override;
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&b_}; }

@@ -13,9 +13,10 @@ class FrozenLinear : public AdaptedLinear {
   explicit FrozenLinear(Tensor weight) : FrozenLinear(dense_weight(std::move(weight))) {}
   int64_t in_features() const override { return weight_->in_features(); }
   int64_t out_features() const override { return weight_->out_features(); }
-  void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override {
+  void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
+               SharedInput* shared = nullptr) override {
     prof::Scope scope(prof::Part::FrozenGemm);
-    weight_->forward(x, y);
+    weight_->forward(x, y, shared);
     if (saved) saved->clear();
   }
   void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx) override {

@@ -4,7 +4,7 @@
 
 namespace loft {
 
-void FrozenWeight::forward(const Tensor& x, Tensor& y) const {
+void FrozenWeight::forward(const Tensor& x, Tensor& y, SharedInput*) const {
   ops::gemm(x, materialize(), y, {.trans_b = true});
 }
 

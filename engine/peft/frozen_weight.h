@@ -8,6 +8,10 @@
 #include "engine/tensor/tensor.h"
 
 namespace loft {
+class SharedInput;
+}
+
+namespace loft {
 
 class FrozenWeight {
  public:
@@ -21,8 +25,8 @@ class FrozenWeight {
   // Bytes the store keeps resident.
   virtual size_t stored_bytes() const = 0;
 
-  // y [T, out] = x·Wᵀ (y overwritten).
-  virtual void forward(const Tensor& x, Tensor& y) const;
+  // y [T, out] = x·Wᵀ (y overwritten); `shared`: as AdaptedLinear::forward's.
+  virtual void forward(const Tensor& x, Tensor& y, SharedInput* shared = nullptr) const;
   // dx [T, in] = dy·W, or dx += dy·W when accumulate.
   virtual void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const;
 };

@@ -2,6 +2,7 @@
 
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
+#include "engine/peft/shared_input.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/nf4_lowp.h"
@@ -54,16 +55,22 @@ class HaloWeight final : public FrozenWeight {
     return w;
   }
 
-  void forward(const Tensor& x, Tensor& y) const override {
-    quant::QuantizedTensor xq;
+  void forward(const Tensor& x, Tensor& y, SharedInput* shared) const override {
+    quant::QuantizedTensor own;
+    const quant::QuantizedTensor* xq;
     {
       prof::Scope s(Part::QuantHadamard);
-      xq = opt_.level >= 1 ? quant::rotate_quantize(plan_, x, opt_.format)
-                           : quant::quantize(x, opt_.format);
+      // Projections of one input share its codes when they agree on rotation and format.
+      const std::string key = cat("halo:", opt_.level >= 1 ? "rotated:" : "plain:",
+                                  quant::format_name(opt_.format));
+      xq = &quantized_input(shared, x, key, [&] {
+        return opt_.level >= 1 ? quant::rotate_quantize(plan_, x, opt_.format)
+                               : quant::quantize(x, opt_.format);
+      }, own);
     }
     const Tensor wc = weight_codes(/*transposed=*/false);
     prof::Scope s(Part::FrozenGemm);
-    quant::gemm_lowp(xq.codes, xq.scale, wc, q_.scale, y);
+    quant::gemm_lowp(xq->codes, xq->scale, wc, q_.scale, y);
   }
 
   void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const override {

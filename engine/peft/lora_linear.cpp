@@ -50,12 +50,12 @@ void LoraLinear::refresh_compute_copies() {
   ops::convert(b_.value, b_compute_);
 }
 
-void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved) {
+void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
   const int64_t t = x.size(0);
   Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
   {
     prof::Scope scope(prof::Part::FrozenGemm);
-    weight_->forward(x, y);
+    weight_->forward(x, y, shared);
   }
   prof::Scope scope(prof::Part::AdapterMath);
   ops::gemm(x, a_compute_, xa, {.trans_b = true});

@@ -27,7 +27,8 @@ class LoraLinear : public AdaptedLinear {
 
   int64_t in_features() const override { return weight_->in_features(); }
   int64_t out_features() const override { return weight_->out_features(); }
-  void forward(const Tensor& x, Tensor& y, LinearSaved* saved) override;
+  void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
+               SharedInput* shared = nullptr) override;
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&a_, &b_}; }

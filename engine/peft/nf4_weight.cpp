@@ -22,7 +22,7 @@ class Nf4Weight final : public FrozenWeight {
   size_t stored_bytes() const override { return q_.nbytes(); }
 
   // The base products, with the decode and the GEMM charged to their own profile parts.
-  void forward(const Tensor& x, Tensor& y) const override {
+  void forward(const Tensor& x, Tensor& y, SharedInput*) const override {
     const Tensor w = decoded();
     prof::Scope s(prof::Part::FrozenGemm);
     ops::gemm(x, w, y, {.trans_b = true});

@@ -6,6 +6,7 @@
 #include "engine/ops/ops.h"
 #include "engine/ops/rope_freq.h"
 #include "engine/peft/method_state.h"
+#include "engine/peft/shared_input.h"
 
 namespace loft::llama {
 
@@ -115,9 +116,12 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   { prof::Scope p(kElementwise); ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1); }
   Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}),
          v = d.act({T, hkv * D});
-  L.q->forward(h1, q, s ? &s->sq : nullptr);
-  L.k->forward(h1, k, s ? &s->sk : nullptr);
-  L.v->forward(h1, v, s ? &s->sv : nullptr);
+  {
+    SharedInput in(h1);  // q, k and v read the same input
+    L.q->forward(h1, q, s ? &s->sq : nullptr, &in);
+    L.k->forward(h1, k, s ? &s->sk : nullptr, &in);
+    L.v->forward(h1, v, s ? &s->sv : nullptr, &in);
+  }
   Tensor q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
   {
     prof::Scope p(kElementwise);
@@ -139,8 +143,11 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
     ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
   }
   Tensor gate = d.act({T, F}), up = d.act({T, F});
-  L.gate->forward(h2, gate, s ? &s->sgate : nullptr);
-  L.up->forward(h2, up, s ? &s->sup : nullptr);
+  {
+    SharedInput in(h2);
+    L.gate->forward(h2, gate, s ? &s->sgate : nullptr, &in);
+    L.up->forward(h2, up, s ? &s->sup : nullptr, &in);
+  }
   Tensor act = d.act({T, F});
   { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
   out = d.act({T, H});
