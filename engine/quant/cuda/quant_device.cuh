@@ -13,11 +13,21 @@
 
 namespace loft::quant::cuda {
 
+// FP8: the hardware conversion where there is one (cvt.rn.satfinite, sm_89+), which gives the
+// scalar encoder's codes for every non-NaN input (QuantCudaCodec.EncodersMatchCudaFp8Satfinite);
+// NaN takes the encoder's 0x7f whatever its sign.
 template <LowpFormat F>
 __device__ __forceinline__ uint8_t encode(float v) {
+  if constexpr (F == LowpFormat::INT8) return uint8_t(f32_to_int8(v));
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (F == LowpFormat::E4M3)
+    return v != v ? uint8_t(0x7f) : uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+  if constexpr (F == LowpFormat::E5M2)
+    return v != v ? uint8_t(0x7f) : uint8_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E5M2));
+#else
   if constexpr (F == LowpFormat::E4M3) return f32_to_fp8_e4m3(v);
   if constexpr (F == LowpFormat::E5M2) return f32_to_fp8_e5m2(v);
-  if constexpr (F == LowpFormat::INT8) return uint8_t(f32_to_int8(v));
+#endif
 }
 
 template <LowpFormat F>

@@ -84,6 +84,53 @@ __global__ void cast_transpose_kernel(const T* __restrict__ x, int64_t rows, int
   }
 }
 
+constexpr int kVecTile = 64, kVecTileLd = kVecTile + 4;  // row pad: 17 words, fewer bank conflicts
+
+// The fast transposed cast for rows and columns that are multiples of 8 (16-byte aligned x): a
+// block of 256 threads per 64×64 tile; thread (ty = tid / 8, tx = tid % 8) encodes 8 consecutive
+// elements of tile rows ty and ty + 32 (one 16-byte load, one 8-byte store of codes each), then
+// writes 8 consecutive codes of codes_t rows ty and ty + 32 gathered from shared memory.
+template <typename T, LowpFormat F>
+__global__ void __launch_bounds__(256)
+    cast_transpose_vec_kernel(const T* __restrict__ x, int64_t rows, int64_t cols,
+                              const unsigned* __restrict__ amax_bits, float qmax,
+                              uint8_t* __restrict__ codes, uint8_t* __restrict__ codes_t,
+                              float* __restrict__ scale) {
+  __shared__ alignas(16) uint8_t tile[kVecTile][kVecTileLd];
+  const float s = scale_from(amax_bits, qmax);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale = s;
+  const int tx = threadIdx.x & 7, ty = threadIdx.x >> 3;
+  const int64_t r0 = int64_t(blockIdx.y) * kVecTile, c0 = int64_t(blockIdx.x) * kVecTile;
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const int r = ty + 32 * p;
+    const int64_t gr = r0 + r, gc = c0 + 8 * tx;
+    alignas(8) uint8_t q[kChunk] = {};
+    if (gr < rows && gc < cols) {  // cols % 8 == 0: the chunk is wholly inside
+      float v[kChunk];
+      load_chunk(x + gr * cols + gc, v);
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) q[k] = encode<F>(__fdiv_rn(v[k], s));
+      *reinterpret_cast<uint2*>(codes + gr * cols + gc) = *reinterpret_cast<const uint2*>(q);
+    }
+    uint32_t* t = reinterpret_cast<uint32_t*>(&tile[r][8 * tx]);
+    t[0] = reinterpret_cast<const uint32_t*>(q)[0];
+    t[1] = reinterpret_cast<const uint32_t*>(q)[1];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    const int c = ty + 32 * p, rb = 8 * tx;
+    const int64_t gc = c0 + c, gr = r0 + rb;
+    if (gc < cols && gr < rows) {  // rows % 8 == 0
+      alignas(8) uint8_t q[kChunk];
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) q[k] = tile[rb + k][c];
+      *reinterpret_cast<uint2*>(codes_t + gc * rows + gr) = *reinterpret_cast<const uint2*>(q);
+    }
+  }
+}
+
 template <LowpFormat F, typename T>
 __global__ void dequantize_kernel(const uint8_t* __restrict__ codes, int64_t n,
                                   const float* __restrict__ scale, T* __restrict__ out) {
@@ -124,7 +171,19 @@ void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
     }
     dispatch_format(f, [&](auto fc) {
       constexpr LowpFormat F = decltype(fc)::value;
-      if (codes_t && n > 0) {
+      const bool codes8 = ((reinterpret_cast<uintptr_t>(codes.data()) |
+                            reinterpret_cast<uintptr_t>(codes_t ? codes_t->data() : nullptr)) & 7u) == 0;
+      if (codes_t && n > 0 && x.size(0) % kChunk == 0 && x.size(1) % kChunk == 0 && codes8 &&
+          (reinterpret_cast<uintptr_t>(xp) & 15u) == 0) {
+        const int64_t rows = x.size(0), cols = x.size(1);
+        const int64_t gy = (rows + kVecTile - 1) / kVecTile;
+        LOFT_CHECK(gy <= 65535, "quantize: ", x.str(), " has too many rows for a transposed copy");
+        const dim3 grid(unsigned((cols + kVecTile - 1) / kVecTile), unsigned(gy));
+        cast_transpose_vec_kernel<T, F><<<grid, 256, 0, st>>>(
+            xp, rows, cols, amax_bits, qmax(f), codes.ptr<uint8_t>(), codes_t->ptr<uint8_t>(),
+            scale.ptr<float>());
+        loft::cuda::check_launch("quant cast_transpose_vec_kernel");
+      } else if (codes_t && n > 0) {
         const int64_t rows = x.size(0), cols = x.size(1);
         const int64_t gy = (rows + kTile - 1) / kTile;
         LOFT_CHECK(gy <= 65535, "quantize: ", x.str(), " has too many rows for a transposed copy");
