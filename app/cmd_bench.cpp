@@ -298,8 +298,10 @@ nlohmann::ordered_json report_json(const BenchOptions& o, const Setup& s,
 void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
                  const std::vector<MethodRun>& runs) {
   // Columns: name and width; the breakdown's parts are ms per profiled step.
+  int name_width = 8;  // the widest method item, variants included ("halo:nf4:l1")
+  for (const MethodRun& r : runs) name_width = std::max(name_width, int(r.method.size()));
   std::vector<std::pair<std::string, int>> cols = {
-      {"method", 8}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"trainable", 11}, {"loss", 7}};
+      {"method", name_width}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"trainable", 11}, {"loss", 7}};
   if (o.profiled > 0) {
     for (int p = 0; p < prof::kParts; ++p) {
       const std::string name = prof::part_name(prof::Part(p));
