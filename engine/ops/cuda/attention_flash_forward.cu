@@ -2,13 +2,13 @@
 //
 // One block of 4 warps per (query tile of 64 rows, query head, batch row); warp w owns query rows
 // 16w..16w+15 of the tile and keeps their Q fragments in registers. Key tiles of 64 run from the
-// tile's earliest document start to its last row: tiles wholly above the causal diagonal or
-// before every row's document are never touched. Scores stay in registers (fp32), the softmax is
+// diagonal one down to the tile's earliest document start: tiles wholly above the causal diagonal
+// or before every row's document are never touched. Scores stay in registers (fp32), the softmax is
 // online in the log2 domain, and nothing of size S×S is allocated.
 //
 // K and V have one shared buffer each, filled by cp.async so that loads overlap the math: V of
-// tile t loads while S = Q·Kᵀ and the softmax of tile t run, K of tile t+1 while P·V of tile t
-// runs (FlashAttention-2's order). Fragments come from shared memory by ldmatrix; only tiles that
+// tile t loads while S = Q·Kᵀ and the softmax of tile t run, K of the next tile while P·V of tile
+// t runs (FlashAttention-2's order). Fragments come from shared memory by ldmatrix; only tiles that
 // cross the diagonal or a document start are masked element by element.
 #include <climits>
 
@@ -49,9 +49,11 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
   const int64_t row0 = int64_t(blockIdx.y) * a.seq;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
 
-  // Q tile into sv, and meanwhile the tile's range of document starts.
+  // Q into sv and the diagonal key tile (the first one processed; it is the query tile's own
+  // span) into sk, and meanwhile the tile's range of document starts.
   if (threadIdx.x == 0) s_fk_min = INT_MAX, s_fk_max = 0;
   copy_tile_async<D, kThreads>(sv, a.q, row0, q0, kQueries, a.seq, a.hq, h);
+  copy_tile_async<D, kThreads>(sk, a.k, row0, q0, kKeys, a.seq, a.hkv, kvh);
   cp_async_commit();
   __syncthreads();
   if (threadIdx.x < kQueries) {
@@ -62,11 +64,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
   }
   cp_async_wait<0>();
   __syncthreads();
-  const int fk_min = s_fk_min, fk_max = s_fk_max;
-  const int last_query = min(q0 + kQueries, a.seq) - 1;
-  int k0 = fk_min / kKeys * kKeys;
-  copy_tile_async<D, kThreads>(sk, a.k, row0, k0, kKeys, a.seq, a.hkv, kvh);
-  cp_async_commit();
+  const int fk_max = s_fk_max;
+  const int k_first = s_fk_min / kKeys * kKeys;  // the earliest key tile any row sees
 
   uint32_t qf[D / 16][4];
 #pragma unroll
@@ -77,7 +76,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // running max (log2) and sum
   float o[D / 8][4] = {};
-  for (; k0 <= last_query; k0 += kKeys) {
+  // Key tiles from the diagonal down (as FlashAttention-2): the first tile's K loads with Q.
+  for (int k0 = q0; k0 >= k_first; k0 -= kKeys) {
     cp_async_wait<0>();
     __syncthreads();  // K of this tile is in; every warp is done with sv (Q or the last V)
     copy_tile_async<D, kThreads>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
@@ -148,8 +148,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
 
     cp_async_wait<0>();
     __syncthreads();  // V of this tile is in; every warp is done with sk
-    if (k0 + kKeys <= last_query) {
-      copy_tile_async<D, kThreads>(sk, a.k, row0, k0 + kKeys, kKeys, a.seq, a.hkv, kvh);
+    if (k0 - kKeys >= k_first) {
+      copy_tile_async<D, kThreads>(sk, a.k, row0, k0 - kKeys, kKeys, a.seq, a.hkv, kvh);
       cp_async_commit();
     }
 
