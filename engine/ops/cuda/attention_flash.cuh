@@ -50,6 +50,13 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// c0 += A·B₀ and c1 += A·B₁ for the two n-tiles of a load_b_rows / load_b_cols result.
+__device__ __forceinline__ void mma2(float (&c0)[4], float (&c1)[4], const uint32_t (&a)[4],
+                                     const uint32_t (&b)[4]) {
+  mma(c0, a, b[0], b[1]);
+  mma(c1, a, b[2], b[3]);
+}
+
 // 2^x on the SFU (what exp2f is with fast math); 2^−inf = 0, tiny results flush to 0.
 __device__ __forceinline__ float exp2_fast(float x) {
   float y;

@@ -153,11 +153,9 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
       for (int nq = 0; nq < kQ / 8; nq += 2) {
         uint32_t b[4];
         load_b_rows(b, qt, ld, nq * 8, kd * 16, lane);
-        mma(st[nq], ka, b[0], b[1]);
-        mma(st[nq + 1], ka, b[2], b[3]);
+        mma2(st[nq], st[nq + 1], ka, b);
         load_b_rows(b, dot, ld, nq * 8, kd * 16, lane);
-        mma(dpt[nq], va, b[0], b[1]);
-        mma(dpt[nq + 1], va, b[2], b[3]);
+        mma2(dpt[nq], dpt[nq + 1], va, b);
       }
     }
 
@@ -198,11 +196,9 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
       for (int nd = 0; nd < D / 8; nd += 2) {
         uint32_t b[4];
         load_b_cols(b, dot, ld, kq * 16, nd * 8, lane);
-        mma(dv[nd], pa, b[0], b[1]);
-        mma(dv[nd + 1], pa, b[2], b[3]);
+        mma2(dv[nd], dv[nd + 1], pa, b);
         load_b_cols(b, qt, ld, kq * 16, nd * 8, lane);
-        mma(dk[nd], dsa, b[0], b[1]);
-        mma(dk[nd + 1], dsa, b[2], b[3]);
+        mma2(dk[nd], dk[nd + 1], dsa, b);
       }
     }
     __syncthreads();  // sds complete
@@ -219,8 +215,7 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
       for (int nd = 0; nd < T::kDqCols / 8; nd += 2) {
         uint32_t b[4];
         load_b_cols(b, sk, ld, kk * 16, col0 + nd * 8, lane);
-        mma(dq[nd], dsa, b[0], b[1]);
-        mma(dq[nd + 1], dsa, b[2], b[3]);
+        mma2(dq[nd], dq[nd + 1], dsa, b);
       }
     }
 #pragma unroll

@@ -90,8 +90,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
       for (int nk = 0; nk < kKeys / 8; nk += 2) {
         uint32_t b[4];
         load_b_rows(b, sk, ld, nk * 8, kd * 16, lane);
-        mma(s[nk], qf[kd], b[0], b[1]);
-        mma(s[nk + 1], qf[kd], b[2], b[3]);
+        mma2(s[nk], s[nk + 1], qf[kd], b);
       }
 
     // Every key of the tile visible to every row of the block: no per-element mask.
@@ -162,8 +161,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
       for (int nd = 0; nd < D / 8; nd += 2) {
         uint32_t b[4];
         load_b_cols(b, sv, ld, kk * 16, nd * 8, lane);
-        mma(o[nd], pa, b[0], b[1]);
-        mma(o[nd + 1], pa, b[2], b[3]);
+        mma2(o[nd], o[nd + 1], pa, b);
       }
     }
   }
