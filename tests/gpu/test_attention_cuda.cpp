@@ -142,6 +142,19 @@ TEST(AttentionCuda, FlashMatchesCpuBf16) {
         }
 }
 
+// Longer rows for the flash kernels' tiling: many key tiles per query tile and query steps per key
+// tile (so the cp.async buffers cycle), seq a multiple of 64 but not of 128 (192) or of neither
+// (700, 1000), 3 query heads per kv head, and many short documents, so most backward blocks stop
+// early (queries past the last document touching their keys) and mask every step.
+TEST(AttentionCuda, FlashMatchesCpuBf16LongRowsShortDocuments) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(505);
+  for (const Case& c : {Case{2, 700, 6, 2, 128, 50}, Case{1, 700, 3, 3, 64, 50},
+                        Case{2, 192, 4, 1, 128, 0}, Case{1, 1000, 2, 1, 64, 0},
+                        Case{1, 1000, 3, 1, 128, 0, 6}})
+    check_against_cpu(c, DType::BF16, 1e-2, rng, true);
+}
+
 // The other dtypes and head dims keep the GEMM path, which the tests above cover.
 TEST(AttentionCuda, FlashOnlyForBf16HeadDim64And128) {
   LOFT_REQUIRE_GPU();

@@ -2,15 +2,22 @@
 //
 // One block of 4 warps per (key tile of 64, kv head, batch row); warp w owns keys 16w..16w+15 and
 // accumulates their dK and dV in registers over every query head of the kv head's group and every
-// query tile of 32 that can see the key tile (from the tile's first key to the end of the row,
-// skipping query tiles whose documents all start after the tile). So dk/dv need no atomics, and
-// the group sum comes for free. P is recomputed from the saved lse; D = rowsum(dO∘O) comes from a
-// small pre-kernel (softmax_row_dot).
+// query step that can see the key tile: from the tile's first key (causal) to the last query whose
+// document starts within the tile. So dk/dv need no atomics, and the group sum comes for free. P
+// is recomputed from the saved lse; D = rowsum(dO∘O) comes from a small pre-kernel
+// (softmax_row_dot).
 //
-// dQ: each block adds its 32×D contribution per query tile into an fp32 buffer with atomics, then
-// one conversion writes dq. The alternative (a second pass over query tiles recomputing P and dS)
-// costs two extra S-sized GEMMs per tile, ≈ 40% more FLOPs; the atomics cost ≈ S/64 fp32 adds per
-// dq element, which L2 absorbs, at the price of run-to-run variation in dq's low bits.
+// Q, dO and the step's lse, D and doc starts are double-buffered in shared memory and filled by
+// cp.async one step ahead, so loads overlap the math. Fragments come from shared memory by
+// ldmatrix (.trans where a tile is read along its columns); Pᵀ and dSᵀ go from C to A fragments in
+// registers, and dSᵀ also to shared memory for dQ. Steps crossing the diagonal (or every step, when
+// some query's document starts inside or after the tile) are masked element by element.
+//
+// dQ: each block adds its contribution per step into an fp32 buffer with atomics (two floats per
+// instruction on sm_90+), then one conversion writes dq. The alternative (a second pass over query
+// tiles recomputing P and dS) costs two extra S-sized GEMMs per tile, ≈ 40% more FLOPs; the atomics
+// cost ≈ S/64 fp32 adds per dq element, which L2 absorbs, at the price of run-to-run variation in
+// dq's low bits.
 #include <climits>
 
 #include "engine/ops/cuda/attention_flash.cuh"
@@ -23,10 +30,23 @@ namespace {
 
 using namespace flash;
 
-constexpr int kKeys = 64;     // keys per block (16 per warp)
-constexpr int kQueries = 32;  // queries per step
+constexpr int kKeys = 64;  // keys per block (16 per warp)
 constexpr int kThreads = 4 * kWarp;
-constexpr int kDsStride = kKeys + 8;  // dS tile [query][key], padded like the others
+
+// Queries per step: as many as the registers allow (dK and dV take 2·D/2 fp32 per thread, the
+// step's Sᵀ and dPᵀ kQueries).
+template <int D>
+struct Tiles {
+  static constexpr int kQueries = D == 64 ? 64 : 32;
+  static constexpr int kDsStride = kQueries + 8;  // dSᵀ tile [key][query], padded like the others
+  static constexpr int kDqRowGroups = kQueries / 16;    // dQ: warps split the step's query rows
+  static constexpr int kDqCols = D * kDqRowGroups / 4;  // and then the head dim
+  // Dynamic shared memory: K, V (64 rows); Q, dO (2 buffers of kQueries rows); dSᵀ; per query
+  // and buffer its lse, D and doc start.
+  static constexpr size_t kQTile = size_t(kQueries) * row_stride<D>();
+  static constexpr size_t kBytes = (2 * kKeys * row_stride<D>() + 4 * kQTile) * sizeof(bf16) +
+                                   kKeys * kDsStride * sizeof(bf16) + 2 * kQueries * 3 * 4;
+};
 
 struct BackwardArgs {
   const bf16 *q, *k, *v, *dout;
@@ -38,148 +58,193 @@ struct BackwardArgs {
   float scale, scale_log2;
 };
 
-// Dynamic shared memory: K, V (64 rows), Q, dO (32 rows), dS, and per-query lse, D, first key.
-template <int D>
-constexpr size_t smem_bytes() {
-  return (2 * kKeys + 2 * kQueries) * row_stride<D>() * sizeof(bf16) +
-         kQueries * kDsStride * sizeof(bf16) + kQueries * (2 * sizeof(float) + sizeof(int));
+// dst[0] += x, dst[1] += y (dst 8-byte aligned).
+__device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
+#else
+  atomicAdd(dst, x);
+  atomicAdd(dst + 1, y);
+#endif
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads) flash_backward_kernel(BackwardArgs a) {
-  constexpr int ld = row_stride<D>();
+__global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArgs a) {
+  using T = Tiles<D>;
+  constexpr int ld = row_stride<D>(), kQ = T::kQueries, kDs = T::kDsStride;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* sk = reinterpret_cast<bf16*>(smem);
   bf16* sv = sk + kKeys * ld;
-  bf16* sq = sv + kKeys * ld;
-  bf16* sdo = sq + kQueries * ld;
-  bf16* sds = sdo + kQueries * ld;
-  float* s_lse = reinterpret_cast<float*>(sds + kQueries * kDsStride);  // log2 domain
-  float* s_drow = s_lse + kQueries;
-  int* s_fk = reinterpret_cast<int*>(s_drow + kQueries);  // INT_MAX for rows past seq
+  bf16* sq = sv + kKeys * ld;                                  // [2][kQ × ld]
+  bf16* sdo = sq + 2 * T::kQTile;                              // [2][kQ × ld]
+  bf16* sds = sdo + 2 * T::kQTile;                             // [kKeys × kDs]
+  float* s_lse = reinterpret_cast<float*>(sds + kKeys * kDs);  // [2][kQ], natural log
+  float* s_drow = s_lse + 2 * kQ;                              // [2][kQ]
+  int* s_doc = reinterpret_cast<int*>(s_drow + 2 * kQ);        // [2][kQ], raw doc_start
+  __shared__ int s_q_end;
 
-  const int k0 = blockIdx.x * kKeys, kvh = blockIdx.y;
-  const int64_t row0 = int64_t(blockIdx.z) * a.seq;
+  // Grid z runs over key tiles, first tiles (most query steps) first.
+  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x;
+  const int64_t row0 = int64_t(blockIdx.y) * a.seq;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
-  const int key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};  // C-fragment rows g, g + 8
 
-  load_tile<D>(sk, a.k, row0, k0, kKeys, a.seq, a.hkv, kvh);
-  load_tile<D>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
+  copy_tile_async<D, kThreads>(sk, a.k, row0, k0, kKeys, a.seq, a.hkv, kvh);
+  copy_tile_async<D, kThreads>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
+  cp_async_commit();
 
+  // Starts the copies of a step into buffer `buf`: query head h, queries from q0.
+  const auto issue = [&](int buf, int h, int q0) {
+    copy_tile_async<D, kThreads>(sq + buf * T::kQTile, a.q, row0, q0, kQ, a.seq, a.hq, h);
+    copy_tile_async<D, kThreads>(sdo + buf * T::kQTile, a.dout, row0, q0, kQ, a.seq, a.hq, h);
+    if (threadIdx.x < kQ) {
+      const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQ + threadIdx.x;
+      const int64_t t = row0 + (i < a.seq ? i : 0), th = t * a.hq + h;
+      cp_async_4(s_lse + at, a.lse + th, bytes);
+      cp_async_4(s_drow + at, a.drow + th, bytes);
+      cp_async_4(s_doc + at, a.doc_start + t, bytes);
+    }
+  };
+  issue(0, kvh * a.group, k0);  // the first step: first head of the group, queries from k0
+  cp_async_commit();
+
+  // Queries that may see the tile: from k0 (causal) to the last one whose document starts in or
+  // before the tile. `cut`: some query of that range starts its document after k0, so every step
+  // needs the per-element mask, not only those crossing the diagonal.
+  if (threadIdx.x == 0) s_q_end = 0;
+  __syncthreads();
+  int last = -1;
+  bool cut = false;
+#pragma unroll 4
+  for (int i = k0 + threadIdx.x; i < a.seq; i += kThreads) {
+    const int fk = first_key(a.doc_start, row0, i);
+    if (fk <= k0 + kKeys - 1) last = i;
+    cut |= fk > k0;
+  }
+  last = __reduce_max_sync(~0u, last);
+  if (lane == 0) atomicMax(&s_q_end, last + 1);
+  const bool docs_cut = __syncthreads_or(cut);
+  const int steps = (s_q_end - k0 + kQ - 1) / kQ;  // per query head; row k0 sees the tile
+  const int total = steps * a.group;
+
+  const int key_local = warp * 16 + g;         // this thread's keys: key_local and key_local + 8
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};  // the warp's 16 keys × D
-  for (int h = kvh * a.group; h < (kvh + 1) * a.group; ++h) {
-    // Queries before k0 never see these keys (causal).
-    for (int q0 = k0; q0 < a.seq; q0 += kQueries) {
-      __syncthreads();  // the previous step's readers of sq, sdo, sds, s_* are done
-      bool sees = false;
-      if (threadIdx.x < kQueries) {
-        const int i = q0 + threadIdx.x;
-        const bool valid = i < a.seq;
-        const int64_t th = (row0 + i) * a.hq + h;
-        const int fk = valid ? first_key(a.doc_start, row0, i) : INT_MAX;
-        s_fk[threadIdx.x] = fk;
-        s_lse[threadIdx.x] = valid ? a.lse[th] * kLog2e : 0.0f;
-        s_drow[threadIdx.x] = valid ? a.drow[th] : 0.0f;
-        sees = fk <= k0 + kKeys - 1;  // i >= k0 holds already
-      }
-      if (!__syncthreads_or(sees)) continue;  // every query's document starts after the tile
-      load_tile<D>(sq, a.q, row0, q0, kQueries, a.seq, a.hq, h);
-      load_tile<D>(sdo, a.dout, row0, q0, kQueries, a.seq, a.hq, h);
-      __syncthreads();
+  // Step n: query head kvh·group + n / steps, queries from k0 + (n % steps)·kQ, buffer n % 2.
+  for (int n = 0; n < total; ++n) {
+    // Step n + 1's buffers were last read by step n − 1, which every warp finished before the
+    // last barrier.
+    if (n + 1 < total)
+      issue((n + 1) & 1, kvh * a.group + (n + 1) / steps, k0 + (n + 1) % steps * kQ);
+    cp_async_commit();  // possibly empty: keeps "all but the newest group" = step n
+    cp_async_wait<1>();
+    __syncthreads();  // step n's tiles (and K, V) are in; every warp is done with sds
 
-      // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 keys × 32 queries.
-      float st[kQueries / 8][4] = {}, dpt[kQueries / 8][4] = {};
-#pragma unroll
-      for (int kd = 0; kd < D / 16; ++kd) {
-        uint32_t ka[4], va[4];
-        load_a(ka, sk, ld, warp * 16, kd * 16, g, c);
-        load_a(va, sv, ld, warp * 16, kd * 16, g, c);
-#pragma unroll
-        for (int nq = 0; nq < kQueries / 8; ++nq) {
-          uint32_t b0, b1;
-          load_b_rows(b0, b1, sq, ld, nq * 8, kd * 16, g, c);
-          mma(st[nq], ka, b0, b1);
-          load_b_rows(b0, b1, sdo, ld, nq * 8, kd * 16, g, c);
-          mma(dpt[nq], va, b0, b1);
-        }
-      }
-      // Pᵀ = exp(S − lse) where visible, dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale; dS also to shared memory
-      // as [query][key] for the dQ product.
-#pragma unroll
-      for (int nq = 0; nq < kQueries / 8; ++nq)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int qi = nq * 8 + 2 * c + e % 2, i = q0 + qi, j = key[e / 2];
-          const bool visible = i < a.seq && j <= i && j >= s_fk[qi];
-          const float p = visible ? exp2f(st[nq][e] * a.scale_log2 - s_lse[qi]) : 0.0f;
-          const float ds = p * (dpt[nq][e] - s_drow[qi]) * a.scale;
-          st[nq][e] = p;
-          dpt[nq][e] = ds;
-          sds[qi * kDsStride + warp * 16 + g + 8 * (e / 2)] = __float2bfloat16_rn(ds);
-        }
-      // dV += Pᵀ·dO and dK += dSᵀ·Q (k-steps of 16 queries).
-#pragma unroll
-      for (int kq = 0; kq < kQueries / 16; ++kq) {
-        uint32_t pa[4], dsa[4];
-        c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
-        c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
-#pragma unroll
-        for (int nd = 0; nd < D / 8; ++nd) {
-          uint32_t b0, b1;
-          load_b_cols(b0, b1, sdo, ld, kq * 16, nd * 8, g, c);
-          mma(dv[nd], pa, b0, b1);
-          load_b_cols(b0, b1, sq, ld, kq * 16, nd * 8, g, c);
-          mma(dk[nd], dsa, b0, b1);
-        }
-      }
-      __syncthreads();  // sds complete
+    const int buf = n & 1, h = kvh * a.group + n / steps, q0 = k0 + n % steps * kQ;
+    const bf16* qt = sq + buf * T::kQTile;
+    const bf16* dot = sdo + buf * T::kQTile;
 
-      // dQ[32 × D] += dS[32 × 64]·K[64 × D]: warp w takes query rows 16·(w % 2).. and the
-      // column half w / 2, then adds it into the fp32 accumulator.
-      const int mq = warp % 2 * 16, col0 = warp / 2 * (D / 2);
-      float dq[D / 16][4] = {};
+    // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 keys × kQ queries.
+    float st[kQ / 8][4] = {}, dpt[kQ / 8][4] = {};
 #pragma unroll
-      for (int kk = 0; kk < kKeys / 16; ++kk) {
-        uint32_t dsa[4];
-        load_a(dsa, sds, kDsStride, mq, kk * 16, g, c);
+    for (int kd = 0; kd < D / 16; ++kd) {
+      uint32_t ka[4], va[4];
+      load_a(ka, sk, ld, warp * 16, kd * 16, lane);
+      load_a(va, sv, ld, warp * 16, kd * 16, lane);
 #pragma unroll
-        for (int nd = 0; nd < D / 16; ++nd) {
-          uint32_t b0, b1;
-          load_b_cols(b0, b1, sk, ld, kk * 16, col0 + nd * 8, g, c);
-          mma(dq[nd], dsa, b0, b1);
-        }
+      for (int nq = 0; nq < kQ / 8; nq += 2) {
+        uint32_t b[4];
+        load_b_rows(b, qt, ld, nq * 8, kd * 16, lane);
+        mma2(st[nq], st[nq + 1], ka, b);
+        load_b_rows(b, dot, ld, nq * 8, kd * 16, lane);
+        mma2(dpt[nq], dpt[nq + 1], va, b);
       }
+    }
+
+    // Pᵀ = exp(S − lse) where visible, dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale. Queries past seq need no
+    // mask: their Q, dO, lse and D are zeros, so their dS is 0 and their dO rows add nothing.
+    const bool masked = docs_cut || q0 < k0 + kKeys - 1;
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int i = q0 + mq + g + 8 * r;
-        if (i >= a.seq) continue;
-        float* dst = a.dq + ((row0 + i) * a.hq + h) * D + col0 + 2 * c;
+    for (int nq = 0; nq < kQ / 8; ++nq) {
+      const int qi = buf * kQ + nq * 8 + 2 * c;  // this thread's queries qi, qi + 1 of the step
+      const float2 lse = *reinterpret_cast<const float2*>(s_lse + qi);
+      const float2 drow = *reinterpret_cast<const float2*>(s_drow + qi);
 #pragma unroll
-        for (int nd = 0; nd < D / 16; ++nd) {
-          atomicAdd(dst + nd * 8, dq[nd][2 * r]);
-          atomicAdd(dst + nd * 8 + 1, dq[nd][2 * r + 1]);
+      for (int e = 0; e < 4; ++e) {
+        const int col = e % 2;
+        float p = exp2_fast(st[nq][e] * a.scale_log2 - (col ? lse.y : lse.x) * kLog2e);
+        if (masked) {
+          const int i = q0 + nq * 8 + 2 * c + col, j = k0 + key_local + 8 * (e / 2);
+          const int fk = min(max(s_doc[qi + col], 0), i);
+          if (i >= a.seq || j > i || j < fk) p = 0.0f;
         }
+        st[nq][e] = p;
+        dpt[nq][e] = p * (dpt[nq][e] - (col ? drow.y : drow.x)) * a.scale;
       }
+    }
+
+    // dV += Pᵀ·dO and dK += dSᵀ·Q (k-steps of 16 queries); dSᵀ also to sds as [key][query].
+#pragma unroll
+    for (int kq = 0; kq < kQ / 16; ++kq) {
+      uint32_t pa[4], dsa[4];
+      c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
+      c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
+      uint32_t* ds_row = reinterpret_cast<uint32_t*>(sds + key_local * kDs + kq * 16 + 2 * c);
+      ds_row[0] = dsa[0];
+      ds_row[8 * kDs / 2] = dsa[1];
+      ds_row[4] = dsa[2];
+      ds_row[8 * kDs / 2 + 4] = dsa[3];
+#pragma unroll
+      for (int nd = 0; nd < D / 8; nd += 2) {
+        uint32_t b[4];
+        load_b_cols(b, dot, ld, kq * 16, nd * 8, lane);
+        mma2(dv[nd], dv[nd + 1], pa, b);
+        load_b_cols(b, qt, ld, kq * 16, nd * 8, lane);
+        mma2(dk[nd], dk[nd + 1], dsa, b);
+      }
+    }
+    __syncthreads();  // sds complete
+
+    // dQ[kQ × D] += dS[kQ × 64]·K[64 × D]: warp w takes query rows 16·(w % kDqRowGroups).. and
+    // the column block w / kDqRowGroups, then adds it into the fp32 accumulator.
+    const int mq = warp % T::kDqRowGroups * 16, col0 = warp / T::kDqRowGroups * T::kDqCols;
+    float dq[T::kDqCols / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      uint32_t dsa[4];
+      load_a_trans(dsa, sds, kDs, kk * 16, mq, lane);
+#pragma unroll
+      for (int nd = 0; nd < T::kDqCols / 8; nd += 2) {
+        uint32_t b[4];
+        load_b_cols(b, sk, ld, kk * 16, col0 + nd * 8, lane);
+        mma2(dq[nd], dq[nd + 1], dsa, b);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int i = q0 + mq + g + 8 * r;
+      if (i >= a.seq) continue;
+      float* dst = a.dq + ((row0 + i) * a.hq + h) * D + col0 + 2 * c;
+#pragma unroll
+      for (int nd = 0; nd < T::kDqCols / 8; ++nd)
+        atomic_add2(dst + nd * 8, dq[nd][2 * r], dq[nd][2 * r + 1]);
     }
   }
 
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    if (key[r] >= a.seq) continue;
-    const int64_t at = ((row0 + key[r]) * a.hkv + kvh) * D + 2 * c;
+    const int j = k0 + key_local + 8 * r;
+    if (j >= a.seq) continue;
+    const int64_t at = ((row0 + j) * a.hkv + kvh) * D + 2 * c;
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd) {
-      *reinterpret_cast<__nv_bfloat162*>(a.dk + at + nd * 8) =
-          __floats2bfloat162_rn(dk[nd][2 * r], dk[nd][2 * r + 1]);
-      *reinterpret_cast<__nv_bfloat162*>(a.dv + at + nd * 8) =
-          __floats2bfloat162_rn(dv[nd][2 * r], dv[nd][2 * r + 1]);
+      *reinterpret_cast<uint32_t*>(a.dk + at + nd * 8) = pack(dk[nd][2 * r], dk[nd][2 * r + 1]);
+      *reinterpret_cast<uint32_t*>(a.dv + at + nd * 8) = pack(dv[nd][2 * r], dv[nd][2 * r + 1]);
     }
   }
 }
 
 template <int D>
 void launch(const BackwardArgs& args, dim3 grid, int device) {
-  constexpr size_t bytes = smem_bytes<D>();
+  constexpr size_t bytes = Tiles<D>::kBytes;
   LOFT_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_kernel<D>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   flash_backward_kernel<D><<<grid, kThreads, bytes, cuda::stream(device)>>>(args);
@@ -214,8 +279,9 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
                           int(q.size(1) / k.size(1)),
                           scale,
                           scale * kLog2e};
-  const dim3 grid(unsigned((seq + kKeys - 1) / kKeys), unsigned(k.size(1)),
-                  unsigned(q.size(0) / seq));
+  // Key tiles in z (at most 65535: flash_supports), heaviest first.
+  const dim3 grid(unsigned(k.size(1)), unsigned(q.size(0) / seq),
+                  unsigned((seq + kKeys - 1) / kKeys));
   if (q.size(2) == 64)
     launch<64>(args, grid, device);
   else

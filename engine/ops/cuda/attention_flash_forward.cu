@@ -2,9 +2,14 @@
 //
 // One block of 4 warps per (query tile of 64 rows, query head, batch row); warp w owns query rows
 // 16w..16w+15 of the tile and keeps their Q fragments in registers. Key tiles of 64 run from the
-// tile's earliest document start to its last row: tiles wholly above the causal diagonal or
-// before every row's document are never touched. Scores stay in registers (fp32), the softmax is
+// diagonal one down to the tile's earliest document start: tiles wholly above the causal diagonal
+// or before every row's document are never touched. Scores stay in registers (fp32), the softmax is
 // online in the log2 domain, and nothing of size S×S is allocated.
+//
+// K and V have one shared buffer each, filled by cp.async so that loads overlap the math: V of
+// tile t loads while S = Q·Kᵀ and the softmax of tile t run, K of the next tile while P·V of tile
+// t runs (FlashAttention-2's order). Fragments come from shared memory by ldmatrix; only tiles that
+// cross the diagonal or a document start are masked element by element.
 #include <climits>
 
 #include "engine/ops/cuda/attention_flash.cuh"
@@ -19,6 +24,7 @@ using namespace flash;
 constexpr int kQueries = 64;  // query rows per block (16 per warp)
 constexpr int kKeys = 64;     // keys per tile
 constexpr int kThreads = 4 * kWarp;
+constexpr int64_t kMaxTiles = 65535;  // grid z (query tiles here, key tiles in the backward)
 
 struct ForwardArgs {
   const bf16 *q, *k, *v;
@@ -30,72 +36,87 @@ struct ForwardArgs {
 };
 
 template <int D>
-__global__ void __launch_bounds__(kThreads) flash_forward_kernel(ForwardArgs a) {
+__global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kernel(ForwardArgs a) {
   constexpr int ld = row_stride<D>();
   __shared__ alignas(16) bf16 sk[kKeys * ld];
-  __shared__ alignas(16) bf16 sv[kKeys * ld];
+  __shared__ alignas(16) bf16 sv[kKeys * ld];  // also stages the Q tile
+  __shared__ int s_fk[kQueries];               // per-row first key, read only on masked tiles
   __shared__ int s_fk_min, s_fk_max;
 
-  // Last query tiles first: they have the most key tiles, so the grid's tail is short.
-  const int q0 = (gridDim.x - 1 - blockIdx.x) * kQueries;
-  const int h = blockIdx.y, kvh = h / a.group;
-  const int64_t row0 = int64_t(blockIdx.z) * a.seq;
+  // Grid z runs over query tiles, last tiles (most key tiles) first, so the grid's tail is short.
+  const int q0 = int(gridDim.z - 1 - blockIdx.z) * kQueries;
+  const int h = blockIdx.x, kvh = h / a.group;
+  const int64_t row0 = int64_t(blockIdx.y) * a.seq;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
 
-  // Q tile staged through sk into registers; the tile's range of document starts.
+  // Q into sv and the diagonal key tile (the first one processed; it is the query tile's own
+  // span) into sk, and meanwhile the tile's range of document starts.
   if (threadIdx.x == 0) s_fk_min = INT_MAX, s_fk_max = 0;
-  load_tile<D>(sk, a.q, row0, q0, kQueries, a.seq, a.hq, h);
+  copy_tile_async<D, kThreads>(sv, a.q, row0, q0, kQueries, a.seq, a.hq, h);
+  copy_tile_async<D, kThreads>(sk, a.k, row0, q0, kKeys, a.seq, a.hkv, kvh);
+  cp_async_commit();
   __syncthreads();
-  if (threadIdx.x < kQueries && q0 + int(threadIdx.x) < a.seq) {
-    const int fk = first_key(a.doc_start, row0, q0 + threadIdx.x);
-    atomicMin(&s_fk_min, fk);
-    atomicMax(&s_fk_max, fk);
+  if (threadIdx.x < kQueries) {
+    const bool valid = q0 + int(threadIdx.x) < a.seq;
+    const int fk = valid ? first_key(a.doc_start, row0, q0 + threadIdx.x) : 0;
+    s_fk[threadIdx.x] = fk;
+    if (valid) atomicMin(&s_fk_min, fk), atomicMax(&s_fk_max, fk);
   }
+  cp_async_wait<0>();
+  __syncthreads();
+  const int fk_max = s_fk_max;
+  const int k_first = s_fk_min / kKeys * kKeys;  // the earliest key tile any row sees
+
   uint32_t qf[D / 16][4];
 #pragma unroll
-  for (int kd = 0; kd < D / 16; ++kd) load_a(qf[kd], sk, ld, warp * 16, kd * 16, g, c);
-  __syncthreads();
+  for (int kd = 0; kd < D / 16; ++kd) load_a(qf[kd], sv, ld, warp * 16, kd * 16, lane);
 
-  // This thread's two query rows (C-fragment rows g and g + 8 of the warp's 16).
-  int row[2], fk[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row[r] = q0 + warp * 16 + g + 8 * r;
-    fk[r] = row[r] < a.seq ? first_key(a.doc_start, row0, row[r]) : 0;
-  }
-  const int last_query = min(q0 + kQueries, a.seq) - 1;
-  const int fk_min = s_fk_min, fk_max = s_fk_max;
+  // This thread's two query rows are C-fragment rows g and g + 8 of the warp's 16.
+  const int row_local = warp * 16 + g;
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // running max (log2) and sum
   float o[D / 8][4] = {};
-  for (int k0 = fk_min / kKeys * kKeys; k0 <= last_query; k0 += kKeys) {
-    load_tile<D>(sk, a.k, row0, k0, kKeys, a.seq, a.hkv, kvh);
-    load_tile<D>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
-    __syncthreads();
+  // Key tiles from the diagonal down (as FlashAttention-2): the first tile's K loads with Q.
+  for (int k0 = q0; k0 >= k_first; k0 -= kKeys) {
+    cp_async_wait<0>();
+    __syncthreads();  // K of this tile is in; every warp is done with sv (Q or the last V)
+    copy_tile_async<D, kThreads>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
+    cp_async_commit();
 
     float s[kKeys / 8][4] = {};  // scores of the warp's 16 rows × 64 keys
 #pragma unroll
     for (int kd = 0; kd < D / 16; ++kd)
 #pragma unroll
-      for (int nk = 0; nk < kKeys / 8; ++nk) {
-        uint32_t b0, b1;
-        load_b_rows(b0, b1, sk, ld, nk * 8, kd * 16, g, c);
-        mma(s[nk], qf[kd], b0, b1);
+      for (int nk = 0; nk < kKeys / 8; nk += 2) {
+        uint32_t b[4];
+        load_b_rows(b, sk, ld, nk * 8, kd * 16, lane);
+        mma2(s[nk], s[nk + 1], qf[kd], b);
       }
 
     // Every key of the tile visible to every row of the block: no per-element mask.
     const bool whole = k0 >= fk_max && k0 + kKeys - 1 <= q0;
+#pragma unroll
+    for (int nk = 0; nk < kKeys / 8; ++nk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nk][e] *= a.scale_log2;
+    if (!whole) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = row_local + 8 * r, fk = s_fk[i];
+#pragma unroll
+        for (int nk = 0; nk < kKeys / 8; ++nk)
+#pragma unroll
+          for (int e = 2 * r; e < 2 * r + 2; ++e) {
+            const int j = k0 + nk * 8 + 2 * c + e % 2;
+            if (j < fk || j > q0 + i) s[nk][e] = -INFINITY;
+          }
+      }
+    }
     float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nk = 0; nk < kKeys / 8; ++nk)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e / 2, j = k0 + nk * 8 + 2 * c + e % 2;
-        float x = s[nk][e] * a.scale_log2;
-        if (!whole && (j < fk[r] || j > row[r])) x = -INFINITY;
-        s[nk][e] = x;
-        tile_max[r] = fmaxf(tile_max[r], x);
-      }
+      for (int e = 0; e < 4; ++e) tile_max[e / 2] = fmaxf(tile_max[e / 2], s[nk][e]);
     float alpha[2], base[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -105,7 +126,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(ForwardArgs a) 
       const float m_new = fmaxf(m[r], tile_max[r]);
       // A row with nothing visible yet keeps max −inf; exponentiate against 0 to avoid inf − inf.
       base[r] = m_new == -INFINITY ? 0.0f : m_new;
-      alpha[r] = exp2f(m[r] - base[r]);
+      alpha[r] = exp2_fast(m[r] - base[r]);
       m[r] = m_new;
     }
     float row_sum[2] = {0.0f, 0.0f};
@@ -113,7 +134,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(ForwardArgs a) 
     for (int nk = 0; nk < kKeys / 8; ++nk)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[nk][e] - base[e / 2]);
+        const float p = exp2_fast(s[nk][e] - base[e / 2]);
         s[nk][e] = p;
         row_sum[e / 2] += p;
       }
@@ -124,34 +145,50 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(ForwardArgs a) 
 #pragma unroll
       for (int e = 0; e < 4; ++e) o[nd][e] *= alpha[e / 2];
 
+    cp_async_wait<0>();
+    __syncthreads();  // V of this tile is in; every warp is done with sk
+    if (k0 - kKeys >= k_first) {
+      copy_tile_async<D, kThreads>(sk, a.k, row0, k0 - kKeys, kKeys, a.seq, a.hkv, kvh);
+      cp_async_commit();
+    }
+
     // O += P·V with P rounded to bf16 (k-steps of 16 keys).
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
       uint32_t pa[4];
       c_to_a(pa, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
-      for (int nd = 0; nd < D / 8; ++nd) {
-        uint32_t b0, b1;
-        load_b_cols(b0, b1, sv, ld, kk * 16, nd * 8, g, c);
-        mma(o[nd], pa, b0, b1);
+      for (int nd = 0; nd < D / 8; nd += 2) {
+        uint32_t b[4];
+        load_b_cols(b, sv, ld, kk * 16, nd * 8, lane);
+        mma2(o[nd], o[nd + 1], pa, b);
       }
     }
-    __syncthreads();  // sk, sv are overwritten by the next tile
   }
 
+  // O / l as bf16 into the warp's own 16 rows of sk (no warp reads sk after the last tile's
+  // second barrier), then out in 16-byte row chunks.
+  bf16* so = sk + warp * 16 * ld;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     l[r] += __shfl_xor_sync(~0u, l[r], 1);
     l[r] += __shfl_xor_sync(~0u, l[r], 2);
-    if (row[r] >= a.seq) continue;
-    const int64_t t = row0 + row[r];
     const float inv = 1.0f / l[r];
-    bf16* dst = a.out + (t * a.hq + h) * D + 2 * c;
 #pragma unroll
     for (int nd = 0; nd < D / 8; ++nd)
-      *reinterpret_cast<__nv_bfloat162*>(dst + nd * 8) =
-          __floats2bfloat162_rn(o[nd][2 * r] * inv, o[nd][2 * r + 1] * inv);
-    if (c == 0) a.lse[t * a.hq + h] = (m[r] + log2f(l[r])) * kLn2;
+      *reinterpret_cast<uint32_t*>(so + (g + 8 * r) * ld + nd * 8 + 2 * c) =
+          pack(o[nd][2 * r] * inv, o[nd][2 * r + 1] * inv);
+    const int i = q0 + row_local + 8 * r;
+    if (c == 0 && i < a.seq) a.lse[(row0 + i) * a.hq + h] = (m[r] + log2f(l[r])) * kLn2;
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int idx = lane; idx < 16 * kChunks; idx += kWarp) {
+    const int r = idx / kChunks, col = idx % kChunks * 8, i = q0 + warp * 16 + r;
+    if (i < a.seq)
+      *reinterpret_cast<uint4*>(a.out + ((row0 + i) * a.hq + h) * D + col) =
+          *reinterpret_cast<const uint4*>(so + r * ld + col);
   }
 }
 
@@ -162,7 +199,7 @@ bool aligned16(const Tensor& t) { return (reinterpret_cast<uintptr_t>(t.data()) 
 bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq) {
   const int64_t d = q.size(2), rows = q.size(0) / seq;
   return q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && (d == 64 || d == 128) &&
-         seq <= (int64_t(1) << 30) && rows <= 65535 && q.size(1) <= 65535 && aligned16(q) &&
+         seq <= kMaxTiles * kQueries && rows <= 65535 && q.size(1) <= 65535 && aligned16(q) &&
          aligned16(k);
 }
 
@@ -180,8 +217,8 @@ void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
                          int(k.size(1)),
                          int(q.size(1) / k.size(1)),
                          scale * kLog2e};
-  const dim3 grid(unsigned((seq + kQueries - 1) / kQueries), unsigned(q.size(1)),
-                  unsigned(q.size(0) / seq));
+  const dim3 grid(unsigned(q.size(1)), unsigned(q.size(0) / seq),
+                  unsigned((seq + kQueries - 1) / kQueries));
   const cudaStream_t stream = cuda::stream(device);
   if (q.size(2) == 64)
     flash_forward_kernel<64><<<grid, kThreads, 0, stream>>>(args);
