@@ -6,7 +6,6 @@
 namespace loft::falqon::cuda {
 
 void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes);
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail);
 // Coalesced tiles of B in shared memory, one summing thread per row.
 void row_scores(const Tensor& b, Tensor& scores);
 // One block with the scores in shared memory (when they fit): a radix select of the k-th largest

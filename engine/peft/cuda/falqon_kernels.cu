@@ -1,7 +1,7 @@
-// FALQON's kernels: the scaled E4M3 encode of A, the split of the melded GEMM's output, and the
-// after-step row update (scores, top-k select, code update, buffer bookkeeping). Each mirrors its
-// CPU reference in engine/peft/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma,
-// __fdiv_rn / __fmul_rn for the IEEE division and product), so the results are bit-identical.
+// FALQON's kernels: the scaled E4M3 encode of A and the after-step row update (scores, top-k
+// select, code update, buffer bookkeeping). Each mirrors its CPU reference in
+// engine/peft/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma, __fdiv_rn /
+// __fmul_rn for the IEEE division and product), so the results are bit-identical.
 #include <cuda_fp8.h>
 
 #include "engine/ops/cuda/kernel_util.cuh"
@@ -26,20 +26,6 @@ __global__ void encode_kernel(const float* __restrict__ x, int64_t n, const floa
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
     codes[i] = quant::f32_to_fp8_e4m3(__fdiv_rn(x[i], s));
-}
-
-template <typename T>
-__global__ void split_kernel(const T* __restrict__ full, int64_t rows, int64_t out, int64_t r,
-                             T* __restrict__ head, T* __restrict__ tail) {
-  const int64_t w = out + r, n = rows * w;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride) {
-    const int64_t i = e / w, c = e - i * w;
-    if (c < out)
-      head[i * out + c] = full[e];
-    else
-      tail[i * r + (c - out)] = full[e];
-  }
 }
 
 // Row scores: a tile of kScoreRows rows × kScoreCols columns is staged in shared memory with
@@ -288,18 +274,6 @@ void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes) {
   encode_kernel<<<grid_for(n, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
       x.ptr<float>(), n, scale.ptr<float>(), codes.ptr<uint8_t>());
   loft::cuda::check_launch("falqon encode_kernel");
-}
-
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail) {
-  const int dev = use_device(full);
-  const int64_t n = full.numel();
-  if (n == 0) return;
-  dispatch_activation(full.dtype(), "falqon split_columns", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    split_kernel<T><<<grid_for(n, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
-        full.ptr<T>(), full.size(0), head.size(1), tail.size(1), head.ptr<T>(), tail.ptr<T>());
-    loft::cuda::check_launch("falqon split_kernel");
-  });
 }
 
 void row_scores(const Tensor& b, Tensor& scores) {
