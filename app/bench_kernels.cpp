@@ -118,8 +118,13 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                         }});
       }
     }
-    Tensor b = random({out_f, r}, DType::F32, device, 10), scores = Tensor::empty({out_f}, DType::F32, device);
-    Tensor idx = Tensor::empty({k}, DType::I32, device), changed = Tensor::zeros({out_f}, DType::U8, device);
+    // B at an Adam step's size against unit-scale W and A: a few % of the k rows' codes change
+    // (as in training), not all of them.
+    Tensor b = Tensor::empty({out_f, r}, DType::F32, device);
+    ops::fill_random(b, 10, 1e-3f);
+    Tensor scores = Tensor::empty({out_f}, DType::F32, device);
+    Tensor idx = Tensor::empty({k}, DType::I32, device);
+    Tensor changed = Tensor::zeros({out_f}, DType::U8, device);
     Tensor applied = Tensor::zeros({out_f, r}, DType::F32, device);
     const double b_bytes = double(out_f * r) * 4;
     // At least: A's codes, and the k rows' codes read and written.
@@ -128,7 +133,8 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                       Tensor sc = scores;
                       falqon::row_scores(b, sc);
                     }});
-    rows.push_back({"falqon select_topk k" + std::to_string(k) + " " + s, double(out_f) * 4, 0, [=] {
+    const std::string topk = "falqon select_topk k" + std::to_string(k) + " " + s;
+    rows.push_back({topk, double(out_f) * 4, 0, [=] {
                       Tensor i = idx;
                       falqon::select_topk(scores, i);
                     }});

@@ -73,7 +73,8 @@ __device__ int block_exclusive_scan(int v, int* total, int* warp_sums) {
   const int x = int(warp_inclusive_scan(unsigned(v)));
   if (lane == 31) warp_sums[warp] = x;
   __syncthreads();
-  if (warp == 0) warp_sums[lane] = int(warp_inclusive_scan(lane < warps ? unsigned(warp_sums[lane]) : 0u));
+  if (warp == 0)
+    warp_sums[lane] = int(warp_inclusive_scan(lane < warps ? unsigned(warp_sums[lane]) : 0u));
   __syncthreads();
   const int before = warp > 0 ? warp_sums[warp - 1] : 0;
   *total = warp_sums[warps - 1];
@@ -259,9 +260,11 @@ __global__ void zero_rows_kernel(const int* __restrict__ idx, int64_t k, int64_t
 int shared_optin_bytes(int dev) {
   static std::mutex mu;
   static int bytes[64] = {};
+  LOFT_CHECK(dev >= 0 && dev < 64, "CUDA device index ", dev, " out of range");
   std::lock_guard lock(mu);
   if (bytes[dev] == 0)
-    LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes[dev], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    LOFT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&bytes[dev], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   return bytes[dev];
 }
 
@@ -308,19 +311,16 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   cudaStream_t st = loft::cuda::stream(dev);
   if (k > 0) {
     const int64_t row_blocks = (k + kUpdateRows - 1) / kUpdateRows;
-    LOFT_CHECK(row_blocks <= 65535 && r < (int64_t(1) << 20), "falqon apply_rows: top-k ", k,
-               " or rank ", r, " too large for the update grid");
+    const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);  // B's rows
+    LOFT_CHECK(row_blocks <= 65535 && smem + 1024 <= size_t(shared_optin_bytes(dev)),
+               "falqon apply_rows: top-k ", k, " or rank ", r, " too large for the update kernel");
     const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
     const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
-    const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);
-    if (smem > 48 * 1024)
-      LOFT_CUDA_CHECK(cudaFuncSetAttribute(update_kernel<true>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    if (smem > 48 * 1024)
-      LOFT_CUDA_CHECK(cudaFuncSetAttribute(update_kernel<false>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
     auto kernel = vec ? update_kernel<true> : update_kernel<false>;
+    if (smem > 48 * 1024)
+      LOFT_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
         u.wm.ptr<uint8_t>(), u.wt.ptr<uint8_t>(), u.changed.ptr<uint8_t>(), u.applied.ptr<float>());
