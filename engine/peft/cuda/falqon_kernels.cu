@@ -56,6 +56,25 @@ __global__ void __launch_bounds__(kScoreThreads)
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
+// e = 0..n-1 spread over the block, kStage per thread at a time: a batch's loads are all issued
+// before its stores, so their latencies overlap (a plain loop waits for each load in turn).
+template <int kStage, typename T, typename Load, typename Store>
+__device__ __forceinline__ void staged_copy(int n, Load load, Store store) {
+  for (int e0 = 0; e0 < n; e0 += int(blockDim.x) * kStage) {
+    T v[kStage] = {};
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int e = e0 + u * int(blockDim.x) + int(threadIdx.x);
+      if (e < n) v[u] = load(e);
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int e = e0 + u * int(blockDim.x) + int(threadIdx.x);
+      if (e < n) store(e, v[u]);
+    }
+  }
+}
+
 __device__ __forceinline__ unsigned warp_inclusive_scan(unsigned x) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
@@ -101,7 +120,8 @@ __global__ void __launch_bounds__(kSelectThreads)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const unsigned* keys = reinterpret_cast<const unsigned*>(scores);
   if (keys_in_shared) {
-    for (int i = tid; i < n; i += blockDim.x) shared_keys[i] = keys[i];
+    staged_copy<8, unsigned>(
+        n, [&](int i) { return keys[i]; }, [&](int i, unsigned v) { shared_keys[i] = v; });
     keys = shared_keys;
   }
   unsigned prefix = 0, mask = 0, remaining = unsigned(k);
@@ -191,15 +211,18 @@ __global__ void __launch_bounds__(kUpdateThreads)
                   uint8_t* __restrict__ wt, uint8_t* __restrict__ changed,
                   float* __restrict__ applied) {
   extern __shared__ float brows[];  // [kUpdateRows][r], zero past the last selected row
+  __shared__ int64_t row_of[kUpdateRows];
   const int t0 = int(blockIdx.y) * kUpdateRows, rows = min(kUpdateRows, k - t0);
-  for (int e = threadIdx.x; e < kUpdateRows * r; e += blockDim.x)
-    brows[e] = e / r < rows ? b[int64_t(idx[t0 + e / r]) * r + e % r] : 0.0f;
+  if (int(threadIdx.x) < rows) row_of[threadIdx.x] = idx[t0 + threadIdx.x];
+  __syncthreads();
+  staged_copy<4, float>(
+      kUpdateRows * r, [&](int e) { return e / r < rows ? b[row_of[e / r] * r + e % r] : 0.0f; },
+      [&](int e, float v) { brows[e] = v; });
   __syncthreads();
   if (blockIdx.x == 0)
-    for (int e = threadIdx.x; e < rows * r; e += blockDim.x) {
-      const int64_t a = int64_t(idx[t0 + e / r]) * r + e % r;
-      applied[a] = __fadd_rn(applied[a], brows[e]);
-    }
+    staged_copy<4, float>(
+        rows * r, [&](int e) { return applied[row_of[e / r] * r + e % r]; },
+        [&](int e, float v) { applied[row_of[e / r] * r + e % r] = __fadd_rn(v, brows[e]); });
   const int64_t j0 = (int64_t(blockIdx.x) * kUpdateThreads + threadIdx.x) * kUpdateCols;
   if (j0 >= in) return;
   const float s = *scale, lim = __fmul_rn(448.0f, s);
@@ -229,7 +252,7 @@ __global__ void __launch_bounds__(kUpdateThreads)
 #pragma unroll
   for (int row = 0; row < kUpdateRows; ++row) {
     if (row >= rows) break;
-    const int64_t i = idx[t0 + row];
+    const int64_t i = row_of[row];
     uint8_t* w = wm + i * in;
 #pragma unroll
     for (int q = 0; q < kUpdateCols; ++q) {
