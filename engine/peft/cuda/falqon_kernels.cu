@@ -279,16 +279,11 @@ __global__ void zero_rows_kernel(const int* __restrict__ idx, int64_t k, int64_t
     b[int64_t(idx[t / r]) * r + t % r] = 0.0f;
 }
 
-// The most shared memory a block of this device may opt into (cached per device).
+// The most shared memory a block of this device may opt into (a cheap host query, no sync).
 int shared_optin_bytes(int dev) {
-  static std::mutex mu;
-  static int bytes[64] = {};
-  LOFT_CHECK(dev >= 0 && dev < 64, "CUDA device index ", dev, " out of range");
-  std::lock_guard lock(mu);
-  if (bytes[dev] == 0)
-    LOFT_CUDA_CHECK(
-        cudaDeviceGetAttribute(&bytes[dev], cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return bytes[dev];
+  int bytes = 0;
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return bytes;
 }
 
 }  // namespace
