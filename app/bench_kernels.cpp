@@ -5,6 +5,7 @@
 // two device synchronisations.
 #include "app/bench_kernels.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "engine/device/memory.h"
 #include "engine/ops/ops.h"
+#include "engine/peft/falqon_ops.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/quantize.h"
@@ -90,6 +92,61 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                         quant::gemm_lowp(xq.codes, xq.scale, wq.codes, wq.scale, yy);
                       }});
     }
+  }
+  // FALQON (r = k = 64, its defaults) at each projection shape: the forward's O_A GEMM beside the
+  // melded [W; A] GEMM it split from, and the after-step update of one projection. The update rows
+  // run in accumulate mode first (B keeps rows to select), then reset (B zero after the first call:
+  // every score ties, the select's slowest case).
+  for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
+    const int64_t r = 64, k = std::min<int64_t>(64, out_f);
+    const std::string s = "[" + std::to_string(out_f) + "x" + std::to_string(in_f) + " r64]";
+    Tensor wm = Tensor::empty({out_f + r, in_f}, DType::F8_E4M3, device);
+    Tensor wt = Tensor::empty({in_f, out_f}, DType::F8_E4M3, device);
+    Tensor scale = Tensor::empty({1}, DType::F32, device), codes = wm.slice(0, out_f);
+    quant::quantize_into(random({out_f, in_f}, dt, device, 7), codes, &wt, scale);
+    Tensor a_codes = wm.slice(out_f, r);
+    falqon::encode_e4m3(random({r, in_f}, DType::F32, device, 8), scale, a_codes);
+    if (!device.is_cpu()) {
+      const quant::QuantizedTensor xq = quant::quantize(random({T, in_f}, dt, device, 9), fmt);
+      for (int64_t n : {r, out_f + r}) {
+        Tensor c = Tensor::empty({T, n}, dt, device), w = wm.slice(out_f + r - n, n);
+        rows.push_back({"gemm e4m3 " + std::to_string(T) + "x" + std::to_string(n) + "x" +
+                            std::to_string(in_f) + (n == r ? " falqon O_A" : " melded"),
+                        0, 2.0 * double(T) * double(n) * double(in_f), [=] {
+                          Tensor cc = c;
+                          quant::gemm_lowp(xq.codes, xq.scale, w, scale, cc);
+                        }});
+      }
+    }
+    // B at an Adam step's size against unit-scale W and A: a few % of the k rows' codes change
+    // (as in training), not all of them.
+    Tensor b = Tensor::empty({out_f, r}, DType::F32, device);
+    ops::fill_random(b, 10, 1e-3f);
+    Tensor scores = Tensor::empty({out_f}, DType::F32, device);
+    Tensor idx = Tensor::empty({k}, DType::I32, device);
+    Tensor changed = Tensor::zeros({out_f}, DType::U8, device);
+    Tensor applied = Tensor::zeros({out_f, r}, DType::F32, device);
+    const double b_bytes = double(out_f * r) * 4;
+    // At least: A's codes, and the k rows' codes read and written.
+    const double update_bytes = double(r * in_f) + 2.0 * double(k * in_f);
+    rows.push_back({"falqon row_scores " + s, b_bytes + double(out_f) * 4, 0, [=] {
+                      Tensor sc = scores;
+                      falqon::row_scores(b, sc);
+                    }});
+    const std::string topk = "falqon select_topk k" + std::to_string(k) + " " + s;
+    rows.push_back({topk, double(out_f) * 4, 0, [=] {
+                      Tensor i = idx;
+                      falqon::select_topk(scores, i);
+                    }});
+    for (bool reset : {false, true})
+      rows.push_back({std::string("falqon after_step ") + (reset ? "reset " : "accumulate ") + s,
+                      b_bytes + update_bytes, 0, [=] {
+                        Tensor sc = scores;
+                        falqon::RowUpdate u{idx, b, wm, wt, scale, changed, applied};
+                        falqon::row_scores(u.b, sc);
+                        falqon::select_topk(sc, u.idx);
+                        falqon::apply_rows(u, reset);
+                      }});
   }
   {
     const int64_t hq = cfg.num_heads, hk = cfg.num_kv_heads, D = cfg.head_dim;

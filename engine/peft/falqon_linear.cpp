@@ -74,7 +74,7 @@ FalqonLinear::FalqonLinear(std::string name, const Tensor& weight, int rank, con
   }
   LowRankFactors f = randomized_svd(e, rank, {.seed = module_seed(opt.seed, name_)});
   e = Tensor();
-  Tensor a_codes = wm_.slice(out_, r);
+  Tensor a_codes = adapter_codes();
   falqon::encode_e4m3(f.right, scale_, a_codes);
   a_hat_ = f.right.to(Device::cpu());
   b_hat_ = f.left.to(Device::cpu());
@@ -101,16 +101,17 @@ void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, Share
     xq = &quantized_input(shared, x, "e4m3",
                           [&] { return quant::quantize(x, quant::LowpFormat::E4M3); }, own);
   }
-  // [O | O_A] = Xq·[W; A]ᵀ in one FP8 GEMM; the split copies O out and keeps O_A (not X).
-  Tensor full = Tensor::empty({t, out_ + rank_}, x.dtype(), x.device());
+  // [O | O_A] = Xq·[W; A]ᵀ as two FP8 GEMMs over row slices of the one melded code matrix (one
+  // scale): each writes its own output, so no [T, out+r] product is copied apart (docs/perf.md).
+  // O_A first, while Xq is fresh in L2; O_A is kept for backward instead of X.
   Tensor oa = Tensor::empty({t, rank_}, x.dtype(), x.device());
   {
-    prof::Scope s(prof::Part::FrozenGemm);
-    quant::gemm_lowp(xq->codes, xq->scale, wm_, scale_, full);
+    prof::Scope s(prof::Part::AdapterMath);
+    quant::gemm_lowp(xq->codes, xq->scale, adapter_codes(), scale_, oa);
   }
   {
-    prof::Scope s(prof::Part::Elementwise);
-    falqon::split_columns(full, y, oa);
+    prof::Scope s(prof::Part::FrozenGemm);
+    quant::gemm_lowp(xq->codes, xq->scale, backbone(), scale_, y);
   }
   if (saved) saved->tensors = {oa};
 }

@@ -4,7 +4,7 @@
 // only trainable tensor; the forward ignores it (it is zero, or holds only unapplied rows), and
 // after every optimizer step its top-k rows (by Σ|B_ij|) are folded into the FP8 backbone codes.
 //   init:     E = W − deq(Q(W)); E ≈ B̂·Â (rank-r randomized SVD), Â = √σ·Vᵀ, B̂ = U·√σ
-//   forward:  Xq = E4M3(X); [O | O_A] = Xq·Wmᵀ; y = O; save O_A only
+//   forward:  Xq = E4M3(X); [O | O_A] = Xq·Wmᵀ (two GEMMs over Wm's row slices); y = O; save O_A
 //   backward: dYq = E5M2(dY); dX = dYq·W_q (transposed codes); dB += dYqᵀ·E4M3(O_A) (FP8 GEMM)
 //   step:     W_i ← E4M3(clamp(deq(W_i) + B_i·A_q, ±448·s_w)) for the top-k rows; B ← 0 (reset)
 //             or only those rows (accumulate)
@@ -65,6 +65,7 @@ class FalqonLinear : public AdaptedLinear {
 
  private:
   Tensor backbone() const { return wm_.slice(0, out_); }
+  Tensor adapter_codes() const { return wm_.slice(out_, rank_); }
 
   std::string name_;
   FalqonOptions opt_;

@@ -66,28 +66,6 @@ void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes) {
   for (int64_t i = 0; i < x.numel(); ++i) out[i] = quant::f32_to_fp8_e4m3(in[i] / s);
 }
 
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail) {
-  one_device("split_columns", {&full, &head, &tail});
-  const int64_t t = full.dim() == 2 ? full.size(0) : -1;
-  LOFT_CHECK(full.dim() == 2 && head.dim() == 2 && tail.dim() == 2 && head.size(0) == t &&
-                 tail.size(0) == t && head.size(1) + tail.size(1) == full.size(1) &&
-                 head.dtype() == full.dtype() && tail.dtype() == full.dtype(),
-             "falqon split_columns: ", full.str(), " does not split into ", head.str(), " and ",
-             tail.str());
-  if (cuda_dispatch(full, "split_columns")) {
-#ifdef LOFT_WITH_CUDA
-    return cuda::split_columns(full, head, tail);
-#endif
-  }
-  need(full.dtype() == DType::F32, "split_columns", "full", full, "F32 on the CPU");
-  const int64_t w = full.size(1), o = head.size(1), r = tail.size(1);
-  for (int64_t i = 0; i < t; ++i) {
-    const float* src = full.ptr<float>() + i * w;
-    std::copy(src, src + o, head.ptr<float>() + i * o);
-    std::copy(src + o, src + w, tail.ptr<float>() + i * r);
-  }
-}
-
 void row_scores(const Tensor& b, Tensor& scores) {
   one_device("row_scores", {&b, &scores});
   need(b.dtype() == DType::F32 && b.dim() == 2, "row_scores", "B", b, "F32 [out, r]");

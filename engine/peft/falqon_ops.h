@@ -12,9 +12,6 @@ namespace loft::falqon {
 // x F32, codes F8_E4M3 of x's shape. Values beyond ±448·s saturate (the encoder's rule).
 void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes);
 
-// full [T, out+r] -> head [T, out] (the projection's output) and tail [T, r] (O_A); one dtype.
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail);
-
 // scores [out] F32: ρ_i = Σ_j |B_ij| summed in j order, b F32 [out, r].
 void row_scores(const Tensor& b, Tensor& scores);
 

@@ -1,5 +1,5 @@
 // FALQON's element-level pieces on the CPU (engine/peft/falqon_ops.h) against hand-written
-// references: the scaled E4M3 encode, the output split, row scores, the top-k select with ties,
+// references: the scaled E4M3 encode, row scores, the top-k select with ties,
 // and the row update with saturation at ±448·s, ties-to-even rounding, and both buffer modes.
 #include <algorithm>
 #include <cmath>
@@ -42,19 +42,6 @@ TEST(FalqonOps, EncodeWithAGivenScaleMatchesTheQuantizer) {
   EXPECT_EQ(test::code_bytes(c), want);
   Tensor wrong = Tensor::empty({4}, DType::F8_E4M3);
   EXPECT_THROW(falqon::encode_e4m3(v, scalar(1.0f), wrong), Error);
-}
-
-TEST(FalqonOps, SplitColumns) {
-  std::mt19937 rng(2);
-  const Tensor full = test::random_tensor({5, 11}, rng);
-  Tensor head = Tensor::empty({5, 8}, DType::F32), tail = Tensor::empty({5, 3}, DType::F32);
-  falqon::split_columns(full, head, tail);
-  for (int64_t i = 0; i < 5; ++i)
-    for (int64_t j = 0; j < 11; ++j)
-      EXPECT_EQ(full.ptr<float>()[i * 11 + j],
-                j < 8 ? head.ptr<float>()[i * 8 + j] : tail.ptr<float>()[i * 3 + j - 8]);
-  Tensor bad = Tensor::empty({5, 4}, DType::F32);
-  EXPECT_THROW(falqon::split_columns(full, head, bad), Error);
 }
 
 TEST(FalqonOps, RowScoresSumAbsoluteValues) {

@@ -6,11 +6,13 @@
 namespace loft::falqon::cuda {
 
 void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes);
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail);
+// Coalesced tiles of B in shared memory, one summing thread per row.
 void row_scores(const Tensor& b, Tensor& scores);
-// One block: a 4-pass radix select of the k-th largest score key, then an index-ordered
-// compaction (block scans) of the keys above it and the lowest-index ties. No host round trip.
+// One block with the scores in shared memory (when they fit): a radix select of the k-th largest
+// key (8 bits a pass, stopping once its bin is taken whole), then an index-ordered compaction.
 void select_topk(const Tensor& scores, Tensor& idx);
+// One kernel for the k rows' codes (and wt's k columns) and `applied`; then B's rows (accumulate)
+// or all of B (reset) are zeroed. Nothing is copied to the host.
 void apply_rows(RowUpdate& u, bool zero_all);
 
 }  // namespace loft::falqon::cuda

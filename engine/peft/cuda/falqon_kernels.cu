@@ -1,7 +1,7 @@
-// FALQON's kernels: the scaled E4M3 encode of A, the split of the melded GEMM's output, and the
-// after-step row update (scores, top-k select, code update, buffer bookkeeping). Each mirrors its
-// CPU reference in engine/peft/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma,
-// __fdiv_rn / __fmul_rn for the IEEE division and product), so the results are bit-identical.
+// FALQON's kernels: the scaled E4M3 encode of A and the after-step row update (scores, top-k
+// select, code update, buffer bookkeeping). Each mirrors its CPU reference in
+// engine/peft/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma, __fdiv_rn /
+// __fmul_rn for the IEEE division and product), so the results are bit-identical.
 #include <cuda_fp8.h>
 
 #include "engine/ops/cuda/kernel_util.cuh"
@@ -28,52 +28,72 @@ __global__ void encode_kernel(const float* __restrict__ x, int64_t n, const floa
     codes[i] = quant::f32_to_fp8_e4m3(__fdiv_rn(x[i], s));
 }
 
-template <typename T>
-__global__ void split_kernel(const T* __restrict__ full, int64_t rows, int64_t out, int64_t r,
-                             T* __restrict__ head, T* __restrict__ tail) {
-  const int64_t w = out + r, n = rows * w;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += stride) {
-    const int64_t i = e / w, c = e - i * w;
-    if (c < out)
-      head[i * out + c] = full[e];
-    else
-      tail[i * r + (c - out)] = full[e];
+// Row scores: a tile of kScoreRows rows × kScoreCols columns is staged in shared memory with
+// coalesced loads (one thread per row would read 32 rows' worth of cache lines per access), then
+// each row's thread sums its columns in order, as the CPU does.
+constexpr int kScoreRows = 64, kScoreCols = 32, kScoreThreads = 128;
+
+__global__ void __launch_bounds__(kScoreThreads)
+    scores_kernel(const float* __restrict__ b, int64_t out, int64_t r, float* __restrict__ scores) {
+  __shared__ float tile[kScoreRows][kScoreCols + 1];  // +1: the row-wise reads hit distinct banks
+  const int64_t row0 = int64_t(blockIdx.x) * kScoreRows;
+  const int rows = int(min(int64_t(kScoreRows), out - row0));
+  float s = 0.0f;
+  for (int64_t c0 = 0; c0 < r; c0 += kScoreCols) {
+    const int cols = int(min(int64_t(kScoreCols), r - c0));
+#pragma unroll
+    for (int u = 0; u < kScoreRows * kScoreCols / kScoreThreads; ++u) {
+      const int e = u * kScoreThreads + int(threadIdx.x), i = e / kScoreCols, j = e % kScoreCols;
+      if (i < rows && j < cols) tile[i][j] = b[(row0 + i) * r + c0 + j];
+    }
+    __syncthreads();
+    if (int(threadIdx.x) < rows)
+      for (int j = 0; j < cols; ++j) s = __fadd_rn(s, fabsf(tile[threadIdx.x][j]));
+    __syncthreads();
+  }
+  if (int(threadIdx.x) < rows) scores[row0 + threadIdx.x] = s;
+}
+
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// e = 0..n-1 spread over the block, kStage per thread at a time: a batch's loads are all issued
+// before its stores, so their latencies overlap (a plain loop waits for each load in turn).
+template <int kStage, typename T, typename Load, typename Store>
+__device__ __forceinline__ void staged_copy(int n, Load load, Store store) {
+  for (int e0 = 0; e0 < n; e0 += int(blockDim.x) * kStage) {
+    T v[kStage] = {};
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int e = e0 + u * int(blockDim.x) + int(threadIdx.x);
+      if (e < n) v[u] = load(e);
+    }
+#pragma unroll
+    for (int u = 0; u < kStage; ++u) {
+      const int e = e0 + u * int(blockDim.x) + int(threadIdx.x);
+      if (e < n) store(e, v[u]);
+    }
   }
 }
 
-// One thread per row, summing in column order as the CPU does.
-__global__ void scores_kernel(const float* __restrict__ b, int64_t out, int64_t r,
-                              float* __restrict__ scores) {
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < out; i += stride) {
-    float s = 0.0f;
-    for (int64_t j = 0; j < r; ++j) s = __fadd_rn(s, fabsf(b[i * r + j]));
-    scores[i] = s;
+__device__ __forceinline__ unsigned warp_inclusive_scan(unsigned x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned y = __shfl_up_sync(kFullMask, x, o);
+    if (lane >= o) x += y;
   }
+  return x;
 }
 
 // Exclusive prefix sum of v over the block (blockDim.x a multiple of 32); *total gets the sum.
 // `warp_sums`: 32 ints of shared memory.
 __device__ int block_exclusive_scan(int v, int* total, int* warp_sums) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = int(blockDim.x >> 5);
-  int x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o) x += y;
-  }
+  const int x = int(warp_inclusive_scan(unsigned(v)));
   if (lane == 31) warp_sums[warp] = x;
   __syncthreads();
-  if (warp == 0) {
-    int w = lane < warps ? warp_sums[lane] : 0;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int y = __shfl_up_sync(0xffffffffu, w, o);
-      if (lane >= o) w += y;
-    }
-    warp_sums[lane] = w;  // inclusive over warps
-  }
+  if (warp == 0)
+    warp_sums[lane] = int(warp_inclusive_scan(lane < warps ? unsigned(warp_sums[lane]) : 0u));
   __syncthreads();
   const int before = warp > 0 ? warp_sums[warp - 1] : 0;
   *total = warp_sums[warps - 1];
@@ -83,87 +103,187 @@ __device__ int block_exclusive_scan(int v, int* total, int* warp_sums) {
 
 constexpr int kSelectThreads = 1024;
 
-// Scores are >= 0 (or NaN), so their bit patterns order like the values: the k-th largest key is
-// found 8 bits at a time from the top (a histogram of the keys matching the prefix so far).
-__global__ void select_kernel(const float* __restrict__ scores, int n, int k, int* __restrict__ idx) {
-  __shared__ unsigned hist[256];
+// The k largest keys (a float's bit pattern read as unsigned: the CPU's order) of n, in one block.
+// The keys are read once into shared memory when they fit (`keys_in_shared`), else from global.
+// Radix select, 8 bits a pass from the top: a histogram of the keys that match the prefix so far
+// (warp-aggregated shared atomics: close scores share a bin), then a scan of the 256 bins from the
+// top finds the bin holding the k-th largest key. A pass stops early once every key of that bin is
+// taken. Then each thread walks a contiguous chunk of indices: the keys above the prefix and the
+// `remaining` lowest-index keys equal to it under the mask are written in ascending index order.
+__global__ void __launch_bounds__(kSelectThreads)
+    select_kernel(const float* __restrict__ scores, int n, int k, int* __restrict__ idx,
+                  bool keys_in_shared) {
+  extern __shared__ unsigned shared_keys[];
+  __shared__ unsigned hist[256], bin_sums[8];
   __shared__ unsigned s_prefix, s_remaining;
-  __shared__ int warp_sums[32];
-  const int tid = threadIdx.x;
+  __shared__ int s_all_taken, warp_sums[32];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned* keys = reinterpret_cast<const unsigned*>(scores);
+  if (keys_in_shared) {
+    staged_copy<8, unsigned>(
+        n, [&](int i) { return keys[i]; }, [&](int i, unsigned v) { shared_keys[i] = v; });
+    keys = shared_keys;
+  }
   unsigned prefix = 0, mask = 0, remaining = unsigned(k);
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = tid; b < 256; b += blockDim.x) hist[b] = 0;
+    if (tid < 256) hist[tid] = 0;
     __syncthreads();
-    for (int i = tid; i < n; i += blockDim.x) {
-      const unsigned key = __float_as_uint(scores[i]);
-      if ((key & mask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1u);
+    for (int base = 0; base < n; base += blockDim.x) {  // uniform trip count: whole warps match
+      const int i = base + tid;
+      const unsigned key = i < n ? keys[i] : 0u;
+      const bool match = i < n && (key & mask) == prefix;
+      const unsigned bin = match ? (key >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(kFullMask, bin);
+      if (match && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], unsigned(__popc(peers)));
     }
     __syncthreads();
-    if (tid == 0) {
-      unsigned above = 0;
-      int b = 255;
-      for (; b > 0; --b) {
-        if (above + hist[b] >= remaining) break;
-        above += hist[b];
+    // Thread t < 256 holds bin 255 - t: the inclusive scan counts the keys in that bin and above.
+    unsigned count = 0, incl = 0;
+    if (tid < 256) {
+      count = hist[255 - tid];
+      incl = warp_inclusive_scan(count);
+      if (lane == 31) bin_sums[warp] = incl;
+    }
+    __syncthreads();
+    if (tid < 256) {
+      for (int w = 0; w < warp; ++w) incl += bin_sums[w];
+      const unsigned excl = incl - count;
+      if (excl < remaining && remaining <= incl) {  // exactly one bin: the matches are >= remaining
+        s_prefix = prefix | (unsigned(255 - tid) << shift);
+        s_remaining = remaining - excl;
+        s_all_taken = count == remaining - excl;
       }
-      s_prefix = prefix | (unsigned(b) << shift);
-      s_remaining = remaining - above;
     }
     __syncthreads();
     prefix = s_prefix;
     remaining = s_remaining;
     mask |= 255u << shift;
-    __syncthreads();
+    const bool done = s_all_taken;
+    __syncthreads();  // the s_* values and hist are rewritten by the next pass
+    if (done) break;
   }
-  // prefix is the k-th largest key; take every larger key and the `remaining` lowest-index ties.
-  int base_eq = 0, base_sel = 0;
-  for (int start = 0; start < n; start += blockDim.x) {
-    const int i = start + tid;
-    const unsigned key = i < n ? __float_as_uint(scores[i]) : 0u;
-    const bool eq = i < n && key == prefix;
-    int eq_total = 0, sel_total = 0;
-    const int eq_rank = base_eq + block_exclusive_scan(eq ? 1 : 0, &eq_total, warp_sums);
-    const bool sel = i < n && (key > prefix || (eq && unsigned(eq_rank) < remaining));
-    const int pos = base_sel + block_exclusive_scan(sel ? 1 : 0, &sel_total, warp_sums);
-    if (sel) idx[pos] = i;
-    base_eq += eq_total;
-    base_sel += sel_total;
+  const int per = (n + int(blockDim.x) - 1) / int(blockDim.x);
+  const int lo = min(n, tid * per), hi = min(n, lo + per);
+  int above = 0, equal = 0;
+  for (int i = lo; i < hi; ++i) {
+    const unsigned m = keys[i] & mask;
+    above += m > prefix;
+    equal += m == prefix;
+  }
+  int above_total = 0, equal_total = 0;
+  const int above_before = block_exclusive_scan(above, &above_total, warp_sums);
+  int equal_seen = block_exclusive_scan(equal, &equal_total, warp_sums);
+  int pos = above_before + min(equal_seen, int(remaining));
+  for (int i = lo; i < hi; ++i) {
+    const unsigned m = keys[i] & mask;
+    bool take = m > prefix;
+    if (m == prefix) take = equal_seen++ < int(remaining);
+    if (take) idx[pos++] = i;
   }
 }
 
-// grid (column blocks, k rows): one thread per element of a selected row.
-__global__ void update_kernel(const int* __restrict__ idx, const float* __restrict__ b, int64_t out,
-                              int64_t r, int64_t in, const float* __restrict__ scale,
-                              uint8_t* __restrict__ wm, uint8_t* __restrict__ wt,
-                              uint8_t* __restrict__ changed) {
-  extern __shared__ float brow[];
-  const int64_t i = idx[blockIdx.y];
-  for (int64_t c = threadIdx.x; c < r; c += blockDim.x) brow[c] = b[i * r + c];
+// The row update. A block takes kUpdateRows selected rows × kUpdateThreads·kUpdateCols columns;
+// a thread kUpdateCols consecutive columns of each of those rows, so every A code it loads serves
+// kUpdateRows·kUpdateCols products. Codes are loaded kCodeBatch rows of A ahead of the arithmetic.
+// Per element the arithmetic is the CPU's: acc = Σ_c fma(B_ic, decode(A_cj)·s, acc) in c order.
+// The blocks of the first column tile also add B's rows to `applied` (B is only read here).
+constexpr int kUpdateThreads = 64, kUpdateCols = 2, kUpdateRows = 4, kCodeBatch = 16;
+
+// Codes j0, j0+1 of a row of A as one word (byte q = column j0+q); zero past the row's end.
+template <bool kVec>
+__device__ __forceinline__ uint32_t load_codes(const uint8_t* row, int64_t j0, int64_t in) {
+  static_assert(kUpdateCols == 2, "one 16-bit load per row of A");
+  if constexpr (kVec) {
+    return *reinterpret_cast<const uint16_t*>(row + j0);
+  } else {
+    uint32_t w = 0;
+#pragma unroll
+    for (int q = 0; q < kUpdateCols; ++q)
+      if (j0 + q < in) w |= uint32_t(row[j0 + q]) << (8 * q);
+    return w;
+  }
+}
+
+template <bool kVec>
+__global__ void __launch_bounds__(kUpdateThreads)
+    update_kernel(const int* __restrict__ idx, int k, const float* __restrict__ b, int64_t out,
+                  int r, int64_t in, const float* __restrict__ scale, uint8_t* __restrict__ wm,
+                  uint8_t* __restrict__ wt, uint8_t* __restrict__ changed,
+                  float* __restrict__ applied) {
+  extern __shared__ float brows[];  // [kUpdateRows][r], zero past the last selected row
+  __shared__ int64_t row_of[kUpdateRows];
+  const int t0 = int(blockIdx.y) * kUpdateRows, rows = min(kUpdateRows, k - t0);
+  if (int(threadIdx.x) < rows) row_of[threadIdx.x] = idx[t0 + threadIdx.x];
   __syncthreads();
-  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= in) return;
+  staged_copy<4, float>(
+      kUpdateRows * r, [&](int e) { return e / r < rows ? b[row_of[e / r] * r + e % r] : 0.0f; },
+      [&](int e, float v) { brows[e] = v; });
+  __syncthreads();
+  if (blockIdx.x == 0)
+    staged_copy<4, float>(
+        rows * r, [&](int e) { return applied[row_of[e / r] * r + e % r]; },
+        [&](int e, float v) { applied[row_of[e / r] * r + e % r] = __fadd_rn(v, brows[e]); });
+  const int64_t j0 = (int64_t(blockIdx.x) * kUpdateThreads + threadIdx.x) * kUpdateCols;
+  if (j0 >= in) return;
   const float s = *scale, lim = __fmul_rn(448.0f, s);
   const uint8_t* a = wm + out * in;
-  float acc = 0.0f;
-  for (int64_t c = 0; c < r; ++c) acc = __fmaf_rn(brow[c], __fmul_rn(decode_e4m3(a[c * in + j]), s), acc);
-  const uint8_t old = wm[i * in + j];
-  const float w = fminf(fmaxf(__fmaf_rn(decode_e4m3(old), s, acc), -lim), lim);
-  const uint8_t code = quant::f32_to_fp8_e4m3(__fdiv_rn(w, s));
-  if (code != old && (code | old) != 0x80) {  // ±0 swaps are no change (as the CPU)
-    changed[i] = 1;
-    wm[i * in + j] = code;
-    wt[j * out + i] = code;
+  float acc[kUpdateRows][kUpdateCols] = {};
+  for (int c0 = 0; c0 < r; c0 += kCodeBatch) {
+    uint32_t codes[kCodeBatch];
+#pragma unroll
+    for (int u = 0; u < kCodeBatch; ++u)
+      codes[u] = c0 + u < r ? load_codes<kVec>(a + int64_t(c0 + u) * in, j0, in) : 0u;
+#pragma unroll
+    for (int u = 0; u < kCodeBatch; ++u) {
+      if (c0 + u < r) {
+        float aq[kUpdateCols];
+#pragma unroll
+        for (int q = 0; q < kUpdateCols; ++q)
+          aq[q] = __fmul_rn(decode_e4m3(uint8_t(codes[u] >> (8 * q))), s);
+#pragma unroll
+        for (int row = 0; row < kUpdateRows; ++row) {
+          const float bv = brows[row * r + c0 + u];
+#pragma unroll
+          for (int q = 0; q < kUpdateCols; ++q) acc[row][q] = __fmaf_rn(bv, aq[q], acc[row][q]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int row = 0; row < kUpdateRows; ++row) {
+    if (row >= rows) break;
+    const int64_t i = row_of[row];
+    uint8_t* w = wm + i * in;
+#pragma unroll
+    for (int q = 0; q < kUpdateCols; ++q) {
+      const int64_t j = j0 + q;
+      if (j < in) {
+        const uint8_t old = w[j];
+        const float v = fminf(fmaxf(__fmaf_rn(decode_e4m3(old), s, acc[row][q]), -lim), lim);
+        const uint8_t code = quant::f32_to_fp8_e4m3(__fdiv_rn(v, s));
+        if (code != old && (code | old) != 0x80) {  // ±0 swaps are no change (as the CPU)
+          changed[i] = 1;
+          w[j] = code;
+          wt[j * out + i] = code;
+        }
+      }
+    }
   }
 }
 
-__global__ void buffer_kernel(const int* __restrict__ idx, int64_t k, int64_t r, float* __restrict__ b,
-                              float* __restrict__ applied, bool zero_rows) {
+// Accumulate mode: the applied rows of B are zeroed once every update block has read them.
+__global__ void zero_rows_kernel(const int* __restrict__ idx, int64_t k, int64_t r,
+                                 float* __restrict__ b) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < k * r; t += stride) {
-    const int64_t e = int64_t(idx[t / r]) * r + t % r;
-    applied[e] = __fadd_rn(applied[e], b[e]);
-    if (zero_rows) b[e] = 0.0f;
-  }
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < k * r; t += stride)
+    b[int64_t(idx[t / r]) * r + t % r] = 0.0f;
+}
+
+// The most shared memory a block of this device may opt into (a cheap host query, no sync).
+int shared_optin_bytes(int dev) {
+  int bytes = 0;
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  return bytes;
 }
 
 }  // namespace
@@ -177,33 +297,29 @@ void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes) {
   loft::cuda::check_launch("falqon encode_kernel");
 }
 
-void split_columns(const Tensor& full, Tensor& head, Tensor& tail) {
-  const int dev = use_device(full);
-  const int64_t n = full.numel();
-  if (n == 0) return;
-  dispatch_activation(full.dtype(), "falqon split_columns", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    split_kernel<T><<<grid_for(n, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
-        full.ptr<T>(), full.size(0), head.size(1), tail.size(1), head.ptr<T>(), tail.ptr<T>());
-    loft::cuda::check_launch("falqon split_kernel");
-  });
-}
-
 void row_scores(const Tensor& b, Tensor& scores) {
   const int dev = use_device(b);
   const int64_t out = b.size(0);
   if (out == 0) return;
-  scores_kernel<<<grid_for(out, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
-      b.ptr<float>(), out, b.size(1), scores.ptr<float>());
+  LOFT_CHECK((out + kScoreRows - 1) / kScoreRows < (int64_t(1) << 31), "falqon row_scores: ",
+             b.str(), " has too many rows");
+  scores_kernel<<<unsigned((out + kScoreRows - 1) / kScoreRows), kScoreThreads, 0,
+                  loft::cuda::stream(dev)>>>(b.ptr<float>(), out, b.size(1), scores.ptr<float>());
   loft::cuda::check_launch("falqon scores_kernel");
 }
 
 void select_topk(const Tensor& scores, Tensor& idx) {
   const int dev = use_device(scores);
-  LOFT_CHECK(scores.numel() < (int64_t(1) << 31), "falqon select_topk: ", scores.str(),
+  LOFT_CHECK(scores.numel() < (int64_t(1) << 30), "falqon select_topk: ", scores.str(),
              " has too many rows");
-  select_kernel<<<1, kSelectThreads, 0, loft::cuda::stream(dev)>>>(
-      scores.ptr<float>(), int(scores.numel()), int(idx.numel()), idx.ptr<int>());
+  // Room left for the kernel's own shared arrays (~1.2 KB) below the opt-in limit.
+  const size_t bytes = size_t(scores.numel()) * sizeof(float), margin = 4096;
+  const bool in_shared = bytes + margin <= size_t(shared_optin_bytes(dev));
+  if (in_shared && bytes + margin > 48 * 1024)
+    LOFT_CUDA_CHECK(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(bytes)));
+  select_kernel<<<1, kSelectThreads, in_shared ? bytes : 0, loft::cuda::stream(dev)>>>(
+      scores.ptr<float>(), int(scores.numel()), int(idx.numel()), idx.ptr<int>(), in_shared);
   loft::cuda::check_launch("falqon select_kernel");
 }
 
@@ -211,18 +327,27 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   const int dev = use_device(u.b);
   const int64_t k = u.idx.numel(), out = u.b.size(0), r = u.b.size(1), in = u.wm.size(1);
   cudaStream_t st = loft::cuda::stream(dev);
-  if (k > 0 && in > 0) {
-    LOFT_CHECK(k <= 65535, "falqon apply_rows: top-k ", k, " exceeds the grid's 65535 rows");
-    const dim3 grid(unsigned((in + kThreads - 1) / kThreads), unsigned(k));
-    update_kernel<<<grid, kThreads, size_t(r) * sizeof(float), st>>>(
-        u.idx.ptr<int>(), u.b.ptr<float>(), out, r, in, u.scale.ptr<float>(), u.wm.ptr<uint8_t>(),
-        u.wt.ptr<uint8_t>(), u.changed.ptr<uint8_t>());
+  if (k > 0) {
+    const int64_t row_blocks = (k + kUpdateRows - 1) / kUpdateRows;
+    const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);  // B's rows
+    LOFT_CHECK(row_blocks <= 65535 && smem + 1024 <= size_t(shared_optin_bytes(dev)),
+               "falqon apply_rows: top-k ", k, " or rank ", r, " too large for the update kernel");
+    const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
+    const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
+    const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
+    auto kernel = vec ? update_kernel<true> : update_kernel<false>;
+    if (smem > 48 * 1024)
+      LOFT_CUDA_CHECK(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, kUpdateThreads, smem, st>>>(
+        u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
+        u.wm.ptr<uint8_t>(), u.wt.ptr<uint8_t>(), u.changed.ptr<uint8_t>(), u.applied.ptr<float>());
     loft::cuda::check_launch("falqon update_kernel");
-  }
-  if (k > 0 && r > 0) {
-    buffer_kernel<<<grid_for(k * r, kThreads, dev), kThreads, 0, st>>>(
-        u.idx.ptr<int>(), k, r, u.b.ptr<float>(), u.applied.ptr<float>(), !zero_all);
-    loft::cuda::check_launch("falqon buffer_kernel");
+    if (!zero_all && r > 0) {
+      zero_rows_kernel<<<grid_for(k * r, kThreads, dev), kThreads, 0, st>>>(u.idx.ptr<int>(), k, r,
+                                                                             u.b.ptr<float>());
+      loft::cuda::check_launch("falqon zero_rows_kernel");
+    }
   }
   if (zero_all) u.b.zero_();
 }
