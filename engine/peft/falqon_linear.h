@@ -1,6 +1,6 @@
 // FALQON's projection (METHODS.md, "FALQON: melded FP8 LoRA"; reference iamkanghyunchoi/falqon).
 // The adapter's A is melded into the frozen weight: Wm = [W; A] is one E4M3 matrix with W's scale
-// s_w, so the forward is ONE FP8 GEMM Xq·Wmᵀ = [O | O_A]. B (the "ΔB buffer", fp32 [out×r]) is the
+// s_w, so the forward is Xq·Wmᵀ = [O | O_A] over one code matrix. B (the "ΔB buffer", fp32 [out×r]) is the
 // only trainable tensor; the forward ignores it (it is zero, or holds only unapplied rows), and
 // after every optimizer step its top-k rows (by Σ|B_ij|) are folded into the FP8 backbone codes.
 //   init:     E = W − deq(Q(W)); E ≈ B̂·Â (rank-r randomized SVD), Â = √σ·Vᵀ, B̂ = U·√σ
