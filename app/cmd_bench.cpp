@@ -32,7 +32,7 @@ struct BenchOptions {
   std::string halo_format = "fp8", backbone = "dense";  // method halo
   int halo_level = 2;                                   // method halo
   int falqon_topk = 0;                                  // method falqon
-  std::string falqon_buffer = "reset";                  // method falqon
+  std::string falqon_buffer = "accumulate";             // method falqon
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
@@ -402,7 +402,7 @@ void add_bench_command(CLI::App& root) {
   shape->excludes(model);
   cmd->add_option("--method", o->methods,
                   "fine-tuning method, or a comma list run in turn: " + joined(kMethods) +
-                      "; variants after ':' (halo:int8, halo:nf4, halo:l1, falqon:accumulate)")
+                      "; variants after ':' (halo:int8, halo:nf4, halo:l1, falqon:reset)")
       ->capture_default_str();
   cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0, 1 or 2")->capture_default_str();
   cmd->add_option("--backbone", o->backbone, "HALO weight store: dense or nf4")->capture_default_str();

@@ -29,7 +29,7 @@ struct FinetuneOptions {
   std::string halo_format, backbone;  // "": fp8 / dense, or the init adapter's
   int halo_level = -1;                // -1: 2 (METHODS.md's default), or the init adapter's
   int falqon_topk = -1;               // -1: the rank, or the init adapter's
-  std::string falqon_buffer;          // "": reset, or the init adapter's
+  std::string falqon_buffer;          // "": accumulate, or the init adapter's
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -242,7 +242,7 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_option("--falqon-topk", o->falqon_topk,
                   "FALQON rows updated per step; default the rank, or the --init-adapter's");
   cmd->add_option("--falqon-buffer", o->falqon_buffer,
-                  "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows); default reset, or the --init-adapter's");
+                  "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows); default accumulate, or the --init-adapter's");
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
   cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");

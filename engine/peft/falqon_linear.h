@@ -21,7 +21,8 @@ namespace loft {
 struct FalqonOptions {
   enum class Buffer { reset, accumulate };
   int topk = 0;                    // rows updated per step; 0 = the rank (the reference's k = r)
-  Buffer buffer = Buffer::reset;   // --falqon-buffer
+  // --falqon-buffer. accumulate by default, not the reference code's reset: docs/methods.md.
+  Buffer buffer = Buffer::accumulate;
   uint64_t seed = 0;               // the SVD's random directions (mixed with the module name)
 };
 
