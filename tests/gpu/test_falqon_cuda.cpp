@@ -211,7 +211,8 @@ TEST(FalqonCuda, LayerOnTheGpuMatchesItsCodesAndTheCpuUpdate) {
     const Tensor w32 = test::random_tensor({c.out, c.in}, rng, -0.1f, 0.1f);
     Tensor w = Tensor::empty(w32.shape(), DType::BF16, kGpu);
     ops::convert(w32.to(kGpu), w);
-    FalqonLinear l("m", w, c.r, {});
+    // Reset mode: the after-step check below compares with apply_rows(zero_all) and a zero B.
+    FalqonLinear l("m", w, c.r, {.buffer = FalqonOptions::Buffer::reset});
     // Same scale and backbone codes as quantizing W on the CPU.
     Tensor wb = Tensor::empty(w32.shape(), DType::BF16);
     ops::convert(w32, wb);
@@ -244,7 +245,7 @@ TEST(FalqonCuda, LayerOnTheGpuMatchesItsCodesAndTheCpuUpdate) {
     Tensor db_ref = Tensor::empty({c.out, c.r}, DType::F32);
     ops::gemm(dyq, deq_q(quant::quantize(saved.tensors[0], quant::LowpFormat::E4M3)), db_ref, {.trans_a = true});
     // FP8 tensor cores accumulate with fewer mantissa bits than fp32 (H200: 5.6e-5 measured).
-  EXPECT_LT(test::rel_error(l.buffer().grad, db_ref), 2e-4) << what;
+    EXPECT_LT(test::rel_error(l.buffer().grad, db_ref), 2e-4) << what;
 
     // after_step on the GPU equals the CPU update of the same codes and B.
     const Tensor b = test::random_tensor({c.out, c.r}, rng, -0.05f, 0.05f);
