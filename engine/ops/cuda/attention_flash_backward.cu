@@ -245,8 +245,7 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
 template <int D>
 void launch(const BackwardArgs& args, dim3 grid, int device) {
   constexpr size_t bytes = Tiles<D>::kBytes;
-  LOFT_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_kernel<D>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  cuda_kernels::allow_dynamic_smem(flash_backward_kernel<D>, bytes, device);
   flash_backward_kernel<D><<<grid, kThreads, bytes, cuda::stream(device)>>>(args);
   cuda::check_launch("attention flash_backward");
 }

@@ -192,15 +192,14 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 3) flash_forward_kerne
   }
 }
 
-bool aligned16(const Tensor& t) { return (reinterpret_cast<uintptr_t>(t.data()) & 15u) == 0; }
 
 }  // namespace
 
 bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq) {
   const int64_t d = q.size(2), rows = q.size(0) / seq;
   return q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && (d == 64 || d == 128) &&
-         seq <= kMaxTiles * kQueries && rows <= 65535 && q.size(1) <= 65535 && aligned16(q) &&
-         aligned16(k);
+         seq <= kMaxTiles * kQueries && rows <= 65535 && q.size(1) <= 65535 && cuda_kernels::aligned16(q.data()) &&
+         cuda_kernels::aligned16(k.data());
 }
 
 void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <utility>
 
 #include "engine/device/cuda_context.h"
 #include "engine/tensor/tensor.h"
@@ -53,7 +55,7 @@ __device__ __forceinline__ f16 from_f32<f16>(float x) {
 // check aligned16() on every pointer first: views and odd row lengths are often not aligned.
 constexpr int kChunk = 8;
 
-__device__ __forceinline__ bool aligned16(const void* p) {
+__host__ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
@@ -172,6 +174,31 @@ inline int sm_count(int device) {
     LOFT_CUDA_CHECK(
         cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
   return counts[device];
+}
+
+// The most shared memory one block may opt into on `device` (queried once per device).
+inline int max_shared_optin(int device) {
+  static std::mutex mu;
+  static int bytes[64] = {};
+  LOFT_CHECK(device >= 0 && device < 64, "CUDA device index ", device, " out of range");
+  std::lock_guard lock(mu);
+  if (bytes[device] == 0)
+    LOFT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&bytes[device], cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return bytes[device];
+}
+
+// Lets `kernel` launch with `bytes` of dynamic shared memory (past 48 KiB a kernel must opt in),
+// asking the driver only when a kernel needs more on a device than it was granted before.
+template <typename Kernel>
+void allow_dynamic_smem(Kernel* kernel, size_t bytes, int device) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, size_t> granted;
+  std::lock_guard lock(mu);
+  size_t& g = granted[{reinterpret_cast<const void*>(kernel), device}];
+  if (g >= bytes) return;
+  LOFT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  g = bytes;
 }
 
 // Blocks for a grid-stride loop over `work` items: enough to fill the GPU, no more.

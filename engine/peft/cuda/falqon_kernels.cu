@@ -279,13 +279,6 @@ __global__ void zero_rows_kernel(const int* __restrict__ idx, int64_t k, int64_t
     b[int64_t(idx[t / r]) * r + t % r] = 0.0f;
 }
 
-// The most shared memory a block of this device may opt into (a cheap host query, no sync).
-int shared_optin_bytes(int dev) {
-  int bytes = 0;
-  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return bytes;
-}
-
 }  // namespace
 
 void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes) {
@@ -314,10 +307,8 @@ void select_topk(const Tensor& scores, Tensor& idx) {
              " has too many rows");
   // Room left for the kernel's own shared arrays (~1.2 KB) below the opt-in limit.
   const size_t bytes = size_t(scores.numel()) * sizeof(float), margin = 4096;
-  const bool in_shared = bytes + margin <= size_t(shared_optin_bytes(dev));
-  if (in_shared && bytes + margin > 48 * 1024)
-    LOFT_CUDA_CHECK(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(bytes)));
+  const bool in_shared = bytes + margin <= size_t(max_shared_optin(dev));
+  if (in_shared && bytes + margin > 48 * 1024) allow_dynamic_smem(select_kernel, bytes, dev);
   select_kernel<<<1, kSelectThreads, in_shared ? bytes : 0, loft::cuda::stream(dev)>>>(
       scores.ptr<float>(), int(scores.numel()), int(idx.numel()), idx.ptr<int>(), in_shared);
   loft::cuda::check_launch("falqon select_kernel");
@@ -330,15 +321,13 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   if (k > 0) {
     const int64_t row_blocks = (k + kUpdateRows - 1) / kUpdateRows;
     const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);  // B's rows
-    LOFT_CHECK(row_blocks <= 65535 && smem + 1024 <= size_t(shared_optin_bytes(dev)),
+    LOFT_CHECK(row_blocks <= 65535 && smem + 1024 <= size_t(max_shared_optin(dev)),
                "falqon apply_rows: top-k ", k, " or rank ", r, " too large for the update kernel");
     const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
     const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
     const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
     auto kernel = vec ? update_kernel<true> : update_kernel<false>;
-    if (smem > 48 * 1024)
-      LOFT_CUDA_CHECK(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    if (smem > 48 * 1024) allow_dynamic_smem(kernel, smem, dev);
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
         u.wm.ptr<uint8_t>(), u.wt.ptr<uint8_t>(), u.changed.ptr<uint8_t>(), u.applied.ptr<float>());

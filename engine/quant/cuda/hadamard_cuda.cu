@@ -22,9 +22,12 @@ namespace loft::quant {
 
 namespace {
 
+using ops::cuda_kernels::aligned16;
+using ops::cuda_kernels::allow_dynamic_smem;
 using ops::cuda_kernels::bf16;
 using ops::cuda_kernels::from_f32;
 using ops::cuda_kernels::kChunk;
+using ops::cuda_kernels::max_shared_optin;
 using ops::cuda_kernels::to_f32;
 
 // ---- epilogues: put(i, v) receives rotated value v of output element i; put_n<N>(i, v) the N
@@ -215,33 +218,6 @@ Params params_for(const HadamardPlan& plan, bool inverse, int device) {
                 inverse,      0,              0,      0};
 }
 
-int max_smem_optin(int device) {
-  static std::mutex mu;
-  static std::map<int, int> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(device);
-  if (it != cache.end()) return it->second;
-  int optin = 0;
-  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return cache[device] = optin;
-}
-
-// Lets `kernel` take `smem` bytes of dynamic shared memory (beyond 48 KiB it must opt in; the
-// epilogue's amax adds a little static memory), asking the driver once per kernel and device.
-template <typename K>
-void allow_smem(K* kernel, size_t smem, int device) {
-  if (smem + 1024 <= 48 * 1024) return;
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, size_t> granted;
-  std::lock_guard<std::mutex> lock(mu);
-  size_t& g = granted[{reinterpret_cast<const void*>(kernel), device}];
-  if (g >= smem) return;
-  LOFT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  g = smem;
-}
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 // The register-resident row kernel (hadamard_vec.cuh) when the plan and operands allow it:
 // blocks of a multiple of 8 elements, at most 1024 threads per block, 16-byte aligned rows.
 // Returns false to leave the transform to the general kernel. Elements per thread E and the mode
@@ -276,12 +252,12 @@ bool launch_rows_vec(const HadamardPlan& plan, const Tensor& x, bool inverse, in
   prm.h = device_matrix(*plan.matrix, device);
   prm.inverse = inverse;
   const size_t smem = mode == Mode::Warp ? 0 : size_t(prm.segs) * size_t(seg) * sizeof(float);
-  if (smem > size_t(max_smem_optin(device))) return false;
+  if (smem > size_t(max_shared_optin(device))) return false;
   const int threads = (prm.segs * prm.seg_threads + 31) / 32 * 32;
   const int64_t grid = (prm.total_segs + prm.segs - 1) / prm.segs;
   if (grid > int64_t(0x7fffffff)) return false;
   auto run = [&](auto kernel) {
-    allow_smem(kernel, smem, device);
+    allow_dynamic_smem(kernel, smem, device);
     kernel<<<unsigned(grid), threads, smem, loft::cuda::stream(device)>>>(x.ptr<T>(), prm, epi);
   };
   using vec::hadamard_rows_vec;
@@ -313,11 +289,11 @@ void launch_rows(const HadamardPlan& plan, const Tensor& x, bool inverse, int de
   const int n = int(plan.n);
   const int64_t rows = x.numel() / plan.n;
   const size_t smem = size_t(n) * sizeof(float);
-  const int optin = max_smem_optin(device);
+  const int optin = max_shared_optin(device);
   if (smem > size_t(optin))
     throw Error(cat("hadamard_transform: width n=", n, " needs ", smem,
                     " bytes of shared memory per row; cuda:", device, " offers ", optin));
-  allow_smem(hadamard_rows<T, Epi>, smem, device);
+  allow_dynamic_smem(hadamard_rows<T, Epi>, smem, device);
   if (rows > int64_t(0x7fffffff))
     throw Error(cat("hadamard_transform: x ", x.str(), " has more rows than one launch takes"));
   const int threads = n >= 2048 ? 512 : 128;  // multiples of 32 (lane = e mod 32)
@@ -339,7 +315,7 @@ void launch_tokens(const HadamardPlan& plan, const Tensor& x, int64_t rows_y, bo
   if (plan.block == vec::kTokBlock && plan.k == 1 && cols % 2 == 0 && out_aligned &&
       aligned16(x.data())) {
     const vec::TokenParams prm{x.size(0), rows_y, cols, plan.scale(), device_matrix(*plan.matrix, device)};
-    allow_smem(vec::hadamard_tokens256<T, Epi>, vec::kTokSmem, device);
+    allow_dynamic_smem(vec::hadamard_tokens256<T, Epi>, vec::kTokSmem, device);
     const dim3 grid(unsigned((cols + vec::kTokCols - 1) / vec::kTokCols), unsigned(blocks));
     vec::hadamard_tokens256<T, Epi><<<grid, 256, vec::kTokSmem, stream>>>(x.ptr<T>(), prm, epi);
     loft::cuda::check_launch("hadamard_tokens256");

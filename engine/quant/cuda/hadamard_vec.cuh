@@ -52,6 +52,37 @@ __device__ __forceinline__ void butterflies_in_thread(float (&v)[E], int log2_p)
   }
 }
 
+// Every stage along the first index of a[N][W] (h = 1, 2, ..., N/2), each on all W columns.
+template <int N, int W>
+__device__ __forceinline__ void butterflies_down(float (&a)[N][W]) {
+#pragma unroll
+  for (int h = 1; h < N; h *= 2)
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      if ((i & h) == 0)
+#pragma unroll
+        for (int c = 0; c < W; ++c) {
+          const float p = a[i][c], m = a[i + h][c];
+          a[i][c] = p + m;
+          a[i + h][c] = p - m;
+        }
+}
+
+// The K-mix of a K = 1 plan, as the CPU computes it: (0 + H_1·v) · scale (−0 becomes +0).
+__device__ __forceinline__ float unit_mix(float h0, float v, float scale) {
+  float acc = 0.0f;
+  acc += h0 * v;
+  return acc * scale;
+}
+
+// A thread's E consecutive values into its segment's shared-memory copy.
+template <int E>
+__device__ __forceinline__ void stage_to_shared(float* s, int t, const float (&v)[E]) {
+#pragma unroll
+  for (int i = 0; i < E; i += 4)
+    *reinterpret_cast<float4*>(s + t * E + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+}
+
 // Output position e of a segment: Σ_src H_k[src][i] · s[src·p + j] (column i of H_k; row i for
 // the inverse), in the CPU's order, then the scale. k = 1 still adds to 0 first (as the CPU:
 // −0 becomes +0).
@@ -101,11 +132,7 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
     // Thread t takes positions hi·2^L + W·t + w (hi < 2^R, w < W), L = log2(E) + 5.
     constexpr int W = E >> R, L = log2_e + 5;
     float* s = smem + (live ? seg_local : 0) * prm.seg;
-    if (live) {
-#pragma unroll
-      for (int i = 0; i < E; i += 4)
-        *reinterpret_cast<float4*>(s + t * E + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
-    }
+    if (live) stage_to_shared(s, t, v);
     __syncthreads();
     float u[1 << R][W];
     if (live) {
@@ -125,17 +152,7 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
         }
       }
     }
-#pragma unroll
-    for (int h = 1; h < (1 << R); h *= 2)
-#pragma unroll
-      for (int hi = 0; hi < (1 << R); ++hi)
-        if ((hi & h) == 0)
-#pragma unroll
-          for (int w = 0; w < W; ++w) {
-            const float a = u[hi][w], b = u[hi + h][w];
-            u[hi][w] = a + b;
-            u[hi + h][w] = a - b;
-          }
+    butterflies_down(u);
     const float h0 = float(__ldg(prm.h));
     epi.begin();
     if (live) {
@@ -143,11 +160,7 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
 #pragma unroll
       for (int hi = 0; hi < (1 << R); ++hi) {
 #pragma unroll
-        for (int w = 0; w < W; ++w) {
-          float acc = 0.0f;
-          acc += h0 * u[hi][w];
-          u[hi][w] = acc * prm.scale;
-        }
+        for (int w = 0; w < W; ++w) u[hi][w] = unit_mix(h0, u[hi][w], prm.scale);
         epi.template put_n<W>(seg_base + (hi << L) + W * t, u[hi]);
       }
     }
@@ -156,11 +169,7 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
   }
   if constexpr (M == Mode::Staged) {
     float* s = smem + (live ? seg_local : 0) * prm.seg;
-    if (live) {
-#pragma unroll
-      for (int i = 0; i < E; i += 4)
-        *reinterpret_cast<float4*>(s + t * E + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
-    }
+    if (live) stage_to_shared(s, t, v);
     __syncthreads();
     for (int st = log2_e + 5; st < prm.log2_p; ++st) {
       const int h = 1 << st;
@@ -181,11 +190,7 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
     // k = 1 and the whole sub-row in one warp: the K-mix is 0 + 1·v, then the scale.
     const float h0 = float(__ldg(prm.h));
 #pragma unroll
-    for (int i = 0; i < E; ++i) {
-      float acc = 0.0f;
-      acc += h0 * v[i];
-      v[i] = acc * prm.scale;
-    }
+    for (int i = 0; i < E; ++i) v[i] = unit_mix(h0, v[i], prm.scale);
   }
   epi.begin();
   if (live) {
@@ -238,17 +243,7 @@ __global__ void __launch_bounds__(256) hadamard_tokens256(const T* x, TokenParam
     else
       v[i][0] = v[i][1] = 0.0f;
   }
-#pragma unroll
-  for (int h = 1; h < 32; h *= 2)
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      if ((i & h) == 0)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const float a = v[i][c], b = v[i + h][c];
-          v[i][c] = a + b;
-          v[i + h][c] = a - b;
-        }
+  butterflies_down(v);  // row bits 0-4
 #pragma unroll
   for (int i = 0; i < 32; ++i)
     *reinterpret_cast<float2*>(s + (w * 32 + i) * kTokLd + 2 * l) = make_float2(v[i][0], v[i][1]);
@@ -265,27 +260,11 @@ __global__ void __launch_bounds__(256) hadamard_tokens256(const T* x, TokenParam
       const float2 f = *reinterpret_cast<const float2*>(s + (r + 32 * u) * kTokLd + 2 * l);
       a[u][0] = f.x, a[u][1] = f.y;
     }
-#pragma unroll
-    for (int h = 1; h < 8; h *= 2)
-#pragma unroll
-      for (int u = 0; u < 8; ++u)
-        if ((u & h) == 0)
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const float p = a[u][c], m = a[u + h][c];
-            a[u][c] = p + m;
-            a[u + h][c] = p - m;
-          }
+    butterflies_down(a);  // row bits 5-7
 #pragma unroll
     for (int u = 0; u < 8; ++u) {
       const int64_t row = r0 + r + 32 * u;
-      float out[2];
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        float acc = 0.0f;
-        acc += h0 * a[u][c];
-        out[c] = acc * prm.scale;
-      }
+      const float out[2] = {unit_mix(h0, a[u][0], prm.scale), unit_mix(h0, a[u][1], prm.scale)};
       if (in_cols && row < prm.rows_y) epi.template put_n<2>(row * prm.cols + col, out);
     }
   }

@@ -174,7 +174,7 @@ void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
       const bool codes8 = ((reinterpret_cast<uintptr_t>(codes.data()) |
                             reinterpret_cast<uintptr_t>(codes_t ? codes_t->data() : nullptr)) & 7u) == 0;
       if (codes_t && n > 0 && x.size(0) % kChunk == 0 && x.size(1) % kChunk == 0 && codes8 &&
-          (reinterpret_cast<uintptr_t>(xp) & 15u) == 0) {
+          aligned16(xp)) {
         const int64_t rows = x.size(0), cols = x.size(1);
         const int64_t gy = (rows + kVecTile - 1) / kVecTile;
         LOFT_CHECK(gy <= 65535, "quantize: ", x.str(), " has too many rows for a transposed copy");
