@@ -165,27 +165,23 @@ inline int use_device(const Tensor& t) {
   return device;
 }
 
-inline int sm_count(int device) {
+// A device attribute, queried once per (attribute, device): these never change in a process.
+inline int device_attribute(cudaDeviceAttr attr, int device) {
   static std::mutex mu;
-  static int counts[64] = {};
-  LOFT_CHECK(device >= 0 && device < 64, "CUDA device index ", device, " out of range");
+  static std::map<std::pair<int, int>, int> cache;
   std::lock_guard lock(mu);
-  if (counts[device] == 0)
-    LOFT_CUDA_CHECK(
-        cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
-  return counts[device];
+  auto it = cache.find({int(attr), device});
+  if (it != cache.end()) return it->second;
+  int value = 0;
+  LOFT_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device));
+  return cache[{int(attr), device}] = value;
 }
 
-// The most shared memory one block may opt into on `device` (queried once per device).
+inline int sm_count(int device) { return device_attribute(cudaDevAttrMultiProcessorCount, device); }
+
+// The most shared memory one block may opt into on `device`.
 inline int max_shared_optin(int device) {
-  static std::mutex mu;
-  static int bytes[64] = {};
-  LOFT_CHECK(device >= 0 && device < 64, "CUDA device index ", device, " out of range");
-  std::lock_guard lock(mu);
-  if (bytes[device] == 0)
-    LOFT_CUDA_CHECK(
-        cudaDeviceGetAttribute(&bytes[device], cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  return bytes[device];
+  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
 }
 
 // Lets `kernel` launch with `bytes` of dynamic shared memory (past 48 KiB a kernel must opt in),
