@@ -197,6 +197,15 @@ int32_t SentencePieceTokenizer::special_id(std::string_view piece) const {
   return k == Kind::kControl || k == Kind::kUnknown ? id : -1;
 }
 
+std::vector<AddedToken> SentencePieceTokenizer::added_tokens() const {
+  std::vector<AddedToken> out;
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    const Kind k = kind_[size_t(id)];
+    if (k == Kind::kControl || k == Kind::kUnknown) out.push_back({id, sp_.IdToPiece(id), true});
+  }
+  return out;
+}
+
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file) {
   return std::make_unique<SentencePieceTokenizer>(model_file);
 }

@@ -20,6 +20,12 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string piece(int32_t id) const override;
   std::unique_ptr<StreamDecoder> stream_decoder() const override;
 
+  // Llama 2's LlamaTokenizer default: add_bos_token=True, add_eos_token=False.
+  bool adds_bos() const override { return bos_id_ >= 0; }
+  std::string kind() const override { return "sentencepiece"; }
+  // The control and unknown pieces (<unk>, <s>, </s>, ...).
+  std::vector<AddedToken> added_tokens() const override;
+
   int32_t vocab_size() const override { return vocab_size_; }
   int32_t bos_id() const override { return bos_id_; }
   int32_t eos_id() const override { return eos_id_; }

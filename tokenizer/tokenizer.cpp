@@ -6,6 +6,15 @@
 
 namespace loft {
 
+std::vector<int32_t> Tokenizer::encode_with_special(std::string_view text) const {
+  std::vector<int32_t> ids;
+  if (adds_bos() && bos_id() >= 0) ids.push_back(bos_id());
+  const std::vector<int32_t> body = encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  if (adds_eos() && eos_id() >= 0) ids.push_back(eos_id());
+  return ids;
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -1,5 +1,6 @@
-// Text <-> token ids for Llama checkpoints. The first implementation wraps SentencePiece
-// (`tokenizer.model`); Llama 3's `tokenizer.json` BPE comes later behind the same interface.
+// Text <-> token ids for Llama checkpoints, behind one interface: SentencePiece (`tokenizer.model`)
+// and Hugging Face `tokenizer.json` BPE (byte-level as in Llama 3, or SentencePiece-style as
+// transformers converts Llama 2 models).
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -22,13 +23,25 @@ class StreamDecoder {
   virtual std::string finish() = 0;
 };
 
+// A token the tokenizer matches as a whole in text before its model runs (tokenizer.json's
+// `added_tokens`; SentencePiece's control pieces).
+struct AddedToken {
+  int32_t id = -1;
+  std::string content;
+  bool special = true;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // Ids of `text` without BOS/EOS (callers add them as ids, never as literal text). Throws
-  // loft::Error when text is not valid UTF-8, naming the byte offset.
+  // Ids of `text` without BOS/EOS (callers add them as ids, never as literal text), as Hugging Face
+  // encodes with add_special_tokens=False: added tokens spelled in the text (e.g. "<|eot_id|>")
+  // become their ids. Throws loft::Error when text is not valid UTF-8, naming the byte offset.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
+  // Ids as transformers encodes with its default add_special_tokens=True: encode() plus the BOS
+  // (and EOS) the post-processor / tokenizer_config.json add (see adds_bos()).
+  std::vector<int32_t> encode_with_special(std::string_view text) const;
   // Throws loft::Error naming the first id outside [0, vocab_size).
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
   // The text of one id as it appears inside a decoded sequence, after other text: control ids
@@ -40,6 +53,16 @@ class Tokenizer {
   // tokenizer, which must outlive it.
   virtual std::unique_ptr<StreamDecoder> stream_decoder() const = 0;
 
+  // Whether transformers' default encoding prepends BOS / appends EOS (tokenizer.json's
+  // post-processor and tokenizer_config.json's add_bos_token/add_eos_token; for a folder without
+  // tokenizer.json, BOS when the config has a bos_token_id).
+  virtual bool adds_bos() const = 0;
+  virtual bool adds_eos() const { return false; }
+  // "sentencepiece", "bpe byte-level" or "bpe sentencepiece-style", for `loft info`.
+  virtual std::string kind() const = 0;
+  // Tokens matched whole in text (special or not), by id.
+  virtual std::vector<AddedToken> added_tokens() const = 0;
+
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when the model has none
   virtual int32_t eos_id() const = 0;
@@ -49,8 +72,8 @@ class Tokenizer {
   virtual int32_t special_id(std::string_view piece) const = 0;
 };
 
-// Loads the tokenizer of a Hugging Face model folder (tokenizer.model). Throws loft::Error naming
-// the folder when no supported tokenizer file is there (and saying so when only tokenizer.json is).
+// Loads the tokenizer of a Hugging Face model folder: tokenizer.json when present (as transformers
+// prefers it), else tokenizer.model. Throws loft::Error naming the folder when neither is there.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 // Loads a SentencePiece model file directly.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file);

@@ -49,6 +49,13 @@ class ByteTokenizer : public Tokenizer {
     };
     return std::make_unique<Pieces>(this);
   }
+  bool adds_bos() const override { return true; }
+  std::string kind() const override { return "bytes (test)"; }
+  std::vector<AddedToken> added_tokens() const override {
+    std::vector<AddedToken> out;
+    for (const auto& [k, v] : specials_) out.push_back({v, k, true});
+    return out;
+  }
   int32_t vocab_size() const override { return kFirstByte + 256 + int32_t(specials_.size()); }
   int32_t bos_id() const override { return kBos; }
   int32_t eos_id() const override { return kEos; }
