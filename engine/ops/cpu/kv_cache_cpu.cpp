@@ -1,13 +1,12 @@
-// KV-cache write and cached attention on the CPU. cached_attention repeats the arithmetic of
-// attention_cpu.cpp (double dot products rounded to float, float exponentials summed in double,
-// float weights) so a query decoded through the cache sees exactly the scores and weights a full
-// forward gives it.
+// KV-cache write and cached attention on the CPU. cached_attention runs each query through the
+// same attend_row as attention_cpu.cpp, so a query decoded through the cache sees exactly the
+// scores and weights a full forward gives it.
 #include "engine/ops/cpu/kv_cache_cpu.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "engine/ops/cpu/attention_row.h"
 
 namespace loft::ops::cpu {
 
@@ -28,12 +27,6 @@ void check_place(const char* op, const CacheShape& c, int64_t t, int32_t slot, i
   LOFT_CHECK(slot >= 0 && slot < c.slots && pos >= 0 && pos < c.max_len, op, ": token ", t, " goes to slot ",
              slot, " position ", pos, ", outside the cache's ", c.slots, " slots of ", c.max_len,
              " positions");
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
-  return float(s);
 }
 
 }  // namespace
@@ -66,21 +59,9 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
     const int64_t n = int64_t(P[t]) + 1;
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kh = h / group;
-      const float* qt = Q + (t * hq + h) * d;
-      float m = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        p[size_t(j)] = scale * dot(qt, K + c.row(S[t], j, kh), d);
-        m = std::max(m, p[size_t(j)]);
-      }
-      double l = 0;
-      for (int64_t j = 0; j < n; ++j) l += (p[size_t(j)] = std::exp(p[size_t(j)] - m));
-      float* o = O + (t * hq + h) * d;
-      std::fill(o, o + d, 0.0f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float w = float(p[size_t(j)] / l);
-        const float* vj = V + c.row(S[t], j, kh);
-        for (int64_t e = 0; e < d; ++e) o[e] += w * vj[e];
-      }
+      auto key = [&](int64_t j) { return K + c.row(S[t], j, kh); };
+      auto value = [&](int64_t j) { return V + c.row(S[t], j, kh); };
+      attend_row(Q + (t * hq + h) * d, n, d, scale, key, value, p.data(), O + (t * hq + h) * d);
     }
   }
 }
