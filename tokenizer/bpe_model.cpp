@@ -18,14 +18,14 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
   has_id_.assign(size_t(end), false);
   small_char_.assign(0x800, -1);
   vocab_.reserve(vocab.size());
-  for (auto& [tok, id] : vocab) {
+  for (const auto& [tok, id] : vocab) {
     by_id_[size_t(id)] = tok;
     has_id_[size_t(id)] = true;
     if (!tok.empty() && size_t(utf8::char_length(uint8_t(tok[0]))) == tok.size()) {
       const char32_t cp = utf8::decode_char(tok);
       if (cp < small_char_.size()) small_char_[cp] = id;
     }
-    vocab_[std::move(tok)] = id;
+    vocab_.set(tok, id);
   }
   for (int b = 0; b < 256; ++b) {
     char name[8];
@@ -51,13 +51,13 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
     const int32_t merged = id(joined);
     if (merged < 0)
       throw Error(cat(file, ": merge ", rank, " ('", a, "' '", b, "') makes '", joined, "', which is not in model.vocab"));
-    merges_[pair_key(ia, ib)] = {uint32_t(rank), merged};  // a repeated pair keeps its last rank
+    merges_.set(pair_key(ia, ib), {uint32_t(rank), merged});  // a repeated pair keeps its last rank
   }
 }
 
 int32_t BpeModel::id(std::string_view token) const {
-  const auto it = vocab_.find(token);
-  return it == vocab_.end() ? -1 : it->second;
+  const int32_t* id = vocab_.find(token);
+  return id ? *id : -1;
 }
 
 const std::string* BpeModel::token(int32_t id) const {
@@ -143,9 +143,9 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
   const auto consider = [&](int32_t pos) {
     const int32_t next = sym[size_t(pos)].next;
     if (next < 0) return;
-    const auto it = merges_.find(pair_key(sym[size_t(pos)].id, sym[size_t(next)].id));
-    if (it == merges_.end()) return;
-    heap.push_back({it->second.rank, pos, it->second.id});
+    const Merge* m = merges_.find(pair_key(sym[size_t(pos)].id, sym[size_t(next)].id));
+    if (!m) return;
+    heap.push_back({m->rank, pos, m->id});
     std::push_heap(heap.begin(), heap.end());
   };
   for (int32_t p = 0; p + 1 < int32_t(sym.size()); ++p) consider(p);
@@ -156,8 +156,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     Symbol& left = sym[size_t(top.pos)];
     if (left.len == 0 || left.next < 0) continue;
     Symbol& right = sym[size_t(left.next)];
-    const auto it = merges_.find(pair_key(left.id, right.id));
-    if (it == merges_.end() || it->second.id != top.id) continue;
+    const Merge* m = merges_.find(pair_key(left.id, right.id));
+    if (!m || m->id != top.id) continue;
     left.id = top.id;
     left.len += right.len;
     right.len = 0;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "tokenizer/flat_map.h"
+
 namespace loft {
 
 struct StringHash {
@@ -22,6 +24,17 @@ struct StringHash {
 };
 template <typename V>
 using StringMap = std::unordered_map<std::string, V, StringHash, std::equal_to<>>;
+
+}  // namespace loft
+
+#if defined(__GLIBCXX__)
+// libstdc++ stores each node's hash only for hashers it deems slow; a custom hasher counts as fast,
+// so every bucket walk would rehash the keys it passes (a third of Llama 3's encode time).
+template <>
+struct std::__is_fast_hash<loft::StringHash> : std::false_type {};
+#endif
+
+namespace loft {
 
 struct BpeOptions {
   std::optional<std::string> unk_token;
@@ -55,10 +68,10 @@ class BpeModel {
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
   int32_t char_id(std::string_view ch, bool first, bool last) const;
 
-  StringMap<int32_t> vocab_;
+  FlatStringMap<int32_t> vocab_;
   std::vector<std::string> by_id_;
   std::vector<bool> has_id_;
-  std::unordered_map<uint64_t, Merge> merges_;
+  FlatU64Map<Merge> merges_;
   std::vector<int32_t> small_char_;  // by code point < 0x800: the id of that single character
   int32_t byte_ids_[256];            // "<0xXX>" ids, or -1
   BpeOptions opt_;

@@ -97,10 +97,10 @@ const std::string* BpeTokenizer::token_of(int32_t id) const {
   return model_->token(id);
 }
 
-void BpeTokenizer::encode_text(const PreToken& text, std::vector<int32_t>& ids) const {
+void BpeTokenizer::encode_text(PreToken text, std::vector<int32_t>& ids) const {
   thread_local PreTokens pieces;
   pieces.clear();
-  pieces.push_back(text);
+  pieces.push_back(std::move(text));
   if (pre_tokenizer_) pre_tokenizer_->pre_tokenize(pieces);
   for (const PreToken& p : pieces) model_->encode(p.text, ids);
 }
@@ -122,7 +122,7 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
     added_->split(t.text, /*normalized_set=*/true, inner);
     for (const AddedVocabulary::Span& n : inner) {
       if (n.id >= 0) ids.push_back(n.id);
-      else if (n.start == 0 && n.end == t.text.size()) encode_text(t, ids);
+      else if (n.start == 0 && n.end == t.text.size()) encode_text(std::move(t), ids);
       else encode_text(slice(t, n.start, n.end), ids);
     }
   }

@@ -44,7 +44,7 @@ class BpeTokenizer final : public Tokenizer {
   // nullptr for an id in range that no token has (tokenizers skips those).
   const std::string* token_of(int32_t id) const;
   int32_t id_of(const std::string& content) const;  // added token, else model; -1
-  void encode_text(const PreToken& text, std::vector<int32_t>& ids) const;
+  void encode_text(PreToken text, std::vector<int32_t>& ids) const;
 
   std::filesystem::path file_;
   std::unique_ptr<BpeModel> model_;

@@ -61,10 +61,10 @@ void split_pre_token(const PreToken& t, const Regex& pattern, SplitBehavior beha
 }
 
 void SplitPreTokenizer::pre_tokenize(PreTokens& pieces) const {
-  PreTokens out;
-  out.reserve(pieces.size() * 4);
+  thread_local PreTokens out;
+  out.clear();
   for (const PreToken& t : pieces) split_pre_token(t, pattern_, behavior_, invert_, out);
-  pieces = std::move(out);
+  pieces.swap(out);
 }
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex) : add_prefix_space_(add_prefix_space) {
@@ -76,13 +76,13 @@ void ByteLevelPreTokenizer::pre_tokenize(PreTokens& pieces) const {
     for (PreToken& t : pieces)
       if (!t.text.starts_with(' ')) prepend(t, " ");
   if (gpt2_) {
-    PreTokens out;
-    out.reserve(pieces.size() * 4);
+    thread_local PreTokens out;
+    out.clear();
     for (const PreToken& t : pieces) split_pre_token(t, *gpt2_, SplitBehavior::isolated, false, out);
-    pieces = std::move(out);
+    pieces.swap(out);
   }
   // Every byte becomes its printable character; bytes aligned to offset 0 stay so.
-  std::string mapped;
+  thread_local std::string mapped;
   for (PreToken& t : pieces) {
     mapped.clear();
     byte_level::encode(t.text, mapped);
