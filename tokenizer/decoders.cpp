@@ -176,20 +176,7 @@ class Stage {
   // incomplete character at the end waits for more bytes unless this is the end.
   std::string drain_bytes(bool at_end) {
     std::string out;
-    size_t pos = 0;
-    while (pos < bytes_.size()) {
-      const utf8::CharCheck c = utf8::check_char(std::string_view(bytes_).substr(pos));
-      if (c.length > 0) {
-        out.append(bytes_, pos, size_t(c.length));
-        pos += size_t(c.length);
-      } else if (c.truncated && !at_end) {
-        break;
-      } else {
-        out += utf8::kReplacementChar;
-        pos += size_t(c.subpart);
-      }
-    }
-    bytes_.erase(0, pos);
+    bytes_.erase(0, utf8::append_decided(bytes_, at_end, /*per_subpart=*/true, out));
     return out;
   }
 

@@ -33,6 +33,34 @@ inline uint64_t hash_u64(uint64_t x) {
   return x;
 }
 
+namespace detail {
+
+// Power-of-two slot count keeping the load at most one half.
+inline size_t capacity_for(size_t n) {
+  size_t c = 16;
+  while (c < n * 2) c *= 2;
+  return c;
+}
+
+// Re-inserts the used slots of `slots` into `capacity` (> current) slots by linear probing.
+template <typename Slot, typename HashOf>
+void grow(std::vector<Slot>& slots, size_t& mask, size_t capacity, HashOf hash_of) {
+  if (capacity <= slots.size()) return;
+  std::vector<Slot> old = std::move(slots);
+  slots.assign(capacity, Slot{});
+  mask = capacity - 1;
+  for (const Slot& s : old) {
+    if (!s.used) continue;
+    for (size_t i = hash_of(s) & mask;; i = (i + 1) & mask)
+      if (!slots[i].used) {
+        slots[i] = s;
+        break;
+      }
+  }
+}
+
+}  // namespace detail
+
 // string -> V. Keys of up to 16 bytes live in the slot itself, longer ones in one arena.
 template <typename V>
 class FlatStringMap {
@@ -90,24 +118,9 @@ class FlatStringMap {
   std::string_view key_of(const Slot& s) const {
     return s.len <= kInline ? std::string_view(s.inl, s.len) : std::string_view(arena_.data() + s.offset, s.len);
   }
-  static size_t capacity_for(size_t n) {
-    size_t c = 16;
-    while (c < n * 2) c *= 2;
-    return c;
-  }
+  static size_t capacity_for(size_t n) { return detail::capacity_for(n); }
   void rehash(size_t capacity) {
-    if (capacity <= slots_.size()) return;
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    for (const Slot& s : old) {
-      if (!s.used) continue;
-      for (size_t i = s.hash & mask_;; i = (i + 1) & mask_)
-        if (!slots_[i].used) {
-          slots_[i] = s;
-          break;
-        }
-    }
+    detail::grow(slots_, mask_, capacity, [](const Slot& s) { return s.hash; });
   }
   std::vector<Slot> slots_;
   std::string arena_;
@@ -145,23 +158,9 @@ class FlatU64Map {
     bool used = false;
     V value{};
   };
-  static size_t capacity_for(size_t n) {
-    size_t c = 16;
-    while (c < n * 2) c *= 2;
-    return c;
-  }
+  static size_t capacity_for(size_t n) { return detail::capacity_for(n); }
   void rehash(size_t capacity) {
-    if (capacity <= slots_.size()) return;
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    for (const Slot& s : old)
-      if (s.used)
-        for (size_t i = hash_u64(s.key) & mask_;; i = (i + 1) & mask_)
-          if (!slots_[i].used) {
-            slots_[i] = s;
-            break;
-          }
+    detail::grow(slots_, mask_, capacity, [](const Slot& s) { return hash_u64(s.key); });
   }
   std::vector<Slot> slots_;
   size_t mask_ = 0, size_ = 0;

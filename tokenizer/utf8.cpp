@@ -57,20 +57,27 @@ std::optional<Invalid> find_invalid(std::string_view text) {
   return std::nullopt;
 }
 
-std::string lossy(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
+size_t append_decided(std::string_view bytes, bool at_end, bool per_subpart, std::string& out) {
   size_t pos = 0;
   while (pos < bytes.size()) {
     const CharCheck c = check_char(bytes.substr(pos));
     if (c.length > 0) {
       out.append(bytes.substr(pos, size_t(c.length)));
       pos += size_t(c.length);
+    } else if (c.truncated && !at_end) {
+      break;
     } else {
       out += kReplacementChar;
-      pos += size_t(c.subpart);
+      pos += per_subpart ? size_t(c.subpart) : 1;
     }
   }
+  return pos;
+}
+
+std::string lossy(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  append_decided(bytes, /*at_end=*/true, /*per_subpart=*/true, out);
   return out;
 }
 

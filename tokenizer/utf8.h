@@ -36,6 +36,12 @@ inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 // Hugging Face `tokenizers` uses for byte-level decoding).
 std::string lossy(std::string_view bytes);
 
+// Streaming form of a lossy decode: appends to `out` the text of the leading bytes already decided
+// and returns how many bytes that used. A valid start cut short by the end of `bytes` waits for
+// more unless `at_end`. An invalid sequence becomes one U+FFFD per maximal subpart
+// (`per_subpart`, Rust) or per byte (SentencePiece).
+size_t append_decided(std::string_view bytes, bool at_end, bool per_subpart, std::string& out);
+
 // Byte length of the UTF-8 character whose lead byte is `lead` (1 for a stray byte). Only for text
 // already known to be valid.
 inline int char_length(unsigned char lead) {
