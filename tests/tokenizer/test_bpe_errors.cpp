@@ -29,9 +29,10 @@ nlohmann::json valid() {
   })");
 }
 
-std::string load_error(const nlohmann::json& tj) {
+// The error of loading a folder whose tokenizer.json holds `text` (one line, naming the file).
+std::string load_error_text(const std::string& text) {
   test::TempDir dir;
-  test::write_text(dir / "tokenizer.json", tj.dump());
+  test::write_text(dir / "tokenizer.json", text);
   try {
     load_tokenizer(dir.path());
   } catch (const Error& e) {
@@ -40,9 +41,11 @@ std::string load_error(const nlohmann::json& tj) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     return msg;
   }
-  ADD_FAILURE() << "no error for " << tj.dump().substr(0, 300);
+  ADD_FAILURE() << "no error for " << text.substr(0, 300);
   return "";
 }
+
+std::string load_error(const nlohmann::json& tj) { return load_error_text(tj.dump()); }
 
 TEST(BpeErrors, TheValidBaseLoads) {
   test::TempDir dir;
@@ -53,16 +56,8 @@ TEST(BpeErrors, TheValidBaseLoads) {
 }
 
 TEST(BpeErrors, MissingAndNotJson) {
+  EXPECT_THAT(load_error_text("{\"model\": "), HasSubstr("not valid JSON"));
   test::TempDir dir;
-  test::write_text(dir / "tokenizer.json", "{\"model\": ");
-  try {
-    load_tokenizer(dir.path());
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr((dir / "tokenizer.json").string()));
-    EXPECT_THAT(e.what(), HasSubstr("not valid JSON"));
-  }
-  std::filesystem::remove(dir / "tokenizer.json");
   std::filesystem::create_directory(dir / "tokenizer.json");
   try {
     load_tokenizer(dir.path());
@@ -105,20 +100,11 @@ TEST(BpeErrors, MalformedUtf8InAVocabKey) {
   const size_t at = text.find("\"ab\"");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 4, "\"a\xFF\"");
-  test::TempDir dir;
-  test::write_text(dir / "tokenizer.json", text);
-  try {
-    load_tokenizer(dir.path());
-    ADD_FAILURE();
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr((dir / "tokenizer.json").string()));
-    EXPECT_THAT(e.what(), HasSubstr("UTF-8"));
-  }
+  EXPECT_THAT(load_error_text(text), HasSubstr("UTF-8"));
   // An escaped lone surrogate cannot be a token either.
   text = valid().dump();
   text.replace(text.find("\"ab\""), 4, "\"\\ud800\"");
-  test::write_text(dir / "tokenizer.json", text);
-  EXPECT_THROW(load_tokenizer(dir.path()), Error);
+  EXPECT_THAT(load_error_text(text), HasSubstr("not valid JSON"));
 }
 
 TEST(BpeErrors, AddedTokenIds) {
