@@ -1,4 +1,4 @@
-// loft's tokenizers against Hugging Face on 2,991 strings (tests/data/tokenizer/README.md says how
+// loft's tokenizers against Hugging Face on 2,991 strings (tests/tokenizer/data/hf_tokenizer_reference.md says how
 // they were made): the Llama 3 tokenizer.json and the stories260K one (SentencePiece-style BPE)
 // must give exactly the ids `tokenizers` gives, with and without transformers' special tokens, and
 // decode them back as `tokenizers` does.
@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 std::vector<nlohmann::json> reference() {
   const fs::path file =
-      fs::path(__FILE__).parent_path().parent_path() / "data" / "tokenizer" / "hf_tokenizer_reference.jsonl.zst";
+      fs::path(__FILE__).parent_path().parent_path() / "tokenizer" / "data" / "hf_tokenizer_reference.jsonl.zst";
   const auto in = data::open_byte_stream(file);
   std::string all, buf(1 << 16, '\0');
   for (size_t n; (n = in->read(buf.data(), buf.size())) > 0;) all.append(buf, 0, n);
