@@ -83,14 +83,15 @@ TEST(Fp8Checkpoint, TransformersReferenceDecodesExactly) {
 TEST(Fp8Checkpoint, PartialEdgeBlocks) {
   // hidden 72, FFN 200: gate/up [200, 72] have a 2 x 1 grid of 128-blocks, both partial at the
   // bottom and on the right; 32 x 48 blocks leave partial blocks on every projection.
-  for (const auto [rows, cols] : {std::pair<int64_t, int64_t>{128, 128}, {32, 48}, {1, 200}}) {
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{128, 128}, {32, 48}, {1, 200}}) {
     test::TempDir dir;
     test::Fp8FolderOptions o;
     o.block_rows = rows;
     o.block_cols = cols;
     const auto f = test::write_fp8_folder(dir.path(), o);
-    if (rows == 128)
+    if (rows == 128) {
       EXPECT_EQ(f.tensors.at("model.layers.0.mlp.gate_proj.weight_scale_inv").shape(), (Shape{2, 1}));
+    }
     SCOPED_TRACE(cat("blocks ", rows, "x", cols));
     expect_exact(dir.path(), "weight_scale_inv", rows, cols);
   }
