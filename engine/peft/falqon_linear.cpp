@@ -45,9 +45,9 @@ Tensor retyped(const Tensor& t, DType dt) {
   return Tensor::from_host(h.data(), h.shape(), dt);
 }
 
-// W with no quantization error (an exact FP8 base) leaves nothing to seed Â with, and a zero Â
-// would never train: O_A = X·Âᵀ = 0, so dB = 0. Â then starts as LoRA's A does (Kaiming-uniform,
-// bound 1/√in, from the module's seed) and B̂ = 0, so B̂·Â is still E (zero).
+// W with no quantization error (an exact FP8 base) leaves nothing to seed Â with, and a zero
+// Â would never train: O_A = X·Âᵀ = 0, so dB = 0. Â then starts as LoRA's A does
+// (Kaiming-uniform, bound 1/√in, from the module's seed) and B̂ = 0, so B̂·Â is still E (zero).
 LowRankFactors lora_init_factors(int64_t out, int64_t in, int rank, uint64_t seed, Device dev) {
   std::mt19937_64 rng(seed);
   const float bound = 1.0f / std::sqrt(float(in));

@@ -30,8 +30,8 @@ void check_scaled_fp8(const ScaledFp8& w, std::string_view what) {
                  w.codes.device().is_cpu(),
              what, ": FP8 codes must be F8_E4M3 [out, in] on the CPU, got ",
              w.codes.defined() ? w.codes.str() : std::string("(undefined)"));
-  LOFT_CHECK(w.block_rows > 0 && w.block_cols > 0, what, ": FP8 scale blocks must be positive, got ",
-             w.block_rows, "x", w.block_cols);
+  LOFT_CHECK(w.block_rows > 0 && w.block_cols > 0, what,
+             ": FP8 scale blocks must be positive, got ", w.block_rows, "x", w.block_cols);
   const Shape grid = scale_grid(w.out_features(), w.in_features(), w.block_rows, w.block_cols);
   LOFT_CHECK(w.scales.defined() && w.scales.dtype() == DType::F32 && w.scales.shape() == grid &&
                  w.scales.device().is_cpu(),

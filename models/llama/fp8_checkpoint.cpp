@@ -10,10 +10,10 @@ namespace {
 const std::string kWeight = "weight";
 
 std::string with_suffix(const std::string& weight_name, const std::string& suffix) {
-  LOFT_CHECK(weight_name.size() >= kWeight.size() &&
-                 weight_name.compare(weight_name.size() - kWeight.size(), kWeight.size(), kWeight) == 0,
-             "FP8 checkpoint: '", weight_name, "' is not a weight name");
-  return weight_name.substr(0, weight_name.size() - kWeight.size()) + suffix;
+  const size_t n = weight_name.size(), k = kWeight.size();
+  LOFT_CHECK(n >= k && weight_name.compare(n - k, k, kWeight) == 0, "FP8 checkpoint: '",
+             weight_name, "' is not a weight name");
+  return weight_name.substr(0, n - k) + suffix;
 }
 
 // The scale shapes the scheme allows for a weight [out, in]; the first is the one named in errors.
@@ -90,8 +90,8 @@ quant::ScaledFp8 read_fp8_weight(const SafetensorsCheckpoint& ckpt, const Fp8Che
     if (!(std::isfinite(values[i]) && values[i] >= 0.0f))
       throw Error(cat(scale_file, ": tensor ", scale, " holds ", values[i], " at index ", i,
                       "; scales must be finite and >= 0"));
-  quant::ScaledFp8 w{ckpt.tensor(name),
-                     Tensor::from_vector(values, quant::scale_grid(out, in, rows, cols)), rows, cols};
+  const Shape grid = quant::scale_grid(out, in, rows, cols);
+  quant::ScaledFp8 w{ckpt.tensor(name), Tensor::from_vector(values, grid), rows, cols};
   quant::check_scaled_fp8(w, name);
   return w;
 }

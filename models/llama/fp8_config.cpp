@@ -60,8 +60,9 @@ Fp8Checkpoint parse_transformers_fp8(const QuantFields& f) {
   const bool ok = b.is_array() && b.size() == 2 && b[0].is_number_integer() &&
                   b[1].is_number_integer() && b[0].get<int64_t>() > 0 && b[1].get<int64_t>() > 0;
   if (!ok)
-    f.fail("weight_block_size", cat("is ", b.dump(), "; this block size is not supported (",
-                                    "expected [rows, cols] of two positive integers, e.g. [128, 128])"));
+    f.fail("weight_block_size",
+           cat("is ", b.dump(), "; this block size is not supported (expected [rows, cols] of ",
+               "two positive integers, e.g. [128, 128])"));
   c.block_rows = b[0].get<int64_t>();
   c.block_cols = b[1].get<int64_t>();
   c.not_quantized = f.strings("modules_to_not_convert");
@@ -94,8 +95,10 @@ Fp8Checkpoint::Granularity ct_group_strategy(const QuantFields& f, const std::st
                              "FP8 weights)");
   const json& w = g["weights"];
   if (!w.is_object()) f.fail(key + ".weights", cat("must be an object, got ", w.dump()));
-  const std::string type = w.value("type", std::string()), strategy = w.value("strategy", std::string());
-  const int64_t bits = w.contains("num_bits") && w["num_bits"].is_number_integer() ? w["num_bits"].get<int64_t>() : 0;
+  const std::string type = w.value("type", std::string());
+  const std::string strategy = w.value("strategy", std::string());
+  const json& num_bits = w.contains("num_bits") ? w["num_bits"] : json();
+  const int64_t bits = num_bits.is_number_integer() ? num_bits.get<int64_t>() : 0;
   if (type != "float" || bits != 8)
     f.fail(key + ".weights", cat("are ", bits, "-bit ", type.empty() ? "?" : type,
                                  ": not supported; loft reads 8-bit float (FP8 E4M3) weights"));
