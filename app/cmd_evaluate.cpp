@@ -98,7 +98,7 @@ std::ofstream open_log(const std::string& path) {
 }
 
 void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
-              const std::string& method) {
+              const std::string& method, Device device) {
   if (o.data.empty()) throw UsageError("--task mmlu needs --data DIR (a folder with dev/ and test/)");
   eval::MmluOptions mo;
   mo.data = o.data;
@@ -108,6 +108,7 @@ void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenize
   mo.limit = o.limit;
   mo.max_length = model.config().max_position_embeddings;
   mo.slots = std::max<int64_t>(1, o.slots);
+  mo.per_question_prefix = device.is_cpu();  // least compute on the CPU; batches of questions on a GPU
   mo.progress = &std::cerr;
   std::ofstream log = open_log(o.log_samples);
   if (log.is_open())
@@ -231,7 +232,7 @@ void run_evaluate(const EvaluateOptions& o) {
   const auto tok = load_tokenizer(o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
   if (o.task == "ppl") return run_ppl(o, *m.model, *tok, device);
-  if (o.task == "mmlu") return run_mmlu(o, *m.model, *tok, m.method);
+  if (o.task == "mmlu") return run_mmlu(o, *m.model, *tok, m.method, device);
   run_gsm8k(o, *m.model, *tok, m.method);
 }
 }  // namespace

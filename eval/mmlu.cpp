@@ -17,6 +17,19 @@ namespace loft::eval {
 namespace {
 const char* const kLetters[4] = {"A", "B", "C", "D"};
 
+// How many leading tokens every request in [first, last) shares, short of the first position
+// any of them predicts a target from (what a cached prefix may hold).
+size_t shared_prefix(std::vector<llama::ScoreRequest>::const_iterator first,
+                     std::vector<llama::ScoreRequest>::const_iterator last) {
+  size_t common = first->tokens.size();
+  for (auto r = first; r != last; ++r) {
+    size_t k = 0;
+    while (k < common && k < r->tokens.size() && r->tokens[k] == first->tokens[k]) ++k;
+    common = std::min<size_t>(k, size_t(*std::min_element(r->positions.begin(), r->positions.end())) + 1);
+  }
+  return common;
+}
+
 // lm-eval's mmlu task groups (tasks/mmlu/default/*.yaml tags), the facts only.
 const std::map<std::string, std::string>& categories() {
   static const std::map<std::string, std::string> m = [] {
@@ -143,7 +156,8 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
   std::map<std::string, GroupScore> by_category;
   Progress progress(opt.progress, "mmlu", total, "questions");
   int64_t done = 0;
-  const int64_t chunk = std::max<int64_t>(1, opt.slots / 4);  // questions per loglikelihood call
+  // Questions per loglikelihood call: one (its own cached prefix, forked four times) or a batch.
+  const int64_t chunk = opt.per_question_prefix ? 1 : std::max<int64_t>(1, opt.slots / 4);
   for (const Subject& w : work) {
     const std::string header = mmlu_fewshot_prefix(w.name, w.dev, opt.shots);
     std::vector<MmluSample> samples;
@@ -166,18 +180,13 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
     if (!requests.empty()) {
       // The subject's shared prefix: the tokens every request starts with, short of the first
       // position any target is predicted from.
-      size_t common = requests[0].tokens.size();
+      const size_t common = shared_prefix(requests.begin(), requests.end());
       int64_t max_len = 0;
-      for (const llama::ScoreRequest& r : requests) {
-        size_t k = 0;
-        while (k < common && k < r.tokens.size() && r.tokens[k] == requests[0].tokens[k]) ++k;
-        common = k;
-        common = std::min<size_t>(common, size_t(*std::min_element(r.positions.begin(), r.positions.end())) + 1);
-        max_len = std::max<int64_t>(max_len, int64_t(r.tokens.size()));
-      }
-      llama::KvCache cache = llama::KvCache::for_model(model, opt.slots + 1, max_len);
+      for (const llama::ScoreRequest& r : requests) max_len = std::max<int64_t>(max_len, int64_t(r.tokens.size()));
+      // Slot 0: the subject's prefix; slot 1: one question's (per-question mode); then the work.
+      llama::KvCache cache = llama::KvCache::for_model(model, opt.slots + 2, max_len);
       std::vector<int64_t> slots;
-      for (int64_t s = 1; s <= opt.slots; ++s) slots.push_back(s);
+      for (int64_t s = 2; s < opt.slots + 2; ++s) slots.push_back(s);
       llama::CachedPrefix prefix;
       const bool use_prefix = common >= 1;
       if (use_prefix)
@@ -187,10 +196,17 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
       result.shared_prefix_tokens += int64_t(common);
       for (size_t q0 = 0; q0 < samples.size(); q0 += size_t(chunk)) {
         const size_t q1 = std::min(samples.size(), q0 + size_t(chunk));
-        const std::vector<llama::ScoreRequest> part(requests.begin() + int64_t(q0 * 4), requests.begin() + int64_t(q1 * 4));
-        const std::vector<llama::Score> scores =
-            use_prefix ? llama::loglikelihood(model, cache, part, &prefix, slots)
-                       : llama::loglikelihood(model, cache, part, nullptr, slots);
+        const auto first = requests.begin() + int64_t(q0 * 4), last = requests.begin() + int64_t(q1 * 4);
+        std::vector<llama::Score> scores;
+        const size_t own = q1 - q0 == 1 ? shared_prefix(first, last) : 0;
+        if (own > common) {  // the question's own prefix on top of the subject's, its 4 choices forked
+          const llama::CachedPrefix question = llama::cache_prefix(
+              model, cache, 1, std::vector<int32_t>(first->tokens.begin(), first->tokens.begin() + int64_t(own)),
+              use_prefix ? &prefix : nullptr);
+          scores = llama::loglikelihood(model, cache, std::vector<llama::ScoreRequest>(first, last), &question, slots);
+        } else {
+          scores = llama::loglikelihood(model, cache, std::vector<llama::ScoreRequest>(first, last), use_prefix ? &prefix : nullptr, slots);
+        }
         for (size_t q = q0; q < q1; ++q) {
           MmluSample& s = samples[q];
           for (size_t c = 0; c < 4; ++c) s.loglikelihoods[c] = scores[(q - q0) * 4 + c].sum;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/cli_capture.h"
+#include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -15,13 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> read_jsonl(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+using test::read_jsonl;
 
 test::CliResult run_gsm8k(const std::string& model, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/cli_capture.h"
+#include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -16,13 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> read_jsonl(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(json::parse(line));
-  return out;
-}
+using test::read_jsonl;
 
 std::string key(const json& j) { return cat(j["subject"].get<std::string>(), "/", j["index"].get<int64_t>()); }
 

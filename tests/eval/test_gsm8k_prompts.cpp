@@ -7,6 +7,7 @@
 
 #include "eval/gsm8k.h"
 #include "eval/python_random.h"
+#include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -14,14 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Gsm8k, RendersEveryReferenceContextByteForByte) {
   const auto files = eval::gsm8k_files(test::data_dir() / "gsm8k");

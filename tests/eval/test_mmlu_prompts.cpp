@@ -9,6 +9,7 @@
 #include "eval/csv.h"
 #include "eval/harness.h"
 #include "eval/mmlu.h"
+#include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -16,14 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Csv, QuotingAndLineNumbers) {
   const auto r = eval::parse_csv("a,\"b,c\",\"say \"\"hi\"\"\"\r\n\n\"two\nlines\",,x\n3,4,5", "t.csv", 3);
