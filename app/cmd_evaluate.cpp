@@ -132,7 +132,10 @@ void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenize
   json subjects = json::object(), categories = json::object();
   for (const auto& s : r.subjects) subjects[s.name] = group_json(s);
   for (const auto& c : r.categories) categories[c.name] = group_json(c);
+  double subject_mean = 0;  // lm-eval's number is the micro average; the mean of subjects for comparison
+  for (const auto& sc : r.subjects) subject_mean += sc.acc() / double(std::max<size_t>(1, r.subjects.size()));
   report["metrics"] = {{"acc", r.overall.acc()},
+                       {"acc_subject_mean", subject_mean},
                        {"correct", r.overall.correct},
                        {"questions", r.overall.questions},
                        {"categories", categories},
