@@ -15,7 +15,6 @@ struct Pending {
 };
 constexpr Pending kPending[] = {
     {"export", "write a merged FP8/bf16 model or a PEFT adapter", "export", true},
-    {"generate", "generate text from a prompt", "generation", true},
 };
 }  // namespace
 

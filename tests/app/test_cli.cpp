@@ -28,7 +28,7 @@ TEST(Cli, MissingSubcommandIsUsageError) {
 }
 
 TEST(Cli, PendingCommandsSayNotBuiltAndFail) {
-  for (const char* cmd : {"generate"}) {
+  for (const char* cmd : {"export"}) {
     Result r = run({cmd, "--device", "cpu"});
     EXPECT_EQ(r.code, 1) << cmd;
     EXPECT_NE(r.err.find("not built yet"), std::string::npos) << r.err;
@@ -37,28 +37,28 @@ TEST(Cli, PendingCommandsSayNotBuiltAndFail) {
 }
 
 TEST(Cli, BadDeviceIsUsageErrorNamingTheValue) {
-  Result r = run({"generate", "--device", "tpu:3"});
+  Result r = run({"export", "--device", "tpu:3"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("tpu:3"), std::string::npos) << r.err;
 }
 
 TEST(Cli, CudaWithoutGpuIsClearError) {
   if (test::have_gpu()) GTEST_SKIP() << "a GPU is present";
-  Result r = run({"generate", "--device", "cuda"});
+  Result r = run({"export", "--device", "cuda"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ConfigFileSuppliesOptions) {
   test::TempDir dir;
-  std::ofstream(dir / "run.toml") << "[generate]\ndevice = \"bogus-device\"\n";
-  Result r = run({"--config", (dir / "run.toml").string(), "generate"});
+  std::ofstream(dir / "run.toml") << "[export]\ndevice = \"bogus-device\"\n";
+  Result r = run({"--config", (dir / "run.toml").string(), "export"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bogus-device"), std::string::npos) << r.err;
 }
 
 TEST(Cli, MissingConfigFileIsUsageError) {
-  Result r = run({"--config", "/nonexistent/loft.toml", "generate"});
+  Result r = run({"--config", "/nonexistent/loft.toml", "export"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("loft.toml"), std::string::npos) << r.err;
 }

@@ -45,12 +45,12 @@ TEST(EvaluatePpl, JsonMatchesTheDefinition) {
   EXPECT_NEAR(j["ppl"].get<double>(), std::exp(nll / double(tokens)), 1e-4);
 }
 
-TEST(EvaluatePpl, BenchmarksNotBuiltYetSaySo) {
+TEST(EvaluatePpl, UnknownTaskIsAUsageError) {
   const auto model_dir = test::data_dir() / "models" / "stories260K-hf";
-  const auto r = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--task", "mmlu",
+  const auto r = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--task", "hellaswag",
                                          "--data", "x", "--device", "cpu"});
-  EXPECT_EQ(r.code, 1);
-  EXPECT_TRUE(test::contains(r.err, "not built yet")) << r.err;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "hellaswag")) << r.err;
   EXPECT_TRUE(r.out.empty());
 }
 

@@ -1,0 +1,207 @@
+// loft generate: text from a base model or base + adapter, through the KV-cache decoder
+// (models/llama/generate.h). Streams each prompt's tokens to stdout as they are chosen (a
+// StreamDecoder, holding back text that could still become a --stop string); --json writes one
+// object per prompt instead, all prompts decoded as one batch. Stops at any EOS id of the model
+// (config.json's eos_token_id list), at --max-new-tokens, or once the decoded text holds a --stop
+// string (the text is cut before it).
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/model_loading.h"
+#include "models/llama/generate.h"
+#include "models/llama/kv_cache.h"
+#include "tokenizer/tokenizer.h"
+
+namespace loft::app {
+
+namespace {
+using nlohmann::json;
+
+struct GenerateCmdOptions {
+  std::string model, adapter, method, device, prompt, prompts;
+  std::vector<std::string> stop;
+  int64_t max_new_tokens = 256;
+  double temperature = 0.0, top_p = 1.0;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  int64_t slots = 16;
+  bool json = false;
+};
+
+std::vector<std::string> read_prompts(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(cat("cannot open --prompts ", file));
+  std::vector<std::string> out;
+  int64_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (const std::exception& e) {
+      throw Error(cat(file, ":", n, ": not JSON (", e.what(), ")"));
+    }
+    if (j.is_string()) out.push_back(j.get<std::string>());
+    else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) out.push_back(j["prompt"]);
+    else throw Error(cat(file, ":", n, ": expected {\"prompt\": \"...\"} or a JSON string"));
+  }
+  if (out.empty()) throw Error(cat("--prompts ", file, " holds no prompt"));
+  return out;
+}
+
+// How many bytes at the end of `text` could be the start of a stop string (held back while
+// streaming).
+size_t stop_holdback(const std::string& text, const std::vector<std::string>& stops) {
+  size_t hold = 0;
+  for (const std::string& s : stops)
+    for (size_t k = std::min(s.size() - 1, text.size()); k > hold; --k)
+      if (text.compare(text.size() - k, k, s, 0, k) == 0) {
+        hold = k;
+        break;
+      }
+  return hold;
+}
+
+size_t first_stop(const std::string& text, const std::vector<std::string>& stops) {
+  size_t at = std::string::npos;
+  for (const std::string& s : stops) at = std::min(at, text.find(s));
+  return at;
+}
+
+// One sequence's decoded text, streamed or collected.
+struct TextState {
+  std::unique_ptr<StreamDecoder> decoder;
+  std::string text;     // decoded so far (final bytes only)
+  size_t shown = 0;     // bytes written to the terminal
+  bool stopped = false;
+};
+
+// A stream decoder that has seen the prompt, so the generated text is what follows the prompt in
+// the decoded whole (e.g. the space a SentencePiece-style first token carries).
+std::unique_ptr<StreamDecoder> primed_decoder(const Tokenizer& tok, const std::vector<int32_t>& prompt) {
+  auto d = tok.stream_decoder();
+  for (int32_t id : prompt) d->push(id);
+  return d;
+}
+
+void run_generate(const GenerateCmdOptions& o) {
+  if (o.prompt.empty() == o.prompts.empty()) throw UsageError("give one of --prompt TEXT or --prompts FILE.jsonl");
+  if (o.max_new_tokens < 1) throw UsageError("--max-new-tokens must be >= 1");
+  for (const std::string& s : o.stop)
+    if (s.empty()) throw UsageError("--stop needs a non-empty string");
+  llama::GenerateOptions go;
+  go.max_new_tokens = o.max_new_tokens;
+  go.sampling.temperature = o.temperature;
+  go.sampling.top_k = o.top_k;
+  go.sampling.top_p = o.top_p;
+  go.sampling.seed = o.seed;
+  llama::validate(go.sampling);
+  const std::vector<std::string> texts = o.prompts.empty() ? std::vector<std::string>{o.prompt} : read_prompts(o.prompts);
+
+  const Device device = resolve_device(o.device, &std::cerr);
+  const auto tok = load_tokenizer(o.model);
+  LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
+  for (int64_t id : m.model->config().eos_token_ids) go.eos_ids.push_back(int32_t(id));
+  if (go.eos_ids.empty() && tok->eos_id() >= 0) go.eos_ids.push_back(tok->eos_id());
+  const int64_t context = m.model->config().max_position_embeddings;
+  std::vector<std::vector<int32_t>> prompts;
+  int64_t longest = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    prompts.push_back(tok->encode_with_special(texts[i]));
+    if (prompts.back().empty()) throw UsageError(cat("prompt ", i, " encodes to no tokens"));
+    if (int64_t(prompts.back().size()) + o.max_new_tokens > context)
+      throw Error(cat("prompt ", i, " (", prompts.back().size(), " tokens) + --max-new-tokens ", o.max_new_tokens,
+                      " is more than the model's context of ", context, " positions"));
+    longest = std::max<int64_t>(longest, int64_t(prompts.back().size()));
+  }
+  auto is_eos = [&](int32_t t) { return std::find(go.eos_ids.begin(), go.eos_ids.end(), t) != go.eos_ids.end(); };
+
+  if (o.json) {  // all prompts in one batch, one JSON line each
+    const int64_t slots = std::max<int64_t>(1, std::min<int64_t>(o.slots, int64_t(prompts.size())));
+    llama::KvCache cache = llama::KvCache::for_model(*m.model, slots, longest + o.max_new_tokens);
+    std::vector<TextState> st(prompts.size());
+    for (size_t q = 0; q < st.size(); ++q) st[q].decoder = primed_decoder(*tok, prompts[q]);
+    const auto gens = llama::generate(*m.model, cache, prompts, go, [&](size_t q, int32_t t) {
+      TextState& s = st[q];
+      if (is_eos(t)) return false;
+      s.text += s.decoder->push(t);
+      if (first_stop(s.text, o.stop) != std::string::npos) s.stopped = true;
+      return !s.stopped;
+    });
+    for (size_t q = 0; q < prompts.size(); ++q) {
+      TextState& s = st[q];
+      if (!s.stopped) s.text += s.decoder->finish();
+      const size_t cut = first_stop(s.text, o.stop);
+      if (cut != std::string::npos) s.text.resize(cut);
+      std::cout << json{{"index", q},
+                        {"prompt", texts[q]},
+                        {"text", s.text},
+                        {"tokens", gens[q].tokens},
+                        {"generated_tokens", gens[q].tokens.size()},
+                        {"stop_reason", s.stopped ? "stop" : llama::stop_reason_name(gens[q].stop)}}
+                       .dump()
+                << "\n";
+    }
+    return;
+  }
+  // Streaming: one prompt at a time, its text written as it is decoded.
+  llama::KvCache cache = llama::KvCache::for_model(*m.model, 1, longest + o.max_new_tokens);
+  for (size_t q = 0; q < prompts.size(); ++q) {
+    if (prompts.size() > 1) std::cout << (q ? "\n" : "") << "--- prompt " << q << " ---\n";
+    std::cout << texts[q] << std::flush;
+    TextState s;
+    s.decoder = primed_decoder(*tok, prompts[q]);
+    auto show = [&](size_t upto) {
+      if (upto > s.shown) {
+        std::cout.write(s.text.data() + s.shown, std::streamsize(upto - s.shown));
+        std::cout.flush();
+        s.shown = upto;
+      }
+    };
+    llama::generate(*m.model, cache, {prompts[q]}, go, [&](size_t, int32_t t) {
+      if (is_eos(t)) return false;
+      s.text += s.decoder->push(t);
+      const size_t cut = first_stop(s.text, o.stop);
+      if (cut != std::string::npos) {
+        s.stopped = true;
+        show(cut);
+        return false;
+      }
+      show(s.text.size() - stop_holdback(s.text, o.stop));
+      return true;
+    });
+    if (!s.stopped) {
+      s.text += s.decoder->finish();
+      const size_t cut = first_stop(s.text, o.stop);
+      show(cut == std::string::npos ? s.text.size() : cut);
+    }
+    std::cout << "\n" << std::flush;
+  }
+}
+}  // namespace
+
+void add_generate_command(CLI::App& root) {
+  auto o = std::make_shared<GenerateCmdOptions>();
+  CLI::App* cmd = root.add_subcommand("generate", "generate text from a prompt (model + optional adapter)");
+  cmd->add_option("--model", o->model, "Hugging Face Llama folder")->required();
+  cmd->add_option("--adapter", o->adapter, "PEFT adapter folder to apply");
+  cmd->add_option("--method", o->method, "build the model for this method instead of the adapter's recorded one");
+  cmd->add_option("--prompt", o->prompt, "the prompt text");
+  cmd->add_option("--prompts", o->prompts, "a JSONL file: one {\"prompt\": ...} (or JSON string) per line");
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "most tokens generated per prompt")->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "keep the k most likely tokens (0 = all)")->capture_default_str();
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling mass (1 = all)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--stop", o->stop, "stop once the text holds this string (cut before it); repeatable");
+  cmd->add_option("--slots", o->slots, "--json: sequences decoded at once")->capture_default_str();
+  cmd->add_flag("--json", o->json, "one JSON object per prompt (batched) instead of streaming");
+  add_device_option(*cmd, o->device);
+  cmd->callback([o] { run_generate(*o); });
+}
+
+}  // namespace loft::app
