@@ -36,13 +36,7 @@ std::vector<std::string> base_args(const fs::path& out, int steps) {
           "--lora-rank", "8", "--device", "cpu", "--seed", "7"};
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& run) {
-  std::ifstream f(run / "metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
+std::vector<nlohmann::json> read_metrics(const fs::path& run) { return test::read_jsonl(run / "metrics.jsonl"); }
 
 TEST(Finetune, LossFallsAndWritesMetricsAndPeftAdapter) {
   test::TempDir dir;
