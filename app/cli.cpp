@@ -21,6 +21,7 @@ void build_cli(CLI::App& root) {
   add_finetune_command(root);
   add_evaluate_command(root);
   add_data_command(root);
+  add_tokenize_command(root);
   add_bench_command(root);
   add_pending_commands(root);
 }
