@@ -98,10 +98,12 @@ void print_tokenizer_text(std::ostream& out, const TokenizerInfo& info) {
   for (size_t i = 0; i < specials.size() && i < kSpecialShown; ++i)
     out << (i ? ", " : ": ") << specials[i].content << " (" << specials[i].id << ")";
   if (specials.size() > kSpecialShown) out << ", ... (--json lists all)";
-  out << "\nchat template " << template_text(info) << "\nstop ids     ";
-  for (const llama::StopId& s : info.generation->stops)
-    out << ' ' << s.id << ' ' << token_text(tok, s.id) << " (" << s.from << ")";
-  if (info.generation->stops.empty()) out << " none";
+  out << "\nchat template " << template_text(info) << "\nstop ids      ";
+  for (size_t i = 0; i < info.generation->stops.size(); ++i) {
+    const llama::StopId& s = info.generation->stops[i];
+    out << (i ? ", " : "") << s.id << ' ' << token_text(tok, s.id) << " (" << s.from << ")";
+  }
+  if (info.generation->stops.empty()) out << "none";
   out << '\n';
   if (info.generation->file) {
     const nlohmann::json g = info.generation->file->to_json();

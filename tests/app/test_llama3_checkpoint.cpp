@@ -156,9 +156,10 @@ TEST(Llama3Checkpoint, InfoShowsTokenizerTemplateAndStopIds) {
   EXPECT_EQ(j["tokenizer"]["special_tokens"]["tokens"].size(), 256u);
   EXPECT_EQ(j["chat_template"]["name"], "llama3");
   EXPECT_EQ(j["chat_template"]["auto_detected"], true);
+  // 128008 is Llama 3.1's <|eom_id|>; the Llama 3 tokenizer.json here still calls it reserved.
   EXPECT_EQ(j["stop_ids"], json::parse(R"([
       {"id": 128001, "text": "<|end_of_text|>", "from": "generation_config.json"},
-      {"id": 128008, "text": "<|eom_id|>", "from": "generation_config.json"},
+      {"id": 128008, "text": "<|reserved_special_token_4|>", "from": "generation_config.json"},
       {"id": 128009, "text": "<|eot_id|>", "from": "generation_config.json"}])"));
   EXPECT_EQ(j["generation_config"]["top_p"], 0.9);
   r = test::run_cli_captured({"info", "--model", dir.path().string()});

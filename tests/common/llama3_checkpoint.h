@@ -23,7 +23,8 @@ struct Llama3CheckpointOptions {
   float init_std = 0.1f;
 };
 
-// Llama 3's ids for the special tokens the tests name.
+// Llama 3's ids for the special tokens the tests name (128008 is Llama 3.1's <|eom_id|>; the
+// Llama 3 tokenizer.json in shared/ names it <|reserved_special_token_4|>).
 inline constexpr int32_t kLlama3Vocab = 128256, kBeginOfText = 128000, kEndOfText = 128001, kEomId = 128008,
                          kEotId = 128009, kStartHeader = 128006, kEndHeader = 128007;
 
