@@ -106,7 +106,8 @@ Tensor LlamaModel::embed(const Batch& b) {
   return x;
 }
 
-void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s) {
+void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s,
+                               const Attend* attend) {
   Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(x);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
@@ -128,10 +129,15 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
     ops::rope(q3, b.positions, inv_freq_);
     ops::rope(k3, b.positions, inv_freq_);
   }
-  Tensor att = d.act({T, hq, D}), lse = d.f32({T, hq});
+  Tensor att = d.act({T, hq, D}), lse;
   {
     prof::Scope p(kAttention);
-    ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+    if (attend) {
+      (*attend)(l, q3, k3, v3, att);
+    } else {
+      lse = d.f32({T, hq});
+      ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+    }
   }
   Tensor att2 = att.view({T, hq * D});
   Tensor x2 = d.act({T, H});
@@ -286,26 +292,39 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
   return sums;
 }
 
-Tensor LlamaModel::forward_hidden(const Batch& b) {
+Tensor LlamaModel::forward_hidden(const Batch& b, const Attend* attend) {
   Tensor x = embed(b);
   for (size_t l = 0; l < layers_.size(); ++l) {
     Tensor out;
-    block_forward(int(l), x, out, b, nullptr);
+    block_forward(int(l), x, out, b, nullptr, attend);
     x = out;
   }
   return x;
 }
 
+Tensor LlamaModel::forward_hidden(const Tensor& ids, const Tensor& positions,
+                                  const Attend& attend) {
+  LOFT_CHECK(ids.dim() == 1 && positions.shape() == ids.shape(), "forward_hidden: ids ", ids.str(),
+             " and positions ", positions.str(), " must be [T] each");
+  Batch b;
+  b.rows = 1;
+  b.seq = ids.size(0);
+  b.ids = ids;
+  b.positions = positions;
+  return forward_hidden(b, &attend);
+}
+
+Tensor LlamaModel::head_logits(const Tensor& x) {
+  const int64_t R = x.size(0), H = config_.hidden_size, V = config_.vocab_size;
+  Tensor hn = Tensor::empty({R, H}, x.dtype(), x.device());
+  ops::rmsnorm(x, weights_.final_norm, float(config_.rms_norm_eps), hn);
+  Tensor logits = Tensor::empty({R, V}, DType::F32, x.device());
+  ops::gemm(hn, weights_.output_weight(), logits, {.trans_b = true});  // fp32 out, as loss_head
+  return logits;
+}
+
 LossSums LlamaModel::evaluate(const Batch& b) { return loss_head(forward_hidden(b), b, nullptr, 1.0f); }
 
-Tensor LlamaModel::logits(const Batch& b) {
-  const Tensor x = forward_hidden(b);
-  const int64_t T = x.size(0), H = config_.hidden_size, V = config_.vocab_size;
-  Tensor hn = Tensor::empty({T, H}, x.dtype(), x.device());
-  ops::rmsnorm(x, weights_.final_norm, float(config_.rms_norm_eps), hn);
-  Tensor logits = Tensor::empty({T, V}, DType::F32, x.device());
-  ops::gemm(hn, weights_.output_weight(), logits, {.trans_b = true});  // fp32 out, as loss_head
-  return logits.to(Device::cpu());
-}
+Tensor LlamaModel::logits(const Batch& b) { return head_logits(forward_hidden(b)).to(Device::cpu()); }
 
 }  // namespace loft::llama

@@ -30,6 +30,18 @@ class LlamaModel : public TrainableModel {
   // Forward only: logits [T, vocab] in F32 on the CPU (tests, scoring of short inputs).
   Tensor logits(const Batch& batch);
 
+  // ---- inference hooks (KV-cache decoding: models/llama/decode.h) ----
+  // One layer's attention at inference: q [T, Hq, D], k, v [T, Hkv, D] (q and k rotated) ->
+  // out [T, Hq, D]. The decoder writes k, v into its cache and attends there.
+  using Attend = std::function<void(int layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                    Tensor& out)>;
+  // Embedding and every block for tokens ids [T] at RoPE positions [T] (I32, model's device),
+  // each projection through its AdaptedLinear's forward with nothing saved, attention by
+  // `attend`. Returns the last hidden state [T, H] before the final norm.
+  Tensor forward_hidden(const Tensor& ids, const Tensor& positions, const Attend& attend);
+  // Final norm + lm_head of hidden rows [R, H]: logits [R, vocab] F32 on the model's device.
+  Tensor head_logits(const Tensor& hidden);
+
   std::vector<Param*> params() override;
   void after_step() override;
   // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h).
@@ -53,11 +65,13 @@ class LlamaModel : public TrainableModel {
   struct Saved;
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
-  void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved);
+  // Attention by ops::attention over b's rows and documents, or by `attend` when given.
+  void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
+                     const Attend* attend = nullptr);
   void block_backward(int l, const Saved& saved, const Batch& b, Tensor& dx);
   Tensor embed(const Batch& b);
   // Embedding and every block without saving anything: the last hidden state [T, H].
-  Tensor forward_hidden(const Batch& b);
+  Tensor forward_hidden(const Batch& b, const Attend* attend = nullptr);
   // Final norm + lm_head + cross-entropy over chunks; with dh, writes ∂loss/∂h_last into it.
   LossSums loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale);
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/ops/cpu/attention_row.h"
+
 namespace loft::ops::cpu {
 
 namespace {
@@ -28,11 +30,6 @@ int64_t first_key(const int32_t* doc_start, int64_t t, int64_t seq) {
   return row0 + ds;
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
-  return float(s);
-}
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
@@ -46,21 +43,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
     const int64_t j0 = first_key(DS, t, L.seq), n = t - j0 + 1;
     for (int64_t h = 0; h < L.hq; ++h) {
       const int64_t kh = h / L.group();
-      float m = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        p[j] = scale * dot(Q + L.qi(t, h), K + L.ki(j0 + j, kh), L.d);
-        m = std::max(m, p[j]);
-      }
-      double l = 0;
-      for (int64_t j = 0; j < n; ++j) l += (p[j] = std::exp(p[j] - m));
-      float* o = O + L.qi(t, h);
-      std::fill(o, o + L.d, 0.0f);
-      for (int64_t j = 0; j < n; ++j) {
-        const float w = float(p[j] / l);
-        const float* vj = V + L.ki(j0 + j, kh);
-        for (int64_t e = 0; e < L.d; ++e) o[e] += w * vj[e];
-      }
-      LSE[t * L.hq + h] = m + float(std::log(l));
+      auto key = [&](int64_t j) { return K + L.ki(j0 + j, kh); };
+      auto value = [&](int64_t j) { return V + L.ki(j0 + j, kh); };
+      LSE[t * L.hq + h] = attend_row(Q + L.qi(t, h), n, L.d, scale, key, value, p.data(), O + L.qi(t, h));
     }
   }
 }

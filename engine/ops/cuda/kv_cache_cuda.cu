@@ -1,0 +1,142 @@
+// CUDA KV-cache write and cached (decode) attention; see kv_cache_cuda.h.
+#include "engine/ops/cuda/kv_cache_cuda.h"
+#include "engine/ops/cuda/kernel_util.cuh"
+
+namespace loft::ops::cuda_kv {
+
+using namespace cuda_kernels;
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxPerLane = 8;  // head_dim <= 256
+
+struct CacheDims {
+  int64_t slots, max_len;
+  int hkv, d;
+  __device__ bool holds(int32_t s, int32_t p) const {
+    return s >= 0 && s < slots && p >= 0 && p < max_len;
+  }
+  // Element offset of (slot, pos, kv head 0).
+  __device__ int64_t at(int32_t s, int32_t p) const {
+    return (int64_t(s) * max_len + p) * hkv * d;
+  }
+};
+
+template <typename T>
+__global__ void write_kernel(const T* k, const T* v, const int32_t* slots, const int32_t* pos,
+                             T* kc, T* vc, CacheDims c) {
+  const int64_t t = blockIdx.x, row = int64_t(c.hkv) * c.d;
+  const int32_t s = slots[t], p = pos[t];
+  if (!c.holds(s, p)) return;
+  const int64_t at = c.at(s, p);
+  for (int64_t e = threadIdx.x; e < row; e += blockDim.x) {
+    kc[at + e] = k[t * row + e];
+    vc[at + e] = v[t * row + e];
+  }
+}
+
+// Block b serves token b / hq, query head b % hq. scale_log2 = scale · log2(e): exp2 below.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32)
+    attend_kernel(const T* q, const T* kc, const T* vc, const int32_t* slots, const int32_t* pos,
+                  T* out, int hq, CacheDims c, float scale_log2) {
+  extern __shared__ float s_acc[];  // [kWarps][d]
+  __shared__ float s_m[kWarps], s_l[kWarps];
+  const int64_t t = blockIdx.x / hq;
+  const int h = int(blockIdx.x % hq), d = c.d;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int per = (d + 31) / 32, e0 = lane * per;
+  const int32_t s = slots[t], p = pos[t];
+  const int n = c.holds(s, p) ? p + 1 : 0;
+  const int kh = h / (hq / c.hkv);
+  const T* qt = q + (t * hq + h) * d;
+  float qv[kMaxPerLane], acc[kMaxPerLane];
+#pragma unroll
+  for (int i = 0; i < kMaxPerLane; ++i) {
+    qv[i] = (i < per && e0 + i < d) ? to_f32(qt[e0 + i]) : 0.0f;
+    acc[i] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  const int64_t stride = int64_t(c.hkv) * d;
+  const int64_t base = n > 0 ? c.at(s, 0) + int64_t(kh) * d : 0;
+  for (int j = warp; j < n; j += kWarps) {
+    const T* kj = kc + base + j * stride;
+    float sc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i)
+      if (i < per && e0 + i < d) sc += qv[i] * to_f32(kj[e0 + i]);
+    sc = warp_sum(sc) * scale_log2;
+    const float m_new = fmaxf(m, sc);
+    const float corr = exp2f(m - m_new), w = exp2f(sc - m_new);
+    l = l * corr + w;
+    const T* vj = vc + base + j * stride;
+#pragma unroll
+    for (int i = 0; i < kMaxPerLane; ++i)
+      if (i < per && e0 + i < d) acc[i] = acc[i] * corr + w * to_f32(vj[e0 + i]);
+    m = m_new;
+  }
+  if (lane == 0) s_m[warp] = m, s_l[warp] = l;
+#pragma unroll
+  for (int i = 0; i < kMaxPerLane; ++i)
+    if (i < per && e0 + i < d) s_acc[warp * d + e0 + i] = acc[i];
+  __syncthreads();
+  float mx = -INFINITY, sum = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w]);
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w)
+    if (s_l[w] > 0.0f) sum += s_l[w] * exp2f(s_m[w] - mx);
+  T* ot = out + (t * hq + h) * d;
+  for (int e = threadIdx.x; e < d; e += blockDim.x) {
+    float o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      if (s_l[w] > 0.0f) o += s_acc[w * d + e] * exp2f(s_m[w] - mx);
+    ot[e] = from_f32<T>(sum > 0.0f ? o / sum : 0.0f);
+  }
+}
+
+CacheDims dims_of(const Tensor& cache) {
+  return {cache.size(0), cache.size(1), int(cache.size(2)), int(cache.size(3))};
+}
+
+}  // namespace
+
+void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const Tensor& pos,
+                    Tensor& k_cache, Tensor& v_cache) {
+  const int dev = use_device(k);
+  const int64_t tokens = k.size(0);
+  LOFT_CHECK(tokens <= INT32_MAX, "kv_cache_write: ", tokens, " tokens are too many for a launch");
+  const CacheDims c = dims_of(k_cache);
+  const int threads = int(std::clamp<int64_t>((int64_t(c.hkv) * c.d + 31) / 32 * 32, 32, 256));
+  dispatch_activation(k.dtype(), "kv_cache_write", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    write_kernel<T><<<unsigned(tokens), threads, 0, cuda::stream(dev)>>>(
+        k.ptr<const T>(), v.ptr<const T>(), slots.ptr<const int32_t>(), pos.ptr<const int32_t>(),
+        k_cache.ptr<T>(), v_cache.ptr<T>(), c);
+    cuda::check_launch("kv_cache_write");
+  });
+}
+
+void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out) {
+  const int dev = use_device(q);
+  const int64_t tokens = q.size(0), hq = q.size(1);
+  const CacheDims c = dims_of(k_cache);
+  LOFT_CHECK(c.d <= 32 * kMaxPerLane, "cached_attention: head_dim ", c.d, " > ", 32 * kMaxPerLane);
+  LOFT_CHECK(tokens * hq <= INT32_MAX && c.max_len <= INT32_MAX, "cached_attention: ", q.str(),
+             " too large for one launch");
+  const size_t shared = size_t(kWarps) * size_t(c.d) * sizeof(float);
+  const float scale_log2 = scale * 1.4426950408889634f;
+  dispatch_activation(q.dtype(), "cached_attention", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    attend_kernel<T><<<unsigned(tokens * hq), kWarps * 32, shared, cuda::stream(dev)>>>(
+        q.ptr<const T>(), k_cache.ptr<const T>(), v_cache.ptr<const T>(),
+        slots.ptr<const int32_t>(), pos.ptr<const int32_t>(), out.ptr<T>(), int(hq), c,
+        scale_log2);
+    cuda::check_launch("cached_attention");
+  });
+}
+
+}  // namespace loft::ops::cuda_kv

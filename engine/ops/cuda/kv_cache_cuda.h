@@ -1,0 +1,19 @@
+// CUDA KV-cache ops (semantics: engine/ops/kv_cache_ops.h; arguments validated there). Both run
+// on cuda::stream of their tensors' device. F32 or BF16 (one dtype per call), fp32 arithmetic.
+#pragma once
+#include "engine/tensor/tensor.h"
+
+namespace loft::ops::cuda_kv {
+
+// One block per token copies its K and V rows into the cache; a token whose (slot, pos) lies
+// outside the cache is skipped.
+void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const Tensor& pos,
+                    Tensor& k_cache, Tensor& v_cache);
+// One block of 4 warps per (query head, token): each warp walks every 4th cached key with an
+// online softmax (lane l holds head_dim/32 contiguous elements), then the warps merge their
+// partial (max, sum, accumulator) in shared memory. Memory-bound at decode (each step reads the
+// cache once per query head; grouped heads re-read their KV head from L2).
+void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out);
+
+}  // namespace loft::ops::cuda_kv

@@ -1,0 +1,82 @@
+#include "models/llama/kv_cache.h"
+
+#include "models/llama/model.h"
+
+namespace loft::llama {
+
+KvCache::KvCache(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype,
+                 Device device)
+    : max_len_(max_len), length_(size_t(std::max<int64_t>(slots, 0)), 0) {
+  LOFT_CHECK(slots >= 1 && max_len >= 1, "KvCache: need at least one slot and one position, got ",
+             slots, " slots of ", max_len);
+  const Shape shape{slots, max_len, config.num_kv_heads, config.head_dim};
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    // Zeroed once so that no uninitialised (possibly NaN) bits are ever read, even by a kernel
+    // that masks them out.
+    k_.push_back(Tensor::zeros(shape, dtype, device));
+    v_.push_back(Tensor::zeros(shape, dtype, device));
+  }
+}
+
+KvCache KvCache::for_model(const LlamaModel& model, int64_t slots, int64_t max_len) {
+  return KvCache(model.config(), slots, max_len, model.compute_dtype(), model.device());
+}
+
+size_t KvCache::bytes_for(const LlamaConfig& c, int64_t slots, int64_t max_len, DType dtype) {
+  return size_t(2 * c.num_layers) * size_t(slots) * size_t(max_len) * size_t(c.kv_dim()) *
+         dtype_size(dtype);
+}
+
+size_t KvCache::bytes() const {
+  size_t n = 0;
+  for (size_t l = 0; l < k_.size(); ++l) n += k_[l].nbytes() + v_[l].nbytes();
+  return n;
+}
+
+void KvCache::check_slot(int64_t slot) const {
+  LOFT_CHECK(slot >= 0 && slot < slots(), "KV cache: slot ", slot, " does not exist (the cache has ",
+             slots(), " slots)");
+}
+
+int64_t KvCache::length(int64_t slot) const {
+  check_slot(slot);
+  return length_[size_t(slot)];
+}
+
+void KvCache::check_room(int64_t slot, int64_t extra) const {
+  check_slot(slot);
+  const int64_t have = length_[size_t(slot)];
+  if (extra < 0 || have + extra > max_len_)
+    throw Error(cat("KV cache full: slot ", slot, " holds ", have, " positions and needs ", extra,
+                    " more, but the cache was sized for ", max_len_,
+                    " positions per sequence (make it larger or the request shorter)"));
+}
+
+void KvCache::truncate(int64_t slot, int64_t n) {
+  check_slot(slot);
+  LOFT_CHECK(n >= 0 && n <= length_[size_t(slot)], "KV cache: cannot truncate slot ", slot,
+             " of length ", length_[size_t(slot)], " to ", n);
+  length_[size_t(slot)] = n;
+}
+
+void KvCache::clear_all() { std::fill(length_.begin(), length_.end(), 0); }
+
+void KvCache::copy_prefix(int64_t from, int64_t to, int64_t n) {
+  check_slot(from);
+  check_slot(to);
+  LOFT_CHECK(from != to && n >= 0 && n <= length_[size_t(from)], "KV cache: cannot copy ", n,
+             " positions of slot ", from, " (length ", length_[size_t(from)], ") into slot ", to);
+  for (std::vector<Tensor>* kv : {&k_, &v_})
+    for (Tensor& t : *kv) {
+      const Tensor rows = t.view({slots() * max_len_, t.size(2), t.size(3)});
+      if (n > 0) rows.slice(to * max_len_, n).copy_from(rows.slice(from * max_len_, n));
+    }
+  length_[size_t(to)] = n;
+}
+
+void KvCache::advance(int64_t slot, int64_t n) {
+  check_room(slot, n);
+  length_[size_t(slot)] += n;
+}
+
+}  // namespace loft::llama
