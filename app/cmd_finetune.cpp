@@ -104,17 +104,19 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     }
 }
 
-// Each file's format and template, and the ids generation must stop at: the model's, plus the
-// end-of-turn token each template trains (added to `gen`).
-void print_data_plan(std::ostream& os, const data::DataLoader& loader, const Tokenizer& tok,
-                     llama::GenerationSettings& gen) {
-  for (const auto& src : loader.sources()) {
+// A model trained with a template learns to end its turns with that template's end-of-turn token,
+// so generation must stop there too, even where the model's own files do not list it.
+void add_trained_stops(llama::GenerationSettings& gen, const data::DataLoader& loader, const Tokenizer& tok) {
+  for (const auto& src : loader.sources())
+    gen.add_stop(end_of_turn_id(src->chat_template(), tok), cat("chat template ", chat_template_name(src->chat_template())));
+}
+
+// Each file's format and template (and where the template came from), and the stop ids.
+void print_data_plan(std::ostream& os, const data::DataLoader& loader, const llama::GenerationSettings& gen) {
+  for (const auto& src : loader.sources())
     os << "  data       " << src->path().string() << ": " << data::record_format_name(src->format()) << ", template "
        << chat_template_name(src->chat_template()) << " (" << data::template_origin_text(src->template_origin())
        << ")\n";
-    gen.add_stop(end_of_turn_id(src->chat_template(), tok),
-                 cat("chat template ", chat_template_name(src->chat_template())));
-  }
   os << "  stop ids  ";
   for (int32_t id : gen.stop_ids()) os << ' ' << id;
   os << (gen.stops.empty() ? " none\n" : "\n");
@@ -207,7 +209,8 @@ void run_finetune(const FinetuneOptions& in) {
   print_plan(std::cout, o, cfg, m, tc, o.micro_batch, device, trainable);
 
   LoaderSource source(data::DataLoader::training(dc, *tok), device);
-  print_data_plan(std::cout, source.loader(), *tok, gen);
+  add_trained_stops(gen, source.loader(), *tok);
+  print_data_plan(std::cout, source.loader(), gen);
   Trainer trainer(*model, source, tc, &std::cout);
   if (data::DataLoader::has_validation(dc)) {
     trainer.set_evaluator([&] {
