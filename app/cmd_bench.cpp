@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "app/bench_kernels.h"
+#include "app/bench_tokenizer.h"
 #include "app/commands.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
@@ -29,6 +30,7 @@ namespace {
 
 struct BenchOptions {
   std::string shape, model, methods = "lora", device;
+  std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
   std::string halo_format = "fp8", backbone = "dense";  // method halo
   int halo_level = 2;                                   // method halo
   int falqon_topk = 0;                                  // method falqon
@@ -362,6 +364,11 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
 }
 
 void run_bench(const BenchOptions& o) {
+  if (!o.tokenizer.empty()) {
+    run_tokenizer_bench(o.tokenizer, o.data, o.seq, o.batch, std::cout);
+    return;
+  }
+  if (!o.data.empty()) throw UsageError("--data is for --tokenizer (the data-side bench)");
   check_options(o);
   const std::vector<std::string> methods = parse_methods(o.methods);
   Setup s;
@@ -426,6 +433,10 @@ void add_bench_command(CLI::App& root) {
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
   cmd->add_flag("--kernels", o->kernels,
                 "time each kernel of one layer alone at the shape's sizes instead of whole steps");
+  auto* tokenizer = cmd->add_option("--tokenizer", o->tokenizer,
+                                    "model folder: time its tokenizer and the data pipeline on --data instead");
+  tokenizer->excludes(shape)->excludes(model);
+  cmd->add_option("--data", o->data, "JSONL records for --tokenizer (e.g. GSM8K train.jsonl)");
   cmd->callback([o] { run_bench(*o); });
 }
 

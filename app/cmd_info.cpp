@@ -1,6 +1,7 @@
 // loft info: describes a Hugging Face Llama folder (architecture, exact parameter count, stored
-// dtypes, the tokenizer with its chat template and stop ids: app/tokenizer_info) and prints the
-// per-method training memory estimate from models/llama/memory_estimate.
+// dtypes, an FP8 checkpoint's quantization, the tokenizer with its chat template and stop ids:
+// app/tokenizer_info) and prints the per-method training memory estimate from
+// models/llama/memory_estimate.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -86,6 +87,7 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
           {"parameters", ck.parameter_count()},
           {"files", ck.files().size()},
           {"dtypes_on_disk", dtypes},
+          {"quantization", c.quantization ? c.quantization->to_json() : nlohmann::json()},
           {"layers", c.num_layers},
           {"hidden_size", c.hidden_size},
           {"intermediate_size", c.intermediate_size},
@@ -121,7 +123,15 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
       << ", lm_head " << (c.tie_word_embeddings ? "tied to embeddings" : "untied")
       << "\nparameters    " << with_commas(ck.parameter_count()) << " (" << ck.files().size()
       << (ck.files().size() == 1 ? " file" : " files") << ")\non disk       "
-      << dtype_list(ck.dtypes()) << '\n';
+      << dtype_list(ck.dtypes()) << "\n";
+  if (c.quantization) {
+    out << "weights       " << c.quantization->describe();
+    if (!c.quantization->not_quantized.empty()) {
+      out << "; not quantized:";
+      for (const std::string& m : c.quantization->not_quantized) out << ' ' << m;
+    }
+    out << "\n";
+  }
   print_tokenizer_text(out, tok);
   out << "\nmemory estimate for training: batch " << o.estimate.batch
       << " x seq " << o.estimate.seq << ", LoRA rank " << o.estimate.lora_rank

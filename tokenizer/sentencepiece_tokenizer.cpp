@@ -62,20 +62,7 @@ class SentencePieceStreamDecoder final : public StreamDecoder {
   // incomplete character is invalid too.
   std::string drain(bool end_of_run) {
     std::string out;
-    size_t pos = 0;
-    while (pos < pending_.size()) {
-      const utf8::CharCheck c = utf8::check_char(std::string_view(pending_).substr(pos));
-      if (c.length > 0) {
-        out.append(pending_, pos, size_t(c.length));
-        pos += size_t(c.length);
-      } else if (c.truncated && !end_of_run) {
-        break;
-      } else {
-        out += utf8::kReplacementChar;
-        pos += 1;
-      }
-    }
-    pending_.erase(0, pos);
+    pending_.erase(0, utf8::append_decided(pending_, end_of_run, /*per_subpart=*/false, out));
     emitted_any_ = emitted_any_ || !out.empty();
     return out;
   }

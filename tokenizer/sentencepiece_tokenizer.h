@@ -20,8 +20,10 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string piece(int32_t id) const override;
   std::unique_ptr<StreamDecoder> stream_decoder() const override;
 
-  // Llama 2's LlamaTokenizer default: add_bos_token=True, add_eos_token=False.
-  bool adds_bos() const override { return bos_id_ >= 0; }
+  // Llama 2's LlamaTokenizer default: add_bos_token=True, add_eos_token=False; load_tokenizer()
+  // turns it off for a folder whose config.json has no bos_token_id.
+  bool adds_bos() const override { return adds_bos_ && bos_id_ >= 0; }
+  void set_adds_bos(bool adds) { adds_bos_ = adds; }
   std::string kind() const override { return "sentencepiece"; }
   // The control and unknown pieces (<unk>, <s>, </s>, ...).
   std::vector<AddedToken> added_tokens() const override;
@@ -54,6 +56,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   // remove_extra_whitespaces); with remove_extra_whitespaces it keeps dropping while the text is
   // still empty, so a lone "▁" piece does not end the leading run.
   bool drops_leading_space_ = true, drops_while_empty_ = false;
+  bool adds_bos_ = true;
 };
 
 }  // namespace loft

@@ -1,8 +1,14 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <system_error>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "engine/core/error.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 
 namespace loft {
 
@@ -15,19 +21,49 @@ std::vector<int32_t> Tokenizer::encode_with_special(std::string_view text) const
   return ids;
 }
 
+namespace {
+
+// A folder without tokenizer.json: BOS is prepended when config.json names a bos_token_id (a
+// folder without config.json keeps SentencePiece's own BOS).
+bool config_has_bos_token_id(const std::filesystem::path& config) {
+  std::ifstream in(config);
+  if (!in) return true;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    return j.is_object() && j.contains("bos_token_id") && !j["bos_token_id"].is_null();
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(cat("config ", config, " is not valid JSON: ", e.what()));
+  }
+}
+
+}  // namespace
+
+std::string Tokenizer::decode_skip_special(const std::vector<int32_t>& ids) const {
+  std::vector<int32_t> special;
+  for (const AddedToken& t : added_tokens())
+    if (t.special) special.push_back(t.id);
+  std::sort(special.begin(), special.end());
+  std::vector<int32_t> kept;
+  kept.reserve(ids.size());
+  for (const int32_t id : ids)
+    if (!std::binary_search(special.begin(), special.end(), id)) kept.push_back(id);
+  return decode(kept);
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(model_dir, ec))
     throw Error(cat("model folder ", model_dir, " does not exist or is not a folder"));
-  if (fs::exists(model_dir / "tokenizer.model", ec))
-    return load_sentencepiece(model_dir / "tokenizer.model");
-  if (fs::exists(model_dir / "tokenizer.json", ec))
-    throw Error(cat("model folder ", model_dir,
-                    " has only tokenizer.json: Llama-3 tokenizer.json (BPE) is not supported yet; "
-                    "loft needs a SentencePiece tokenizer.model"));
+  // transformers prefers the fast tokenizer (tokenizer.json) when both files are there.
+  if (fs::exists(model_dir / "tokenizer.json", ec)) return load_tokenizer_json(model_dir);
+  if (fs::exists(model_dir / "tokenizer.model", ec)) {
+    auto tok = std::make_unique<SentencePieceTokenizer>(model_dir / "tokenizer.model");
+    tok->set_adds_bos(config_has_bos_token_id(model_dir / "config.json"));
+    return tok;
+  }
   throw Error(cat("model folder ", model_dir,
-                  " has no tokenizer (neither tokenizer.model nor tokenizer.json)"));
+                  " has no tokenizer (neither tokenizer.json nor tokenizer.model)"));
 }
 
 }  // namespace loft

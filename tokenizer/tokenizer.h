@@ -42,10 +42,16 @@ class Tokenizer {
   // Ids as transformers encodes with its default add_special_tokens=True: encode() plus the BOS
   // (and EOS) the post-processor / tokenizer_config.json add (see adds_bos()).
   std::vector<int32_t> encode_with_special(std::string_view text) const;
+  // The text of `ids` as Hugging Face decodes with skip_special_tokens=False: a tokenizer.json's
+  // special tokens are written out ("<|eot_id|>"); SentencePiece's control ids give no text.
   // Throws loft::Error naming the first id outside [0, vocab_size).
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
-  // The text of one id as it appears inside a decoded sequence, after other text: control ids
-  // are empty and a byte-fallback id is its single raw byte (maybe part of a UTF-8 character).
+  // decode() of `ids` without the special ones (AddedToken::special), as Hugging Face decodes with
+  // skip_special_tokens=True (lm-eval's generations, chat output).
+  std::string decode_skip_special(const std::vector<int32_t>& ids) const;
+  // The text of one id as it appears inside a decoded sequence, after other text: SentencePiece's
+  // control ids are empty (a tokenizer.json special token is its text, as decode() writes it), a
+  // byte-fallback or byte-level id is its raw bytes (maybe part of a UTF-8 character).
   // Joining pieces can differ from decode() at the start of a sequence (SentencePiece drops the
   // leading space there) and on invalid byte runs; stream_decoder() reproduces decode() exactly.
   virtual std::string piece(int32_t id) const = 0;
@@ -73,7 +79,8 @@ class Tokenizer {
 };
 
 // Loads the tokenizer of a Hugging Face model folder: tokenizer.json when present (as transformers
-// prefers it), else tokenizer.model. Throws loft::Error naming the folder when neither is there.
+// prefers it, with the tokenizer_config.json beside it), else tokenizer.model (BOS prepended when
+// config.json has a bos_token_id). Throws loft::Error naming the folder when neither is there.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir);
 // Loads a SentencePiece model file directly.
 std::unique_ptr<Tokenizer> load_sentencepiece(const std::filesystem::path& model_file);

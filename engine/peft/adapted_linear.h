@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/peft/weight_source.h"
 #include "engine/tensor/tensor.h"
 
 namespace loft {
@@ -70,9 +71,10 @@ class AdaptedLinear {
 };
 
 // Builds the AdaptedLinear for one frozen projection: `name` is its module name
-// ("model.layers.0.self_attn.q_proj"), `target` the projection ("q_proj"), `weight` [out, in] in
-// the compute dtype on the compute device. Each method supplies one (engine/peft/method.h).
+// ("model.layers.0.self_attn.q_proj"), `target` the projection ("q_proj"), `weight` [out, in] as
+// the checkpoint holds it: dense in the compute dtype on the compute device, or FP8 codes with
+// scales (engine/peft/weight_source.h). Each method supplies one (engine/peft/method.h).
 using LinearFactory = std::function<std::unique_ptr<AdaptedLinear>(
-    const std::string& name, const std::string& target, Tensor weight)>;
+    const std::string& name, const std::string& target, WeightSource weight)>;
 
 }  // namespace loft

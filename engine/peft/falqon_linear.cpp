@@ -1,6 +1,9 @@
 #include "engine/peft/falqon_linear.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <random>
 
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
@@ -42,19 +45,35 @@ Tensor retyped(const Tensor& t, DType dt) {
   return Tensor::from_host(h.data(), h.shape(), dt);
 }
 
+// W with no quantization error (an exact FP8 base) leaves nothing to seed Â with, and a zero
+// Â would never train: O_A = X·Âᵀ = 0, so dB = 0. Â then starts as LoRA's A does
+// (Kaiming-uniform, bound 1/√in, from the module's seed) and B̂ = 0, so B̂·Â is still E (zero).
+LowRankFactors lora_init_factors(int64_t out, int64_t in, int rank, uint64_t seed, Device dev) {
+  std::mt19937_64 rng(seed);
+  const float bound = 1.0f / std::sqrt(float(in));
+  std::uniform_real_distribution<float> dist(-bound, bound);
+  std::vector<float> a(size_t(rank * in));
+  for (float& v : a) v = dist(rng);
+  LowRankFactors f;
+  f.right = Tensor::from_vector(a, {rank, in}, dev);
+  f.left = Tensor::zeros({out, rank}, DType::F32, dev);
+  f.sigma.assign(size_t(rank), 0.0);
+  return f;
+}
+
 }  // namespace
 
-FalqonLinear::FalqonLinear(std::string name, const Tensor& weight, int rank, const FalqonOptions& opt)
+FalqonLinear::FalqonLinear(std::string name, const WeightSource& weight, int rank,
+                           const FalqonOptions& opt)
     : name_(std::move(name)), opt_(opt), rank_(rank) {
-  LOFT_CHECK(weight.dim() == 2 && weight.size(0) > 0 && weight.size(1) > 0, name_,
-             ": FALQON weight must be a non-empty [out, in], got ", weight.str());
-  LOFT_CHECK(weight.dtype() == DType::F32 || weight.dtype() == DType::BF16, name_,
-             ": FALQON weight must be F32 or BF16, got ", weight.str());
+  out_ = weight.out_features();
+  in_ = weight.in_features();
+  LOFT_CHECK(out_ > 0 && in_ > 0, name_, ": FALQON weight must be a non-empty [out, in], got [",
+             out_, ", ", in_, "]");
+  LOFT_CHECK(weight.compute_dtype() == DType::F32 || weight.compute_dtype() == DType::BF16, name_,
+             ": FALQON weight must be F32 or BF16, got ", dtype_name(weight.compute_dtype()));
   LOFT_CHECK(rank > 0, name_, ": FALQON rank must be positive, got ", rank);
   LOFT_CHECK(opt.topk >= 0, "--falqon-topk must be >= 0 (0 = the rank), got ", opt.topk);
-  out_ = weight.size(0);
-  in_ = weight.size(1);
-  dtype_ = weight.dtype();
   const Device dev = weight.device();
   const int64_t r = rank;
 
@@ -62,18 +81,30 @@ FalqonLinear::FalqonLinear(std::string name, const Tensor& weight, int rank, con
   wt_ = Tensor::empty({in_, out_}, DType::F8_E4M3, dev);
   scale_ = Tensor::empty({1}, DType::F32, dev);
   Tensor w_codes = backbone();
-  quant::quantize_into(weight, w_codes, &wt_, scale_);
-
-  // E = W − deq(Q(W)) in fp32, and its best rank-r approximation B̂·Â.
-  Tensor e = Tensor::empty({out_, in_}, DType::F32, dev);
-  ops::convert(weight, e);
-  {
-    Tensor deq = Tensor::empty({out_, in_}, DType::F32, dev);
-    quant::dequantize(w_codes, &scale_, deq);
-    ops::axpy(-1.0f, deq, e);
+  const uint64_t seed = module_seed(opt.seed, name_);
+  LowRankFactors f;
+  if (auto q = weight.e4m3_codes(/*also_transposed=*/true)) {
+    // A per-tensor FP8 checkpoint: its codes under its scale are W exactly, so Q(W) is taken bit
+    // for bit and E = 0.
+    w_codes.copy_from(q->codes);
+    wt_.copy_from(q->codes_t);
+    scale_.copy_from(q->scale);
+  } else {
+    // E = W − deq(Q(W)) in fp32 (an FP8 checkpoint's exact fp32 values), and its best rank-r
+    // approximation B̂·Â.
+    const Tensor w = weight.values();
+    quant::quantize_into(w, w_codes, &wt_, scale_);
+    Tensor e = Tensor::empty({out_, in_}, DType::F32, dev);
+    ops::convert(w, e);
+    {
+      Tensor deq = Tensor::empty({out_, in_}, DType::F32, dev);
+      quant::dequantize(w_codes, &scale_, deq);
+      ops::axpy(-1.0f, deq, e);
+    }
+    f = randomized_svd(e, rank, {.seed = seed});
   }
-  LowRankFactors f = randomized_svd(e, rank, {.seed = module_seed(opt.seed, name_)});
-  e = Tensor();
+  if (std::none_of(f.sigma.begin(), f.sigma.end(), [](double s) { return s > 0; }))
+    f = lora_init_factors(out_, in_, rank, seed, dev);
   Tensor a_codes = adapter_codes();
   falqon::encode_e4m3(f.right, scale_, a_codes);
   a_hat_ = f.right.to(Device::cpu());

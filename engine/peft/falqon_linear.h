@@ -4,6 +4,7 @@
 // only trainable tensor; the forward ignores it (it is zero, or holds only unapplied rows), and
 // after every optimizer step its top-k rows (by Σ|B_ij|) are folded into the FP8 backbone codes.
 //   init:     E = W − deq(Q(W)); E ≈ B̂·Â (rank-r randomized SVD), Â = √σ·Vᵀ, B̂ = U·√σ
+//             (E = 0, an exact FP8 base: Â Kaiming-uniform as LoRA's A, B̂ = 0)
 //   forward:  Xq = E4M3(X); [O | O_A] = Xq·Wmᵀ (two GEMMs over Wm's row slices); y = O; save O_A
 //   backward: dYq = E5M2(dY); dX = dYq·W_q (transposed codes); dB += dYqᵀ·E4M3(O_A) (FP8 GEMM)
 //   step:     W_i ← E4M3(clamp(deq(W_i) + B_i·A_q, ±448·s_w)) for the top-k rows; B ← 0 (reset)
@@ -32,8 +33,11 @@ const char* falqon_buffer_name(FalqonOptions::Buffer buffer);  // "reset", "accu
 
 class FalqonLinear : public AdaptedLinear {
  public:
-  // weight [out, in] in the compute dtype (F32 or BF16) on any device; it is not kept.
-  FalqonLinear(std::string name, const Tensor& weight, int rank, const FalqonOptions& opt);
+  // weight [out, in] with compute dtype F32 or BF16 on any device; it is not kept. A per-tensor
+  // FP8 checkpoint's codes and scale become W's codes bit for bit (no quantization error: Â then
+  // starts as LoRA's A, see falqon_linear.cpp); other FP8 layouts are requantized per tensor from
+  // their exact fp32 values.
+  FalqonLinear(std::string name, const WeightSource& weight, int rank, const FalqonOptions& opt);
 
   int64_t in_features() const override { return in_; }
   int64_t out_features() const override { return out_; }
@@ -72,7 +76,6 @@ class FalqonLinear : public AdaptedLinear {
   FalqonOptions opt_;
   int64_t out_, in_;
   int rank_;
-  DType dtype_;
   Tensor wm_;       // F8_E4M3 [(out+r), in]: backbone rows, then A's rows
   Tensor wt_;       // F8_E4M3 [in, out]: the backbone's codes transposed (dX GEMM)
   Tensor scale_;    // F32 [1] on the device: s_w

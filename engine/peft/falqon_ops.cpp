@@ -2,11 +2,11 @@
 #include "engine/peft/falqon_ops.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <numeric>
 
 #include "engine/quant/fp8.h"
+#include "engine/quant/scaled_fp8.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/peft/cuda/falqon_cuda.h"
 #endif
@@ -33,16 +33,6 @@ bool cuda_dispatch(const Tensor& t, const char* op) {
 #else
   throw Error(cat("falqon ", op, ": ", t.str(), " is on a device this build cannot run on"));
 #endif
-}
-
-// E4M3 decode table: the CPU update decodes millions of codes.
-const std::array<float, 256>& e4m3_table() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> v{};
-    for (int c = 0; c < 256; ++c) v[size_t(c)] = fp8_e4m3_to_f32(uint8_t(c));
-    return v;
-  }();
-  return t;
 }
 
 uint32_t key_of(float score) { return quant::float_bits(score); }
@@ -129,7 +119,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
     return cuda::apply_rows(u, zero_all);
 #endif
   }
-  const auto& dec = e4m3_table();
+  const auto& dec = quant::e4m3_values();  // the CPU update decodes millions of codes
   const float s = *u.scale.ptr<float>(), lim = 448.0f * s;
   const int32_t* idx = u.idx.ptr<int32_t>();
   float* b = u.b.ptr<float>();

@@ -16,17 +16,25 @@ using prof::Part;
 
 class HaloWeight final : public FrozenWeight {
  public:
-  HaloWeight(const Tensor& w, const HaloOptions& opt)
-      : opt_(opt), dtype_(w.dtype()), out_(w.size(0)), in_(w.size(1)) {
+  HaloWeight(const WeightSource& src, const HaloOptions& opt)
+      : opt_(opt), dtype_(src.compute_dtype()), out_(src.out_features()), in_(src.in_features()) {
     if (opt.level < 0 || opt.level > 2)
       throw UsageError(cat("--halo-level ", opt.level, " is not one of 0, 1, 2"));
+    if (opt.level >= 1) plan_ = quant::plan_for(in_);
+    // Level 0 in E4M3 with dense codes is Q(W) per tensor: a per-tensor FP8 checkpoint's own codes
+    // and scale are W exactly, so they are taken as they are.
+    const bool direct = opt.level == 0 && opt.format == quant::LowpFormat::E4M3 && !nf4();
+    if (auto q = direct ? src.e4m3_codes(/*also_transposed=*/true) : std::nullopt) {
+      q_ = std::move(*q);
+      return;
+    }
+    const Tensor w = src.values();  // FP8 checkpoints: exact fp32, rotated and quantized from there
     Tensor wr = w;
     if (opt.level >= 1) {
-      plan_ = quant::plan_for(in_);
       wr = Tensor::empty(w.shape(), w.dtype(), w.device());
       quant::hadamard_transform(plan_, w, wr);
     }
-    if (opt.backbone == HaloBackbone::Nf4) {
+    if (nf4()) {
       nf4_ = quantize_nf4(wr);
       // Fixed once: max |deq| from the block absmaxes, so no GEMM needs an amax pass.
       const float s = quant::nf4_lowp_scale(nf4_, opt.format);
@@ -138,8 +146,7 @@ HaloBackbone parse_halo_backbone(const std::string& name) {
 
 const char* backbone_name(HaloBackbone b) { return b == HaloBackbone::Nf4 ? "nf4" : "dense"; }
 
-std::unique_ptr<FrozenWeight> halo_weight(Tensor weight, const HaloOptions& opt) {
-  LOFT_CHECK(weight.dim() == 2, "HALO weight must be [out, in], got ", weight.str());
+std::unique_ptr<FrozenWeight> halo_weight(const WeightSource& weight, const HaloOptions& opt) {
   return std::make_unique<HaloWeight>(weight, opt);
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/peft/frozen_weight.h"
+#include "engine/peft/weight_source.h"
 #include "engine/quant/quantize.h"
 
 namespace loft {
@@ -29,7 +30,9 @@ struct HaloOptions {
 HaloBackbone parse_halo_backbone(const std::string& name);
 const char* backbone_name(HaloBackbone b);
 
-// Rotates and quantizes `weight` ([out, in], compute dtype) and lets the original go.
-std::unique_ptr<FrozenWeight> halo_weight(Tensor weight, const HaloOptions& opt);
+// Rotates and quantizes `weight` ([out, in]) once; its compute dtype is the LoRA path's. An FP8
+// checkpoint's codes are taken as they are at level 0 in E4M3 with dense codes when the weight has
+// one per-tensor scale; otherwise its exact fp32 values are rotated and quantized.
+std::unique_ptr<FrozenWeight> halo_weight(const WeightSource& weight, const HaloOptions& opt);
 
 }  // namespace loft

@@ -65,15 +65,17 @@ LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng
                          opt.method == "qlora" ? "; qlora already stores its backbone NF4" : "",
                          ")"));
   // Every frozen projection, adapted or not, is stored the method's way.
+  // FALQON and HALO take the WeightSource itself (an FP8 checkpoint's codes or exact values);
+  // the others store the weight dense in the compute dtype.
   return [opt, &rng](const std::string& name, const std::string& target,
-                     Tensor weight) -> std::unique_ptr<AdaptedLinear> {
+                     WeightSource weight) -> std::unique_ptr<AdaptedLinear> {
     if (opt.method == "falqon") {
-      if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(weight));
+      if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(weight.dense());
       return std::make_unique<FalqonLinear>(name, weight, opt.lora.rank, opt.falqon);
     }
-    auto frozen = opt.method == "qlora"  ? nf4_weight(std::move(weight))
-                  : opt.method == "halo" ? halo_weight(std::move(weight), opt.halo)
-                                         : dense_weight(std::move(weight));
+    auto frozen = opt.method == "qlora"  ? nf4_weight(weight.dense())
+                  : opt.method == "halo" ? halo_weight(weight, opt.halo)
+                                         : dense_weight(weight.dense());
     if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(frozen));
     return std::make_unique<LoraLinear>(name, std::move(frozen), opt.lora, rng);
   };

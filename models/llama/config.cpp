@@ -96,6 +96,7 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
   }
   c.eos_token_ids = f.id_list("eos_token_id");
   c.torch_dtype = f.has("dtype") ? f.string("dtype", "") : f.string("torch_dtype", "");
+  c.quantization = parse_fp8_checkpoint(j, source);
 
   if (f.has("head_dim")) {
     c.head_dim = f.positive("head_dim");

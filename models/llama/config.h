@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/ops/rope_freq.h"
+#include "models/llama/fp8_config.h"
 
 namespace loft::llama {
 
@@ -38,6 +39,7 @@ struct LlamaConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // eos_token_id may be one id or a list
   std::string torch_dtype;             // "dtype"/"torch_dtype" as written (informational)
+  std::optional<Fp8Checkpoint> quantization;  // an FP8 checkpoint's quantization_config
 
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }

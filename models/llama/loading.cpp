@@ -15,7 +15,8 @@ std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device 
                                        const LinearFactory& factory) {
   const LlamaConfig cfg = load_llama_config(dir);
   const DType dtype = device.is_cpu() ? DType::F32 : DType::BF16;
-  LlamaWeights w = load_llama_weights(SafetensorsCheckpoint::open(dir), cfg, dtype, device);
+  LlamaWeights w =
+      load_llama_weights(SafetensorsCheckpoint::open(dir), cfg, dtype, device, Fp8Load::keep);
   return std::make_unique<LlamaModel>(cfg, std::move(w), factory);
 }
 

@@ -12,7 +12,8 @@
 namespace loft::llama {
 
 // config.json + safetensors (single or sharded) -> a model on `device` in its compute dtype (F32
-// on the CPU, BF16 on CUDA), every projection built by `factory`.
+// on the CPU, BF16 on CUDA), every projection built by `factory`. An FP8 checkpoint's projections
+// reach the factory as stored (codes + scales), one at a time; the rest is decoded on load.
 std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device device,
                                        const LinearFactory& factory);
 

@@ -57,20 +57,25 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     layer->ffn_norm = w.ffn_norm;
     const std::string p = "model.layers." + std::to_string(l);
     // The model owns each frozen weight through its AdaptedLinear only, so a method that
-    // re-encodes the weight (FP8, NF4) lets the original go.
-    auto make = [&](const char* module, const char* target, Tensor& weight) {
-      auto lin = factory(p + "." + module + "." + target, target, std::move(weight));
-      weight = Tensor();
+    // re-encodes the weight (FP8, NF4) lets the original go. A weight an FP8 checkpoint keeps as
+    // codes + scales goes to the factory as such (engine/peft/weight_source.h).
+    auto make = [&](const char* module, const char* target, Proj proj) {
+      quant::ScaledFp8& fp8 = w.fp8[size_t(proj)];
+      WeightSource src = fp8.defined() ? WeightSource(std::move(fp8), weights_.embed.dtype(), dev)
+                                       : WeightSource(std::move(w.proj(proj)));
+      auto lin = factory(p + "." + module + "." + target, target, std::move(src));
+      w.proj(proj) = Tensor();
+      fp8 = {};
       named_.emplace_back(p + "." + module + "." + target, lin.get());
       return lin;
     };
-    layer->q = make("self_attn", "q_proj", w.q);
-    layer->k = make("self_attn", "k_proj", w.k);
-    layer->v = make("self_attn", "v_proj", w.v);
-    layer->o = make("self_attn", "o_proj", w.o);
-    layer->gate = make("mlp", "gate_proj", w.gate);
-    layer->up = make("mlp", "up_proj", w.up);
-    layer->down = make("mlp", "down_proj", w.down);
+    layer->q = make("self_attn", "q_proj", Proj::Q);
+    layer->k = make("self_attn", "k_proj", Proj::K);
+    layer->v = make("self_attn", "v_proj", Proj::V);
+    layer->o = make("self_attn", "o_proj", Proj::O);
+    layer->gate = make("mlp", "gate_proj", Proj::Gate);
+    layer->up = make("mlp", "up_proj", Proj::Up);
+    layer->down = make("mlp", "down_proj", Proj::Down);
     layers_.push_back(std::move(layer));
   }
   const auto inv = rope_inv_freq(config_.head_dim, config_.rope_theta, config_.rope_scaling);

@@ -1,6 +1,8 @@
 #include "models/llama/weights.h"
 
 #include "engine/core/error.h"
+#include "engine/peft/weight_source.h"
+#include "models/llama/fp8_checkpoint.h"
 
 namespace loft::llama {
 
@@ -115,20 +117,33 @@ std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
     slots.push_back({pre + "input_layernorm.weight", {h}, &l.attn_norm});
     slots.push_back({pre + "post_attention_layernorm.weight", {h}, &l.ffn_norm});
     for (const ProjShape& p : cfg.projections())
-      slots.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj)});
+      slots.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj),
+                       &l.fp8[size_t(p.proj)]});
   }
   return slots;
 }
 
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
-                                DType dtype, Device device) {
+                                DType dtype, Device device, Fp8Load fp8) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw Error(
         cat("load_llama_weights: dtype ", dtype_name(dtype), " requested; F32 or BF16 only"));
   LlamaWeights w;
   const std::vector<WeightSlot> wanted = weight_slots(cfg, w);
-  for (const WeightSlot& x : wanted) check_present(ckpt, x);  // fail before any copy
-  for (const WeightSlot& x : wanted) *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
+  std::vector<quant::ScaledFp8> scaled(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {  // fail before any copy
+    check_present(ckpt, wanted[i]);
+    if (cfg.quantization) scaled[i] = read_fp8_weight(ckpt, *cfg.quantization, wanted[i].name);
+  }
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const WeightSlot& x = wanted[i];
+    if (!scaled[i].defined())
+      *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
+    else if (fp8 == Fp8Load::keep && x.fp8)
+      *x.fp8 = std::move(scaled[i]);
+    else
+      *x.dst = WeightSource(std::move(scaled[i]), dtype, device).dense();
+  }
   return w;
 }
 

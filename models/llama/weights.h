@@ -1,10 +1,12 @@
 // The tensors of a Llama checkpoint, mapped from Hugging Face names and converted on load to one
 // dtype (F32 or BF16) on one device. Linear weights keep nn.Linear's [out, in] layout.
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
 #include "engine/io/safetensors_checkpoint.h"
+#include "engine/quant/scaled_fp8.h"
 #include "engine/tensor/tensor.h"
 #include "models/llama/config.h"
 
@@ -14,6 +16,9 @@ struct LlamaLayerWeights {
   Tensor attn_norm;  // input_layernorm [hidden]
   Tensor ffn_norm;   // post_attention_layernorm [hidden]
   Tensor q, k, v, o, gate, up, down;
+  // A projection an FP8 checkpoint stores as codes + scales, kept so (its Tensor above undefined)
+  // when loaded with Fp8Load::keep, for the method's factory to take as it needs; by Proj.
+  std::array<quant::ScaledFp8, kNumProj> fp8;
 
   Tensor& proj(Proj p);
   const Tensor& proj(Proj p) const;
@@ -38,14 +43,22 @@ struct WeightSlot {
   std::string name;
   Shape shape;
   Tensor* dst;
+  quant::ScaledFp8* fp8 = nullptr;  // projections: where Fp8Load::keep puts an FP8 weight
 };
 std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w);
 
+// What becomes of the weights an FP8 checkpoint (cfg.quantization) stores as codes + scales:
+// decoded to `dtype` like every other tensor, or, for the 7 projections, kept as stored
+// (LlamaLayerWeights::fp8) so each method decodes or takes the codes one projection at a time.
+enum class Fp8Load { dequantize, keep };
+
 // Checks every expected tensor first (a missing one, a wrong shape or a non-float dtype is an
-// Error naming the tensor, with expected vs found), then loads them. Tensors the model does not
-// use (rotary_emb.inv_freq, a tied lm_head.weight) are ignored. `dtype` must be F32 or BF16;
-// stored F32/F16/BF16/F8 values are converted on the host (round to nearest even).
+// Error naming the tensor, with expected vs found; an FP8 weight's scale as read_fp8_weight
+// checks it), then loads them. Tensors the model does not use (rotary_emb.inv_freq, a tied
+// lm_head.weight, scales of other modules, input scales) are ignored. `dtype` must be F32 or BF16;
+// stored F32/F16/BF16/F8 values are converted on the host (round to nearest even); scaled FP8
+// weights are decode(code) x scale in fp32, then rounded once to `dtype`.
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
-                                DType dtype, Device device);
+                                DType dtype, Device device, Fp8Load fp8 = Fp8Load::dequantize);
 
 }  // namespace loft::llama

@@ -234,5 +234,24 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
   }
 }
 
+// The data-side bench: encode throughput and the pipeline's tokens/s, reported per line (the
+// figures themselves are timings and not checked).
+TEST(BenchCommand, TokenizerAndDataPipeline) {
+  const CliResult r = test::run_cli_captured({"bench", "--tokenizer", (data_dir() / "models/stories260K-hf").string(),
+                                              "--data", (data_dir() / "gsm8k/test_first1000.jsonl").string(),
+                                              "--seq", "256", "--batch", "2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "bpe sentencepiece-style"));
+  EXPECT_TRUE(contains(r.out, "encode    1000 records"));
+  EXPECT_TRUE(contains(r.out, "MB/s"));
+  EXPECT_TRUE(contains(r.out, "of 2 x 256"));
+  EXPECT_TRUE(contains(r.out, "tokens/s (template, ids, packing; 1 thread)"));
+  const CliResult no_data = test::run_cli_captured({"bench", "--tokenizer", (data_dir() / "models/stories260K-hf").string()});
+  EXPECT_EQ(no_data.code, 2);
+  EXPECT_TRUE(contains(no_data.err, "--tokenizer needs --data"));
+  const CliResult both = test::run_cli_captured({"bench", "--tokenizer", "x", "--shape", "tiny"});
+  EXPECT_EQ(both.code, 2);
+}
+
 }  // namespace
 }  // namespace loft::test

@@ -75,7 +75,10 @@ TEST(DataInspectCommand, TemplateFormatAndTrainOnInputsOptions) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(test::contains(r.out, "(format messages, template chatml, training on inputs)"));
   EXPECT_EQ(occurrences(r.out, "[["), 1u) << r.out;
-  EXPECT_TRUE(test::contains(r.out, "<bos>[[<|im_start|>user"));
+  // The folder's tokenizer.json writes BOS out as "<s>"; each template piece is encoded on its own,
+  // so the "▁" Metaspace puts before it shows as a space after BOS (tokenizers strips only the
+  // very first one of a decode).
+  EXPECT_TRUE(test::contains(r.out, "<s>[[ <|im_start|>user"));
   r = run_cli_captured({"data", "inspect", (dir / "chat.jsonl").string(), "--model", kStoriesModel, "--format", "text"});
   EXPECT_EQ(r.code, 1);  // a messages record read as text lacks "text": a bad record
   EXPECT_TRUE(test::contains(r.err, "chat.jsonl:1:"));

@@ -1,4 +1,4 @@
-// The data loader with the real SentencePiece tokenizers on the real data files: every example's
+// The data loader with the real tokenizers (SentencePiece and tokenizer.json) on the real data files: every example's
 // trained targets are exactly its response's tokens followed by EOS, and a zstd copy of a file
 // yields the very same batches.
 #include <gtest/gtest.h>
@@ -49,8 +49,9 @@ DataConfig in_order(const std::filesystem::path& path, int64_t seq, bool packing
   return c;
 }
 
-// The stories260K tokenizer's normaliser (SentencePiece remove_extra_whitespaces) collapses runs
-// of spaces and drops leading/trailing ones; the Llama-2 tokenizer keeps text as it is.
+// The stories260K SentencePiece model's normaliser (remove_extra_whitespaces) collapses runs of
+// spaces and drops leading/trailing ones; the Llama-2 tokenizer and the model folders'
+// tokenizer.json (which load_tokenizer prefers) keep text as it is.
 enum class Spaces { kept, collapsed };
 std::string as_decoded(const std::string& text, Spaces spaces) {
   if (spaces == Spaces::kept) return text;
@@ -88,7 +89,9 @@ void expect_responses_trained(const std::filesystem::path& path, const std::stri
 
 TEST(LoaderRealTokenizer, AlpacaTrainsExactlyTheOutputsAndEos) {
   const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *tok, Spaces::collapsed, 4096,
+  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *tok, Spaces::kept, 4096, true);
+  const auto tok512 = load_sentencepiece(test::data_dir() / "models/stories260K/tok512.model");
+  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *tok512, Spaces::collapsed, 4096,
                            true);
   const auto llama2 = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
   expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *llama2, Spaces::kept, 2048,
@@ -103,7 +106,7 @@ TEST(LoaderRealTokenizer, Gsm8kTrainsExactlyTheAnswersAndEosWithTheLlama2Tokeniz
 TEST(LoaderRealTokenizer, TinyStoriesTrainsEachWholeStoryWithoutPacking) {
   const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
   const auto path = test::data_dir() / "tinystories/tinystories_sample.txt";
-  expect_responses_trained(path, "", *tok, Spaces::collapsed, 1024, false);
+  expect_responses_trained(path, "", *tok, Spaces::kept, 1024, false);
   // Without packing each story has its own row and starts with BOS.
   const auto batches = drain(DataLoader::training(in_order(path, 1024, false), *tok));
   int64_t rows = 0;

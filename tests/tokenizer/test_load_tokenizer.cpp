@@ -1,5 +1,6 @@
-// load_tokenizer / load_sentencepiece: real model folders load; missing, unsupported and corrupt
-// tokenizer files give one-line errors naming the folder or file, never a crash.
+// load_tokenizer / load_sentencepiece: real model folders load (tokenizer.json first, as
+// transformers); missing, unsupported and corrupt tokenizer files give one-line errors naming the
+// folder or file, never a crash.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -37,15 +38,35 @@ std::string load_error(const std::filesystem::path& dir) {
   return "";
 }
 
-TEST(LoadTokenizer, ModelFoldersLoadTheirSentencePieceModel) {
+// Both test models carry tokenizer.json beside tokenizer.model: transformers (and loft) take the
+// tokenizer.json, whose decode writes special tokens out.
+TEST(LoadTokenizer, ModelFoldersPreferTheirTokenizerJson) {
   for (const char* dir : {"models/stories260K-hf", "models/wide-random"}) {
     const auto tok = load_tokenizer(test::data_dir() / dir);
+    EXPECT_EQ(tok->kind(), "bpe sentencepiece-style") << dir;
     EXPECT_EQ(tok->vocab_size(), 512) << dir;
     EXPECT_EQ(tok->bos_id(), 1);
     EXPECT_EQ(tok->eos_id(), 2);
     EXPECT_EQ(tok->encode("Once upon a time"), (std::vector<int32_t>{403, 407, 261, 378}));
-    EXPECT_EQ(tok->decode({1, 403, 407, 261, 378, 2}), "Once upon a time");
+    EXPECT_EQ(tok->decode({1, 403, 407, 261, 378, 2}), "<s> Once upon a time</s>");
+    EXPECT_EQ(tok->decode_skip_special({1, 403, 407, 261, 378, 2}), "Once upon a time");
   }
+}
+
+// Without tokenizer.json the SentencePiece model loads; BOS follows config.json's bos_token_id.
+TEST(LoadTokenizer, FolderWithOnlyTokenizerModelUsesSentencePiece) {
+  test::TempDir dir;
+  write_file(dir / "tokenizer.model", read_file(test::data_dir() / "models/stories260K/tok512.model"));
+  auto tok = load_tokenizer(dir.path());
+  EXPECT_EQ(tok->kind(), "sentencepiece");
+  EXPECT_EQ(tok->decode({1, 403, 407, 261, 378, 2}), "Once upon a time");
+  EXPECT_TRUE(tok->adds_bos());  // no config.json: SentencePiece's own BOS
+  write_file(dir / "config.json", R"({"bos_token_id": 1, "eos_token_id": 2})");
+  EXPECT_EQ(load_tokenizer(dir.path())->encode_with_special("Once"), (std::vector<int32_t>{1, 403}));
+  write_file(dir / "config.json", R"({"bos_token_id": null, "eos_token_id": 2})");
+  tok = load_tokenizer(dir.path());
+  EXPECT_FALSE(tok->adds_bos());
+  EXPECT_EQ(tok->encode_with_special("Once"), (std::vector<int32_t>{403}));
 }
 
 TEST(LoadTokenizer, EmptyFolderIsNamed) {
@@ -62,20 +83,23 @@ TEST(LoadTokenizer, MissingFolderIsNamed) {
   EXPECT_THAT(msg, HasSubstr("does not exist"));
 }
 
-TEST(LoadTokenizer, OnlyTokenizerJsonIsNotSupportedYet) {
+TEST(LoadTokenizer, OnlyTokenizerJsonLoadsIt) {
   test::TempDir dir;
+  write_file(dir / "tokenizer.json", read_file(test::data_dir() / "tokenizers/llama3/tokenizer.json"));
+  EXPECT_EQ(load_tokenizer(dir.path())->kind(), "bpe byte-level");
   write_file(dir / "tokenizer.json", R"({"model": {"type": "BPE"}})");
   const std::string msg = load_error(dir.path());
-  EXPECT_THAT(msg, HasSubstr(dir.path().string()));
-  EXPECT_THAT(msg, HasSubstr("Llama-3 tokenizer.json (BPE) is not supported yet"));
+  EXPECT_THAT(msg, HasSubstr((dir / "tokenizer.json").string()));
+  EXPECT_THAT(msg, HasSubstr("\"vocab\" must be an object"));
 }
 
-TEST(LoadTokenizer, TokenizerModelWinsOverTokenizerJson) {
+TEST(LoadTokenizer, TokenizerJsonWinsOverTokenizerModel) {
   test::TempDir dir;
   write_file(dir / "tokenizer.json", "{}");
   const auto tok512 = test::data_dir() / "models/stories260K/tok512.model";
   write_file(dir / "tokenizer.model", read_file(tok512));
-  EXPECT_EQ(load_tokenizer(dir.path())->vocab_size(), 512);
+  // The broken tokenizer.json is what loads (and fails), as transformers would use it.
+  EXPECT_THAT(load_error(dir.path()), HasSubstr("model: missing"));
 }
 
 TEST(LoadTokenizer, CorruptModelFilesAreNamed) {

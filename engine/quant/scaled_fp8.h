@@ -1,0 +1,43 @@
+// FP8 E4M3 weights as checkpoints store them: codes [out, in] and one scale per block of
+// block_rows x block_cols elements, the blocks at the bottom and right edges possibly partial, so
+// the scale grid is [ceil(out / block_rows), ceil(in / block_cols)]. One layout covers the three
+// that checkpoints use: per tensor (one block spans the matrix), per output channel (blocks of
+// 1 x in) and transformers' "fp8" 128 x 128 blocks. An element's value is decode(code) x scale, one
+// fp32 multiply, as transformers' and compressed-tensors' dequantizers compute it.
+#pragma once
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "engine/tensor/tensor.h"
+
+namespace loft::quant {
+
+struct ScaledFp8 {
+  Tensor codes;   // F8_E4M3 [out, in] on the CPU (typically a view of the mapped file)
+  Tensor scales;  // F32 [ceil(out / block_rows), ceil(in / block_cols)] on the CPU
+  int64_t block_rows = 0, block_cols = 0;
+
+  bool defined() const { return codes.defined(); }
+  int64_t out_features() const { return codes.size(0); }
+  int64_t in_features() const { return codes.size(1); }
+};
+
+// decode(code) of every E4M3 code, for CPU loops that decode millions of them.
+const std::array<float, 256>& e4m3_values();
+
+// The scale grid [ceil(out / block_rows), ceil(in / block_cols)] for a weight [out, in].
+Shape scale_grid(int64_t out, int64_t in, int64_t block_rows, int64_t block_cols);
+
+// Throws Error naming `what` unless codes are F8_E4M3 [out, in] on the CPU, the blocks positive,
+// and scales F32 of scale_grid's shape holding finite, non-negative values.
+void check_scaled_fp8(const ScaledFp8& w, std::string_view what);
+
+// out [out, in] on the CPU, F32 or BF16: decode(code) x scale in fp32, rounded once to out's dtype.
+void dequantize(const ScaledFp8& w, Tensor& out);
+
+// The scale every block shares (bit-identical), when there is one and it is positive: then the
+// codes with that one scale are the weight exactly, as a per-tensor FP8 method stores it.
+std::optional<float> common_scale(const ScaledFp8& w);
+
+}  // namespace loft::quant

@@ -1,0 +1,45 @@
+// How an FP8 checkpoint stores its weights, from config.json's quantization_config. Each
+// quant_method loft reads has one parser, registered in fp8_config.cpp:
+//  - "fp8" (transformers' FineGrainedFP8): `weight` F8_E4M3 and `weight_scale_inv` (F32) per
+//    weight_block_size block, [128, 128] as transformers writes it;
+//  - "compressed-tensors" with format float-quantized or naive-quantized and 8-bit float weights:
+//    `weight` F8_E4M3 and `weight_scale` per tensor ([1] or []) or per output channel ([out, 1]);
+//    `input_scale` (static activation quantization) is accepted and not used.
+// Anything else (another quant_method, int or packed formats, activation-only groups, other
+// strategies) is an Error naming config.json and the field, so nothing loads misread.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace loft::llama {
+
+struct Fp8Checkpoint {
+  enum class Granularity { Tensor, Channel, Block };
+
+  std::string quant_method;  // "fp8" or "compressed-tensors"
+  std::string format;        // compressed-tensors' format ("float-quantized"); "" for "fp8"
+  Granularity granularity = Granularity::Block;
+  int64_t block_rows = 0, block_cols = 0;  // Block only
+  std::string scale_name;                  // replaces "weight": "weight_scale_inv", "weight_scale"
+  std::string zero_point_name;             // "weight_zero_point" (compressed-tensors), else ""
+  std::vector<std::string> not_quantized;  // `ignore` / `modules_to_not_convert`, as listed
+
+  // The block one scale covers in a weight [out, in].
+  std::pair<int64_t, int64_t> block_for(int64_t out, int64_t in) const;
+  // "fp8 e4m3, block 128x128 (transformers fp8)", "fp8 e4m3, per-channel (compressed-tensors
+  // float-quantized)".
+  std::string describe() const;
+  // {method, format, weights: "e4m3", granularity, block, scale_tensor, not_quantized, description}.
+  nlohmann::json to_json() const;
+};
+
+// nullopt when `config` (config.json's object) has no quantization_config; the parsed scheme
+// otherwise. Throws Error naming `source` and the field when it is not one loft reads.
+std::optional<Fp8Checkpoint> parse_fp8_checkpoint(const nlohmann::json& config,
+                                                  const std::string& source);
+
+}  // namespace loft::llama
