@@ -22,6 +22,7 @@ void build_cli(CLI::App& root) {
   add_evaluate_command(root);
   add_generate_command(root);
   add_data_command(root);
+  add_tokenize_command(root);
   add_bench_command(root);
   add_pending_commands(root);
 }

@@ -32,13 +32,14 @@ std::unique_ptr<Tokenizer> tokenizer_for(const DataInspectArgs& a) {
 
 void run_inspect(DataInspectArgs a) {
   // The same parsing and checks as training, so inspect reads the data exactly as finetune would.
-  const data::DataConfig c = resolve_data_config(a.data, /*batch_rows=*/1, /*seed=*/0);
+  data::DataConfig c = resolve_data_config(a.data, /*batch_rows=*/1, /*seed=*/0);
   a.opt.format = c.format;
   a.opt.chat_template = c.chat_template;
   a.opt.seq = c.seq;
   a.opt.train_on_inputs = c.train_on_inputs;
   a.opt.on_bad_record = c.on_bad_record;
   const auto tok = tokenizer_for(a);
+  if (!a.model.empty()) a.opt.model_template = use_model_chat_template(c, a.model).family;
   for (size_t i = 0; i < a.data.data.size(); ++i) {
     const data::FileInspection r = data::inspect_file(a.data.data[i], a.opt, *tok);
     if (i) std::cout << '\n';
@@ -62,7 +63,7 @@ void add_data_command(CLI::App& root) {
       "(not loaded): token lengths before truncation, and what truncation to --seq keeps.");
   auto a = std::make_shared<DataInspectArgs>();
   add_data_options(*cmd, a->data, DataUse::inspection);
-  cmd->add_option("--model", a->model, "Hugging Face model folder whose tokenizer.model to use");
+  cmd->add_option("--model", a->model, "Hugging Face model folder whose tokenizer (and tokenizer_config.json chat template) to use");
   cmd->add_option("--tokenizer", a->tokenizer_file, "a SentencePiece tokenizer.model file");
   cmd->add_option("--examples", a->opt.examples, "examples to render per file")->capture_default_str();
   cmd->callback([a] { run_inspect(*a); });

@@ -1,6 +1,7 @@
 // loft finetune: train an adapter on a dataset. Resolves options (method defaults from
 // METHODS.md, overridable), prints the plan with its memory budget, then hands over to the
-// Trainer; the final adapter is written in PEFT's layout to RUN/adapter.
+// Trainer; the final adapter is written in PEFT's layout to RUN/adapter, with a
+// generation_config.json holding every stop id (the model's and the trained end-of-turn token).
 #include <fstream>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/peft/method_record.h"
 #include "engine/train/trainer.h"
+#include "models/llama/generation_config.h"
 #include "models/llama/loading.h"
 #include "models/llama/memory_estimate.h"
 #include "tokenizer/tokenizer.h"
@@ -102,6 +104,24 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     }
 }
 
+// A model trained with a template learns to end its turns with that template's end-of-turn token,
+// so generation must stop there too, even where the model's own files do not list it.
+void add_trained_stops(llama::GenerationSettings& gen, const data::DataLoader& loader, const Tokenizer& tok) {
+  for (const auto& src : loader.sources())
+    gen.add_stop(end_of_turn_id(src->chat_template(), tok), cat("chat template ", chat_template_name(src->chat_template())));
+}
+
+// Each file's format and template (and where the template came from), and the stop ids.
+void print_data_plan(std::ostream& os, const data::DataLoader& loader, const llama::GenerationSettings& gen) {
+  for (const auto& src : loader.sources())
+    os << "  data       " << src->path().string() << ": " << data::record_format_name(src->format()) << ", template "
+       << chat_template_name(src->chat_template()) << " (" << data::template_origin_text(src->template_origin())
+       << ")\n";
+  os << "  stop ids  ";
+  for (int32_t id : gen.stop_ids()) os << ' ' << id;
+  os << (gen.stops.empty() ? " none\n" : "\n");
+}
+
 // The method: an --init-adapter's record (or LoRA for a PEFT-made one) unless --method names
 // another; explicit --halo-level/--halo-format override the recorded HALO options.
 MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter>& init) {
@@ -156,7 +176,9 @@ void run_finetune(const FinetuneOptions& in) {
   if (o.max_grad_norm < 0) o.max_grad_norm = d.max_grad_norm;
 
   auto tok = load_tokenizer(o.model);
-  const data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
+  data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
+  use_model_chat_template(dc, o.model);
+  llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
 
   TrainerConfig tc;
@@ -187,6 +209,8 @@ void run_finetune(const FinetuneOptions& in) {
   print_plan(std::cout, o, cfg, m, tc, o.micro_batch, device, trainable);
 
   LoaderSource source(data::DataLoader::training(dc, *tok), device);
+  add_trained_stops(gen, source.loader(), *tok);
+  print_data_plan(std::cout, source.loader(), gen);
   Trainer trainer(*model, source, tc, &std::cout);
   if (data::DataLoader::has_validation(dc)) {
     trainer.set_evaluator([&] {
@@ -211,11 +235,12 @@ void run_finetune(const FinetuneOptions& in) {
                      {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
                      {"batch", o.batch},       {"micro_batch", o.micro_batch},
                      {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()},
-                     {"method_record", method_options_to_json(m)}}
+                     {"stop_ids", gen.stop_ids()}, {"method_record", method_options_to_json(m)}}
               .dump(2) + "\n");
   trainer.run();
   const fs::path adapter_dir = tc.run_dir / "adapter";
   save_peft_adapter(adapter_dir, llama::extract_adapter(*model, m, o.model));
+  write_file_atomic(adapter_dir / "generation_config.json", gen.to_generation_config_json().dump(2) + "\n");
   std::cout << "adapter written to " << adapter_dir.string() << " after " << trainer.step()
             << " steps\n";
   const auto stats = source.loader().stats();
@@ -227,7 +252,7 @@ void run_finetune(const FinetuneOptions& in) {
 void add_finetune_command(CLI::App& root) {
   auto o = std::make_shared<FinetuneOptions>();
   CLI::App* cmd = root.add_subcommand("finetune", "train an adapter on a dataset");
-  cmd->add_option("--model", o->model, "Hugging Face Llama folder (config.json, *.safetensors, tokenizer.model)")
+  cmd->add_option("--model", o->model, "Hugging Face Llama folder (config.json, *.safetensors, tokenizer.json or tokenizer.model)")
       ->required();
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();

@@ -1,11 +1,14 @@
 // loft info: describes a Hugging Face Llama folder (architecture, exact parameter count, stored
-// dtypes, an FP8 checkpoint's quantization) and prints the per-method training memory estimate from models/llama/memory_estimate.
+// dtypes, an FP8 checkpoint's quantization, the tokenizer with its chat template and stop ids:
+// app/tokenizer_info) and prints the per-method training memory estimate from
+// models/llama/memory_estimate.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/tokenizer_info.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensors_checkpoint.h"
 #include "models/llama/config.h"
@@ -108,7 +111,8 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
 }
 
 void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfig& c,
-                const SafetensorsCheckpoint& ck, const std::vector<llama::MethodMemory>& methods) {
+                const SafetensorsCheckpoint& ck, const std::vector<llama::MethodMemory>& methods,
+                const TokenizerInfo& tok) {
   out << "model         " << o.model;
   if (!c.architecture.empty()) out << " (" << c.architecture << ")";
   out << "\narchitecture  " << c.num_layers << " layers, hidden " << c.hidden_size
@@ -128,6 +132,7 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
     }
     out << "\n";
   }
+  print_tokenizer_text(out, tok);
   out << "\nmemory estimate for training: batch " << o.estimate.batch
       << " x seq " << o.estimate.seq << ", LoRA rank " << o.estimate.lora_rank
       << ", bf16 activations, activation checkpointing off\n";
@@ -155,10 +160,14 @@ void run_info(const InfoOptions& o) {
   const auto cfg = llama::load_llama_config(o.model);
   const auto ck = SafetensorsCheckpoint::open(o.model);
   const auto methods = llama::estimate_training_memory(cfg, o.estimate);
-  if (o.json)
-    std::cout << to_json(o, cfg, ck, methods).dump(2) << '\n';
-  else
-    print_text(std::cout, o, cfg, ck, methods);
+  const TokenizerInfo tok = describe_tokenizer(o.model);
+  if (o.json) {
+    nlohmann::json j = to_json(o, cfg, ck, methods);
+    add_tokenizer_json(j, tok);
+    std::cout << j.dump(2) << '\n';
+  } else {
+    print_text(std::cout, o, cfg, ck, methods, tok);
+  }
   std::cout.flush();
 }
 

@@ -1,5 +1,7 @@
 #include "app/data_options.h"
 
+#include <iostream>
+
 namespace loft::app {
 
 void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
@@ -13,7 +15,8 @@ void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
                  "record format: alpaca, messages, sharegpt, prompt_completion, text, gsm8k "
                  "(default: detected from the first record)");
   cmd.add_option("--template", o.chat_template,
-                 "prompt template: alpaca, llama2, llama3, chatml, plain (default: per format)");
+                 "prompt template: auto, alpaca, llama2, llama3, llama3.1, chatml, plain (default auto: the "
+                 "model's chat template from tokenizer_config.json when loft knows its family, else per format)");
   cmd.add_option("--seq", o.seq, "tokens per row; longer examples are truncated")->capture_default_str();
   cmd.add_flag("--train-on-inputs", o.train_on_inputs, "also train prompt tokens");
   cmd.add_option("--on-bad-record", o.on_bad_record, "skip or fail on a bad record")->capture_default_str();
@@ -33,7 +36,7 @@ data::DataConfig resolve_data_config(const DataOptions& o, int64_t batch_rows, u
   for (const auto& d : o.val_data) c.val.push_back(data::parse_data_spec(d));
   c.val_fraction = o.val_fraction;
   if (!o.format.empty()) c.format = data::parse_record_format(o.format);
-  if (!o.chat_template.empty()) c.chat_template = parse_chat_template(o.chat_template);
+  if (!o.chat_template.empty() && o.chat_template != "auto") c.chat_template = parse_chat_template(o.chat_template);
   c.seq = o.seq;
   c.batch_rows = batch_rows;
   c.packing = o.packing;
@@ -46,6 +49,14 @@ data::DataConfig resolve_data_config(const DataOptions& o, int64_t batch_rows, u
   c.on_bad_record = data::parse_bad_record_policy(o.on_bad_record);
   data::validate(c);
   return c;
+}
+
+ChatTemplateDetection use_model_chat_template(data::DataConfig& c, const std::filesystem::path& model_dir) {
+  ChatTemplateDetection d = detect_chat_template(model_dir);
+  c.model_template = d.family;
+  if (d.has_chat_template && !d.family && !c.chat_template)
+    std::cerr << "note: " << d.summary() << "; using the record format's default template (--template picks one)\n";
+  return d;
 }
 
 }  // namespace loft::app

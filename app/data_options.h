@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "datasets/data_config.h"
+#include "tokenizer/chat_template_detect.h"
 
 namespace loft::app {
 
@@ -28,5 +29,9 @@ void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use);
 // `steps_given`: with --steps and no --epochs, the data repeats until the steps are done.
 data::DataConfig resolve_data_config(const DataOptions& o, int64_t batch_rows, uint64_t seed,
                                      bool steps_given = false);
+
+// Sets c.model_template from MODEL_DIR/tokenizer_config.json's chat_template (what --template auto
+// uses), noting on stderr a chat template of no known family. Throws loft::Error for a bad file.
+ChatTemplateDetection use_model_chat_template(data::DataConfig& c, const std::filesystem::path& model_dir);
 
 }  // namespace loft::app

@@ -44,19 +44,29 @@ void validate(const DataConfig& c) {
   if (c.max_record_bytes < 1) throw UsageError("the record size limit must be positive");
 }
 
-ChatTemplate default_template(RecordFormat format, const Tokenizer& tok) {
+ChatTemplate default_template(RecordFormat format, const Tokenizer& tok, std::optional<ChatTemplate> model_template) {
   switch (format) {
-    case RecordFormat::alpaca:
-    case RecordFormat::gsm8k: return ChatTemplate::alpaca;
     case RecordFormat::text:
     case RecordFormat::prompt_completion: return ChatTemplate::plain;
+    case RecordFormat::alpaca:
+    case RecordFormat::gsm8k: return model_template.value_or(ChatTemplate::alpaca);
     case RecordFormat::messages:
     case RecordFormat::sharegpt:
+      if (model_template) return *model_template;
       if (tok.special_id("<|start_header_id|>") >= 0) return ChatTemplate::llama3;
       if (tok.special_id("<|im_start|>") >= 0) return ChatTemplate::chatml;
       return ChatTemplate::llama2;
   }
   return ChatTemplate::plain;
+}
+
+std::string_view template_origin_text(TemplateOrigin origin) {
+  switch (origin) {
+    case TemplateOrigin::option: return "from --template";
+    case TemplateOrigin::model: return "auto-detected from the model's tokenizer_config.json";
+    case TemplateOrigin::format: return "the record format's default";
+  }
+  return "?";
 }
 
 }  // namespace loft::data

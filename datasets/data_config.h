@@ -24,6 +24,8 @@ struct DataConfig {
   double val_fraction = 0.0;                  // --val-fraction: hold out this share of --data records
   std::optional<RecordFormat> format;         // --format (default: detected per file from its first record)
   std::optional<ChatTemplate> chat_template;  // --template (default: per format, see default_template)
+  // The family of the model's own chat template (tokenizer_config.json), when loft knows it.
+  std::optional<ChatTemplate> model_template;
   int64_t seq = 512;                          // --seq: tokens per row; longer examples are truncated
   int64_t batch_rows = 8;                     // --batch-size: rows per batch
   bool packing = true;                        // --packing / --no-packing
@@ -44,9 +46,17 @@ BadRecordPolicy parse_bad_record_policy(std::string_view name);
 // Checks option values and their combinations; throws loft::UsageError naming the option.
 void validate(const DataConfig& config);
 
-// The template used for a format when --template is not given: Alpaca's prompt for instruction
-// data (alpaca, gsm8k), plain for text and prompt/completion, and for chats the tokenizer's own
-// format (Llama-3 header tokens, else ChatML tokens, else Llama-2 [INST]).
-ChatTemplate default_template(RecordFormat format, const Tokenizer& tok);
+// The template used for a format when --template is not given. Text and prompt/completion records
+// are plain (a continuation, as TRL treats string prompt/completion). Chats (messages, sharegpt) and
+// instruction data (alpaca, gsm8k: the instruction, with its input, is the user turn) use the
+// model's chat template when `model_template` names its family; without one, instruction data
+// uses Alpaca's prompt and chats the tokenizer's own markers (Llama-3 header tokens, else ChatML
+// tokens, else Llama-2 [INST]).
+ChatTemplate default_template(RecordFormat format, const Tokenizer& tok,
+                              std::optional<ChatTemplate> model_template = std::nullopt);
+
+// Where a source's template came from, for `loft data inspect` and the finetune plan.
+enum class TemplateOrigin { option, model, format };
+std::string_view template_origin_text(TemplateOrigin origin);
 
 }  // namespace loft::data

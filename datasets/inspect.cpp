@@ -45,6 +45,7 @@ FileInspection inspect_file(const std::filesystem::path& path, const InspectOpti
   config.train = {{path}};
   config.format = opt.format;
   config.chat_template = opt.chat_template;
+  config.model_template = opt.model_template;
   config.seq = opt.seq;
   config.train_on_inputs = opt.train_on_inputs;
   config.on_bad_record = opt.on_bad_record;
@@ -55,6 +56,7 @@ FileInspection inspect_file(const std::filesystem::path& path, const InspectOpti
   r.path = path;
   r.format = src.format();
   r.chat_template = src.chat_template();
+  r.template_origin = src.template_origin();
   while (auto rec = src.next()) {
     TokenizedExample ex = tokenize_conversation(rec->conv, r.chat_template, tok, opt.train_on_inputs);
     const int64_t tokens = int64_t(ex.size()), trained = ex.trained_count();
@@ -75,7 +77,9 @@ FileInspection inspect_file(const std::filesystem::path& path, const InspectOpti
 
 void print_inspection(std::ostream& out, const FileInspection& r, const InspectOptions& opt) {
   out << "== " << r.path.string() << " (format " << record_format_name(r.format) << ", template "
-      << chat_template_name(r.chat_template) << (opt.train_on_inputs ? ", training on inputs" : "") << ")\n";
+      << chat_template_name(r.chat_template);
+  if (r.template_origin == TemplateOrigin::model) out << ' ' << template_origin_text(r.template_origin);
+  out << (opt.train_on_inputs ? ", training on inputs" : "") << ")\n";
   for (size_t i = 0; i < r.shown.size(); ++i) {
     const ShownExample& e = r.shown[i];
     out << "-- example " << i + 1 << " at " << e.where << ": " << e.tokens << " tokens, " << e.trained

@@ -22,6 +22,7 @@ inline constexpr std::string_view kTrainedOpen = "[[", kTrainedClose = "]]";
 struct InspectOptions {
   std::optional<RecordFormat> format;         // --format (default: detected)
   std::optional<ChatTemplate> chat_template;  // --template (default: per format)
+  std::optional<ChatTemplate> model_template; // the model's chat template family (see DataConfig)
   int64_t seq = 512;                          // --seq
   int64_t examples = 3;                       // --examples: how many to render per file
   bool train_on_inputs = false;               // --train-on-inputs
@@ -39,6 +40,7 @@ struct FileInspection {
   std::filesystem::path path;
   RecordFormat format = RecordFormat::text;
   ChatTemplate chat_template = ChatTemplate::plain;
+  TemplateOrigin template_origin = TemplateOrigin::format;
   LengthStats lengths;            // tokens per example, before truncation
   int64_t trained_tokens = 0;     // before truncation
   int64_t truncated = 0;          // examples longer than --seq

@@ -29,7 +29,11 @@ Source::Source(const DataSource& spec, const DataConfig& config, Split split, in
       seed_(config.seed),
       on_bad_(config.on_bad_record) {
   format_ = detect(config);
-  template_ = config.chat_template.value_or(default_template(format_, tok));
+  template_ = config.chat_template.value_or(default_template(format_, tok, config.model_template));
+  const bool plain_format = format_ == RecordFormat::text || format_ == RecordFormat::prompt_completion;
+  template_origin_ = config.chat_template                      ? TemplateOrigin::option
+                     : config.model_template && !plain_format ? TemplateOrigin::model
+                                                              : TemplateOrigin::format;
 }
 
 RecordFormat Source::detect(const DataConfig& config) {

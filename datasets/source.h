@@ -38,6 +38,7 @@ class Source {
   const std::filesystem::path& path() const { return reader_->path(); }
   RecordFormat format() const { return format_; }
   ChatTemplate chat_template() const { return template_; }
+  TemplateOrigin template_origin() const { return template_origin_; }
   int64_t passes_done() const { return passes_done_; }
   void finish_pass() { ++passes_done_; }
   int64_t records_in_pass() const { return records_in_pass_; }
@@ -61,6 +62,7 @@ class Source {
   BadRecordPolicy on_bad_;
   RecordFormat format_ = RecordFormat::text;
   ChatTemplate template_ = ChatTemplate::plain;
+  TemplateOrigin template_origin_ = TemplateOrigin::format;
   int64_t passes_done_ = 0, records_in_pass_ = 0, skipped_ = 0;
   std::string first_skip_reason_;
 };

@@ -24,6 +24,9 @@ constexpr std::string_view kSysOpen = "<<SYS>>\n", kSysClose = "\n<</SYS>>\n\n";
 // per message "<|start_header_id|>{role}<|end_header_id|>\n\n{content stripped}<|eot_id|>".
 constexpr std::string_view kStartHeader = "<|start_header_id|>", kEndHeader = "<|end_header_id|>";
 constexpr std::string_view kEotId = "<|eot_id|>";
+// Llama 3.1 Instruct's chat_template (also 3.3's) without tools: a system block always comes
+// first, holding this preamble and then the first message's content when that is a system one.
+constexpr std::string_view kLlama31Preamble = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
 
 // ChatML, as in OpenAI's ChatML description and HF chat templates:
 // "<|im_start|>{role}\n{content}<|im_end|>\n" per message.
@@ -44,6 +47,12 @@ std::string replace_all(std::string s, std::string_view key, std::string_view va
 
 // The user text a chat template shows: Alpaca's input, if any, follows the instruction.
 std::string user_text(const Turn& t) { return t.input.empty() ? t.text : t.text + "\n\n" + t.input; }
+
+// An end-of-turn marker's id, else EOS (so the model learns to stop even without the marker).
+int32_t marker_or_eos(const Tokenizer& tok, std::string_view spelled) {
+  const int32_t sid = tok.special_id(spelled);
+  return sid >= 0 ? sid : tok.eos_id();
+}
 
 class PieceBuilder {
  public:
@@ -70,11 +79,8 @@ class PieceBuilder {
     else
       text(spelled, response);
   }
-  // An end-of-turn marker: its id, else EOS (so the model learns to stop even without it).
-  void end_of_turn(std::string_view spelled, bool response) {
-    const int32_t sid = tok_.special_id(spelled);
-    id(sid >= 0 ? sid : tok_.eos_id(), response);
-  }
+  // An end-of-turn marker (see marker_or_eos).
+  void end_of_turn(std::string_view spelled, bool response) { id(marker_or_eos(tok_, spelled), response); }
   std::vector<TemplatePiece> take() { return std::move(pieces_); }
 
  private:
@@ -128,25 +134,41 @@ void render_llama2(const Conversation& conv, PieceBuilder& b) {
       true);
 }
 
-void render_llama3(const Conversation& conv, PieceBuilder& b) {
+void llama3_header(PieceBuilder& b, std::string_view role) {
+  b.marker(kStartHeader);
+  b.text(role);
+  b.marker(kEndHeader);
+  b.text("\n\n");
+}
+
+void render_llama3(const Conversation& conv, PieceBuilder& b, bool llama31) {
   b.bos();
-  for (const Turn& t : conv.turns) {
+  size_t first = 0;
+  if (llama31) {
+    llama3_header(b, "system");
+    b.text(kLlama31Preamble);
+    if (!conv.turns.empty() && conv.turns[0].role == Role::system) b.text(strip(conv.turns[first++].text));
+    b.end_of_turn(kEotId, false);
+  }
+  for (size_t i = first; i < conv.turns.size(); ++i) {
+    const Turn& t = conv.turns[i];
     const bool response = t.role == Role::assistant;
-    b.marker(kStartHeader);
-    b.text(role_name(t.role));
-    b.marker(kEndHeader);
-    b.text("\n\n");
+    llama3_header(b, role_name(t.role));
     b.text(strip(response ? t.text : user_text(t)), response);
     b.end_of_turn(kEotId, response);
   }
+}
+
+void chatml_header(PieceBuilder& b, std::string_view role) {
+  b.marker(kImStart);
+  b.text(std::string(role) + "\n");
 }
 
 void render_chatml(const Conversation& conv, PieceBuilder& b) {
   b.bos();
   for (const Turn& t : conv.turns) {
     const bool response = t.role == Role::assistant;
-    b.marker(kImStart);
-    b.text(std::string(role_name(t.role)) + "\n");
+    chatml_header(b, role_name(t.role));
     b.text(response ? t.text : user_text(t), response);
     b.end_of_turn(kImEnd, response);
     b.text("\n");
@@ -178,10 +200,10 @@ std::string_view role_name(Role role) {
 }
 
 ChatTemplate parse_chat_template(std::string_view name) {
-  for (ChatTemplate t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::llama3, ChatTemplate::chatml,
-                         ChatTemplate::plain})
+  for (ChatTemplate t : kAllChatTemplates)
     if (chat_template_name(t) == name) return t;
-  throw UsageError(cat("--template: unknown template '", name, "' (expected alpaca, llama2, llama3, chatml or plain)"));
+  throw UsageError(
+      cat("--template: unknown template '", name, "' (expected alpaca, llama2, llama3, llama3.1, chatml or plain)"));
 }
 
 std::string_view chat_template_name(ChatTemplate t) {
@@ -189,22 +211,38 @@ std::string_view chat_template_name(ChatTemplate t) {
     case ChatTemplate::alpaca: return "alpaca";
     case ChatTemplate::llama2: return "llama2";
     case ChatTemplate::llama3: return "llama3";
+    case ChatTemplate::llama31: return "llama3.1";
     case ChatTemplate::chatml: return "chatml";
     case ChatTemplate::plain: return "plain";
   }
   return "?";
 }
 
-std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& conv, const Tokenizer& tok) {
+std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& conv, const Tokenizer& tok,
+                                           bool add_generation_prompt) {
   PieceBuilder b(tok);
   switch (t) {
     case ChatTemplate::alpaca: render_alpaca(conv, b); break;
     case ChatTemplate::llama2: render_llama2(conv, b); break;
-    case ChatTemplate::llama3: render_llama3(conv, b); break;
+    case ChatTemplate::llama3:
+    case ChatTemplate::llama31: render_llama3(conv, b, t == ChatTemplate::llama31); break;
     case ChatTemplate::chatml: render_chatml(conv, b); break;
     case ChatTemplate::plain: render_plain(conv, b); break;
   }
+  if (add_generation_prompt) {
+    if (t == ChatTemplate::llama3 || t == ChatTemplate::llama31) llama3_header(b, role_name(Role::assistant));
+    if (t == ChatTemplate::chatml) chatml_header(b, role_name(Role::assistant));
+  }
   return b.take();
+}
+
+int32_t end_of_turn_id(ChatTemplate t, const Tokenizer& tok) {
+  switch (t) {
+    case ChatTemplate::llama3:
+    case ChatTemplate::llama31: return marker_or_eos(tok, kEotId);
+    case ChatTemplate::chatml: return marker_or_eos(tok, kImEnd);
+    default: return tok.eos_id();
+  }
 }
 
 std::string rendered_text(const std::vector<TemplatePiece>& pieces, const Tokenizer& tok) {

@@ -5,6 +5,9 @@
 //
 // Pieces are encoded one by one, so a tokenizer that adds a leading space to each encode call
 // (SentencePiece's dummy prefix) gives the space that separates e.g. "[/INST]" from the answer.
+// For byte-level BPE (Llama 3) this equals encoding the whole rendered string as Hugging Face
+// does only where pieces meet at pre-tokenizer boundaries; the Llama 3 templates meet there
+// (special tokens, and "\n\n" before stripped content), which tests/tokenizer checks.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,7 +34,13 @@ struct Conversation {
   std::vector<Turn> turns;
 };
 
-enum class ChatTemplate { alpaca, llama2, llama3, chatml, plain };
+// llama3.1 is Llama 3.1/3.2/3.3 Instruct's format: llama3 plus a system block that always opens
+// the chat with "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" before the
+// system prompt (3.1/3.3's fixed date; 3.2 renders today's date under transformers, which would
+// make training data depend on the day it is tokenized).
+enum class ChatTemplate { alpaca, llama2, llama3, llama31, chatml, plain };
+inline constexpr ChatTemplate kAllChatTemplates[] = {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::llama3,
+                                                     ChatTemplate::llama31, ChatTemplate::chatml, ChatTemplate::plain};
 // Throws loft::UsageError naming --template for an unknown name.
 ChatTemplate parse_chat_template(std::string_view name);
 std::string_view chat_template_name(ChatTemplate t);
@@ -45,8 +54,15 @@ struct TemplatePiece {
 // Renders `conv` with template `t`. Adjacent text pieces of the same kind are merged. The
 // tokenizer supplies BOS/EOS and special ids (Tokenizer::special_id); a special marker the
 // tokenizer lacks is written as text, except an end-of-turn marker, which then falls back to EOS so
-// the model still learns to stop.
-std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& conv, const Tokenizer& tok);
+// the model still learns to stop. `add_generation_prompt` appends what opens the next assistant
+// turn (the assistant header of llama3/chatml; the other templates' prompts already end there),
+// for `generate` to continue from.
+std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& conv, const Tokenizer& tok,
+                                           bool add_generation_prompt = false);
+
+// The id that ends an assistant turn under `t` (<|eot_id|>, <|im_end|>, else EOS): what a model
+// trained with the template learns to emit, so generation must stop at it. -1 when there is none.
+int32_t end_of_turn_id(ChatTemplate t, const Tokenizer& tok);
 
 // The text of the rendered pieces with ids shown by Tokenizer::piece (for `loft data inspect`).
 std::string rendered_text(const std::vector<TemplatePiece>& pieces, const Tokenizer& tok);

@@ -84,6 +84,41 @@ TEST(DataInspectCommand, TemplateFormatAndTrainOnInputsOptions) {
   EXPECT_TRUE(test::contains(r.err, "chat.jsonl:1:"));
 }
 
+// A model folder whose tokenizer_config.json carries a Llama-2 chat template: Alpaca instructions
+// become [INST] user turns unless --template says otherwise; a template of no known family is noted.
+TEST(DataInspectCommand, ChatTemplateAutoDetectedFromTokenizerConfig) {
+  test::TempDir dir;
+  for (const char* f : {"config.json", "tokenizer.model"})
+    std::filesystem::copy_file(std::filesystem::path(kStoriesModel) / f, dir / f);
+  test::write_file(dir / "tokenizer_config.json",
+                   R"({"chat_template": "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"})");
+  const std::string model = dir.path().string(), alpaca = data("alpaca/alpaca_tiny.json");
+  for (const char* tmpl : {"", "auto"}) {
+    std::vector<std::string> args = {"data", "inspect", alpaca, "--model", model, "--examples", "1"};
+    if (*tmpl) args.insert(args.end(), {"--template", tmpl});
+    const auto r = run_cli_captured(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(test::contains(r.out, "(format alpaca, template llama2 auto-detected from the model's tokenizer_config.json)"));
+    EXPECT_TRUE(test::contains(r.out, "<bos>[INST] Give three tips for staying healthy. [/INST][["));
+  }
+  auto r = run_cli_captured({"data", "inspect", alpaca, "--model", model, "--template", "alpaca", "--examples", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.out, "(format alpaca, template alpaca)"));
+  // Text stays a plain continuation under a chat model.
+  r = run_cli_captured({"data", "inspect", data("tinystories/tinystories_sample.txt"), "--model", model});
+  EXPECT_TRUE(test::contains(r.out, "(format text, template plain)"));
+
+  test::write_file(dir / "tokenizer_config.json", R"({"chat_template": "{{ '<start_of_turn>' }}"})");
+  r = run_cli_captured({"data", "inspect", alpaca, "--model", model, "--examples", "0"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.out, "(format alpaca, template alpaca)"));
+  EXPECT_TRUE(test::contains(r.err, "note: tokenizer_config.json chat_template is of no family loft knows"));
+  test::write_file(dir / "tokenizer_config.json", R"({"chat_template": 7})");
+  r = run_cli_captured({"data", "inspect", alpaca, "--model", model});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(test::contains(r.err, "tokenizer_config.json: field chat_template must be"));
+}
+
 TEST(DataInspectCommand, BadRecordsFailWithFileAndLineOrAreSkipped) {
   test::TempDir dir;
   test::write_file(dir / "a.jsonl", "{\"text\": \"one\"}\n{\"text\": \"two\"\n{\"text\": \"three\"}\n");

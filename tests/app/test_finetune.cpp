@@ -36,13 +36,7 @@ std::vector<std::string> base_args(const fs::path& out, int steps) {
           "--lora-rank", "8", "--device", "cpu", "--seed", "7"};
 }
 
-std::vector<nlohmann::json> read_metrics(const fs::path& run) {
-  std::ifstream f(run / "metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  for (std::string line; std::getline(f, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
+std::vector<nlohmann::json> read_metrics(const fs::path& run) { return test::read_jsonl(run / "metrics.jsonl"); }
 
 TEST(Finetune, LossFallsAndWritesMetricsAndPeftAdapter) {
   test::TempDir dir;
@@ -58,6 +52,12 @@ TEST(Finetune, LossFallsAndWritesMetricsAndPeftAdapter) {
   const PeftAdapter a = load_peft_adapter(dir / "run" / "adapter");
   EXPECT_EQ(a.rank, 8);
   EXPECT_EQ(a.modules.size(), 5u * 7u);
+  // The stop ids travel with the adapter (every source says EOS 2 here) and into run_config.json.
+  EXPECT_TRUE(test::contains(r.out, "  stop ids   2\n"));
+  std::ifstream gen(dir / "run" / "adapter" / "generation_config.json");
+  EXPECT_EQ(nlohmann::json::parse(gen), nlohmann::json::parse(R"({"bos_token_id": 1, "eos_token_id": 2})"));
+  std::ifstream run_config(dir / "run" / "run_config.json");
+  EXPECT_EQ(nlohmann::json::parse(run_config)["stop_ids"], nlohmann::json::array({2}));
 }
 
 // Starts the real binary, waits for `marker` to exist, then kills it with SIGKILL.

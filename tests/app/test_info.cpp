@@ -79,6 +79,44 @@ TEST(InfoCommand, TextReport) {
     EXPECT_TRUE(test::contains(r.out, part));
 }
 
+// The tokenizer part: stories260K-hf has no chat_template, and every file says EOS 2.
+TEST(InfoCommand, TokenizerTemplateAndStopIds) {
+  auto r = run({"info", "--model", model("stories260K-hf"), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& t = j["tokenizer"];
+  EXPECT_FALSE(t["kind"].get<std::string>().empty());
+  EXPECT_EQ(t["vocab_size"], 512);
+  EXPECT_EQ(t["bos"], (nlohmann::json{{"id", 1}, {"text", "<s>"}}));
+  EXPECT_EQ(t["eos"], (nlohmann::json{{"id", 2}, {"text", "</s>"}}));
+  EXPECT_EQ(t["adds_bos"], true);
+  EXPECT_EQ(t["special_tokens"]["count"], t["special_tokens"]["tokens"].size());
+  EXPECT_GE(t["special_tokens"]["count"].get<int>(), 2);
+  EXPECT_EQ(j["chat_template"]["name"], "llama2");  // no header or ChatML tokens: [INST]
+  EXPECT_EQ(j["chat_template"]["auto_detected"], false);
+  EXPECT_EQ(j["chat_template"]["has_chat_template"], false);
+  EXPECT_EQ(j["stop_ids"], nlohmann::json::parse(R"([{"id": 2, "text": "</s>", "from": "generation_config.json"}])"));
+  EXPECT_EQ(j["generation_config"], nlohmann::json::parse(R"({"bos_token_id": 1, "eos_token_id": 2})"));
+  r = run({"info", "--model", model("stories260K-hf")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"tokenizer     ", "vocab 512; BOS <s> (1), added by default; EOS </s> (2)", "special       ",
+                           "chat template llama2 for chat data, from the tokenizer's special tokens "
+                           "(tokenizer_config.json has no chat_template)",
+                           "stop ids      2 </s> (generation_config.json)"})
+    EXPECT_TRUE(test::contains(r.out, part));
+}
+
+// A stop id outside the vocabulary is a runtime error naming the file and field.
+TEST(InfoCommand, BadGenerationConfig) {
+  test::TempDir dir;
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
+    std::filesystem::copy_file(test::data_dir() / "models/stories260K-hf" / f, dir / f);
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, 9999]})";
+  const auto r = run({"info", "--model", dir.path().string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(test::contains(r.err, "generation_config.json: field eos_token_id: token id 9999 is outside the vocabulary"));
+}
+
 TEST(InfoCommand, BadInvocations) {
   EXPECT_EQ(run({"info"}).code, 2);  // --model is required
   auto r = run({"info", "--model", "/definitely/not/here"});

@@ -70,6 +70,14 @@ double rel_error(const Tensor& a, const Tensor& b) {
   return ::testing::AssertionFailure() << "'" << part << "' not in: " << text;
 }
 
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::ifstream f(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 std::vector<unsigned char> read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -39,6 +40,8 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b);
 
 // Error-message checks: EXPECT_TRUE(test::contains(msg, "tensor 'w'")) reports both strings.
 ::testing::AssertionResult contains(const std::string& text, const std::string& part);
+// Every non-empty line of a JSONL file, parsed (metrics.jsonl, say); empty when it cannot be read.
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 // The whole file as bytes (empty when it cannot be read).
 std::vector<unsigned char> read_bytes(const std::filesystem::path& path);
 

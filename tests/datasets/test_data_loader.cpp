@@ -323,6 +323,27 @@ TEST(DataConfig, OptionParsingAndValidation) {
   EXPECT_EQ(default_template(RecordFormat::sharegpt, chatml), ChatTemplate::chatml);
   EXPECT_EQ(default_template(RecordFormat::gsm8k, plain), ChatTemplate::alpaca);
   EXPECT_EQ(default_template(RecordFormat::text, plain), ChatTemplate::plain);
+  // The model's own chat template (tokenizer_config.json) wins for chats and instruction data, so
+  // an Alpaca instruction becomes the user turn of a chat model; text stays a continuation.
+  for (RecordFormat f : {RecordFormat::messages, RecordFormat::sharegpt, RecordFormat::alpaca, RecordFormat::gsm8k})
+    EXPECT_EQ(default_template(f, chatml, ChatTemplate::llama31), ChatTemplate::llama31) << record_format_name(f);
+  EXPECT_EQ(default_template(RecordFormat::text, llama3, ChatTemplate::llama3), ChatTemplate::plain);
+  EXPECT_EQ(default_template(RecordFormat::prompt_completion, llama3, ChatTemplate::llama3), ChatTemplate::plain);
+}
+
+TEST(DataLoader, TemplateOriginSaysWhereEachSourcesTemplateCameFrom) {
+  ByteTokenizer tok;
+  const auto dir = test::data_dir();
+  DataConfig c = config_for({{dir / "alpaca/alpaca_tiny.json"}, {dir / "tinystories/tinystories_sample.txt"}});
+  EXPECT_EQ(DataLoader::training(c, tok).sources()[0]->template_origin(), TemplateOrigin::format);
+  c.model_template = ChatTemplate::llama3;
+  DataLoader loader = DataLoader::training(c, tok);
+  EXPECT_EQ(loader.sources()[0]->chat_template(), ChatTemplate::llama3);
+  EXPECT_EQ(loader.sources()[0]->template_origin(), TemplateOrigin::model);
+  EXPECT_EQ(loader.sources()[1]->template_origin(), TemplateOrigin::format);
+  c.chat_template = ChatTemplate::chatml;
+  EXPECT_EQ(DataLoader::training(c, tok).sources()[0]->template_origin(), TemplateOrigin::option);
+  EXPECT_EQ(DataLoader::training(c, tok).sources()[0]->chat_template(), ChatTemplate::chatml);
 }
 
 }  // namespace

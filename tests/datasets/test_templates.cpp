@@ -2,6 +2,8 @@
 // prompt checked against the canonical `text` field of alpaca_tiny.json.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "datasets/record.h"
 #include "datasets/record_reader.h"
 #include "engine/core/error.h"
@@ -31,9 +33,8 @@ std::string responses(const std::vector<TemplatePiece>& pieces, const Tokenizer&
 }
 
 TEST(Templates, NamesRoundTripAndUnknownIsAUsageError) {
-  for (auto t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::llama3, ChatTemplate::chatml,
-                 ChatTemplate::plain})
-    EXPECT_EQ(parse_chat_template(chat_template_name(t)), t);
+  for (auto t : kAllChatTemplates) EXPECT_EQ(parse_chat_template(chat_template_name(t)), t);
+  EXPECT_EQ(parse_chat_template("llama3.1"), ChatTemplate::llama31);
   EXPECT_THROW(parse_chat_template("vicuna"), UsageError);
 }
 
@@ -115,6 +116,65 @@ TEST(Templates, PlainAndAlpacaInputInChats) {
   const Conversation alpaca{{{Role::user, "Translate.", "Bonjour"}, {Role::assistant, "Hello", {}}}};
   EXPECT_EQ(rendered_text(render_template(ChatTemplate::llama2, alpaca, tok), tok),
             "<s>[INST] Translate.\n\nBonjour [/INST]Hello</s>");
+}
+
+constexpr const char* kLlama3Specials[] = {"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+ByteTokenizer llama3_bytes() { return ByteTokenizer({std::begin(kLlama3Specials), std::end(kLlama3Specials)}); }
+
+// Llama 3.1 Instruct's chat_template (tools unused): the system block always comes first, with
+// the knowledge/today dates, then the first message's content when it is a system one.
+TEST(Templates, Llama31SystemBlock) {
+  const ByteTokenizer tok = llama3_bytes();
+  EXPECT_EQ(rendered_text(render_template(ChatTemplate::llama31, chat(), tok), tok),
+            "<s><|start_header_id|>system<|end_header_id|>\n\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nAgain<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nSure.<|eot_id|>");
+  const Conversation no_system{{{Role::user, "Hi", {}}, {Role::assistant, "Yo", {}}}};
+  const auto pieces = render_template(ChatTemplate::llama31, no_system, tok);
+  EXPECT_EQ(rendered_text(pieces, tok),
+            "<s><|start_header_id|>system<|end_header_id|>\n\n"
+            "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nYo<|eot_id|>");
+  EXPECT_EQ(responses(pieces, tok), "Yo[<|eot_id|>]") << "the system block is never trained";
+}
+
+// A conversation ending with a user turn, rendered for generation: the assistant header follows.
+TEST(Templates, GenerationPrompt) {
+  const ByteTokenizer tok({"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|im_start|>", "<|im_end|>"});
+  const Conversation ask{{{Role::user, "Hi", {}}}};
+  const auto text = [&](ChatTemplate t, bool gen) { return rendered_text(render_template(t, ask, tok, gen), tok); };
+  EXPECT_EQ(text(ChatTemplate::llama3, true),
+            "<s><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(text(ChatTemplate::llama31, true).substr(text(ChatTemplate::llama31, false).size()),
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(text(ChatTemplate::chatml, true), "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // Prompts that already end where the answer starts are unchanged.
+  for (ChatTemplate t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::plain})
+    EXPECT_EQ(text(t, true), text(t, false)) << chat_template_name(t);
+  EXPECT_EQ(text(ChatTemplate::llama2, true), "<s>[INST] Hi [/INST]");
+  for (const auto& p : render_template(ChatTemplate::llama3, ask, tok, true)) EXPECT_FALSE(p.response);
+}
+
+TEST(Templates, EndOfTurnIdIsWhatAssistantTurnsEndWith) {
+  const ByteTokenizer tok({"<|eot_id|>", "<|im_end|>"}), bare;
+  EXPECT_EQ(end_of_turn_id(ChatTemplate::llama3, tok), tok.special_id("<|eot_id|>"));
+  EXPECT_EQ(end_of_turn_id(ChatTemplate::llama31, tok), tok.special_id("<|eot_id|>"));
+  EXPECT_EQ(end_of_turn_id(ChatTemplate::chatml, tok), tok.special_id("<|im_end|>"));
+  for (ChatTemplate t : kAllChatTemplates) {
+    if (t != ChatTemplate::llama3 && t != ChatTemplate::llama31 && t != ChatTemplate::chatml) {
+      EXPECT_EQ(end_of_turn_id(t, tok), ByteTokenizer::kEos) << chat_template_name(t);
+    }
+    EXPECT_EQ(end_of_turn_id(t, bare), ByteTokenizer::kEos) << "without the marker: EOS";
+    // It is the id that closes each assistant turn (the last response piece).
+    const auto pieces = render_template(t, chat(), tok);
+    const auto last = std::find_if(pieces.rbegin(), pieces.rend(), [](const TemplatePiece& p) { return p.response; });
+    ASSERT_NE(last, pieces.rend());
+    EXPECT_EQ(last->id, end_of_turn_id(t, tok)) << chat_template_name(t);
+  }
 }
 
 }  // namespace

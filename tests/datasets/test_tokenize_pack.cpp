@@ -48,6 +48,21 @@ TEST(Tokenize, EveryAssistantTurnOfAConversationIsTrained) {
   EXPECT_EQ(trained_text(tokenize_conversation(c, ChatTemplate::llama2, tok, false)), "a1$a2$");
 }
 
+// Llama 3: each assistant turn trains its text and the <|eot_id|> after it, never the headers.
+TEST(Tokenize, Llama3AssistantTurnsTrainTheirEotId) {
+  ByteTokenizer tok({"<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"});
+  const Conversation c{{{Role::user, "u1", {}}, {Role::assistant, " a1 ", {}}, {Role::user, "u2", {}},
+                        {Role::assistant, "a2", {}}}};
+  const int32_t eot = tok.special_id("<|eot_id|>");
+  for (ChatTemplate t : {ChatTemplate::llama3, ChatTemplate::llama31}) {
+    const TokenizedExample ex = tokenize_conversation(c, t, tok, false);
+    std::string trained;
+    for (size_t i = 0; i < ex.size(); ++i)
+      if (ex.trained[i]) trained += ex.ids[i] == eot ? std::string("|") : std::string(1, char(ex.ids[i] - 3));
+    EXPECT_EQ(trained, "a1|a2|") << chat_template_name(t);
+  }
+}
+
 TEST(Tokenize, TruncationKeepsThePrefix) {
   ByteTokenizer tok;
   TokenizedExample ex = tokenize_conversation({{{Role::assistant, "abcdef", {}}}}, ChatTemplate::plain, tok, false);
