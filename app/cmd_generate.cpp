@@ -1,9 +1,10 @@
 // loft generate: text from a base model or base + adapter, through the KV-cache decoder
 // (models/llama/generate.h). Streams each prompt's tokens to stdout as they are chosen (a
 // StreamDecoder, holding back text that could still become a --stop string); --json writes one
-// object per prompt instead, all prompts decoded as one batch. Stops at any EOS id of the model
-// (config.json's eos_token_id list), at --max-new-tokens, or once the decoded text holds a --stop
-// string (the text is cut before it).
+// object per prompt instead, all prompts decoded as one batch. Stops at any stop id (the model's:
+// generation_config.json, config.json and the tokenizer's EOS; an adapter's generation_config.json
+// adds the end-of-turn token it was trained on), at --max-new-tokens, or once the decoded text
+// holds a --stop string (the text is cut before it).
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "app/commands.h"
 #include "app/model_loading.h"
 #include "models/llama/generate.h"
+#include "models/llama/generation_config.h"
 #include "models/llama/kv_cache.h"
 #include "tokenizer/tokenizer.h"
 
@@ -105,8 +107,9 @@ void run_generate(const GenerateCmdOptions& o) {
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
-  for (int64_t id : m.model->config().eos_token_ids) go.eos_ids.push_back(int32_t(id));
-  if (go.eos_ids.empty() && tok->eos_id() >= 0) go.eos_ids.push_back(tok->eos_id());
+  llama::GenerationSettings stops = llama::load_generation_settings(o.model, *tok);
+  if (!o.adapter.empty()) llama::add_adapter_stops(stops, o.adapter, m.model->config().vocab_size);
+  go.eos_ids = stops.stop_ids();
   const int64_t context = m.model->config().max_position_embeddings;
   std::vector<std::vector<int32_t>> prompts;
   int64_t longest = 0;

@@ -133,4 +133,14 @@ GenerationSettings load_generation_settings(const fs::path& model_dir, const Tok
   return s;
 }
 
+void add_adapter_stops(GenerationSettings& settings, const fs::path& adapter_dir, int64_t vocab) {
+  const fs::path file = adapter_dir / "generation_config.json";
+  if (!fs::exists(file)) return;
+  const GenerationConfig g = GenerationConfig::from_json_text(read_text(file), file.string());
+  for (int64_t id : g.eos_token_ids) {
+    check_in_vocab(id, vocab, "the model", file.string(), "eos_token_id");
+    settings.add_stop(int32_t(id), "adapter generation_config.json");
+  }
+}
+
 }  // namespace loft::llama

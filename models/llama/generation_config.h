@@ -54,4 +54,10 @@ struct GenerationSettings {
 // and the field otherwise, or for a file that does not parse.
 GenerationSettings load_generation_settings(const std::filesystem::path& model_dir, const Tokenizer& tok);
 
+// Adds the eos_token_id(s) of ADAPTER_DIR/generation_config.json (what finetune wrote: the model's
+// stop ids and the end-of-turn token the adapter was trained to emit); nothing when the adapter
+// has no such file (one PEFT made). Throws loft::Error naming the file for an id outside
+// [0, vocab) or a file that does not parse.
+void add_adapter_stops(GenerationSettings& settings, const std::filesystem::path& adapter_dir, int64_t vocab);
+
 }  // namespace loft::llama

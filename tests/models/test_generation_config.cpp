@@ -116,6 +116,23 @@ TEST(GenerationSettings, IdsOutsideTheVocabularyNameTheFile) {
   EXPECT_TRUE(test::contains(e, (cfg.dir / "config.json").string() + ": field eos_token_id: token id 4000"));
 }
 
+// An adapter folder's generation_config.json (what finetune writes) adds its trained end-of-turn id.
+TEST(GenerationSettings, AdapterStopsJoinTheModels) {
+  const test::ByteTokenizer tok;
+  Folder model(json{{"eos_token_id", 2}});
+  llama::GenerationSettings s = llama::load_generation_settings(model.dir.path(), tok);
+  test::TempDir adapter;
+  llama::add_adapter_stops(s, adapter.path(), 512);  // no file (a PEFT-made adapter): nothing
+  EXPECT_EQ(s.stop_ids(), std::vector<int32_t>{2});
+  std::ofstream(adapter / "generation_config.json") << R"({"eos_token_id": [2, 260]})";
+  llama::add_adapter_stops(s, adapter.path(), 512);
+  EXPECT_EQ(s.stop_ids(), (std::vector<int32_t>{2, 260}));
+  EXPECT_EQ(s.stops[1].from, "adapter generation_config.json");
+  std::ofstream(adapter / "generation_config.json") << R"({"eos_token_id": 600})";
+  EXPECT_TRUE(test::contains(error_of([&] { llama::add_adapter_stops(s, adapter.path(), 512); }),
+                             "generation_config.json: field eos_token_id: token id 600 is outside"));
+}
+
 // The Llama-3-shaped checkpoint: config.json and generation_config.json both list
 // <|end_of_text|>, <|eom_id|>, <|eot_id|>; the Instruct tokenizer's EOS is <|eot_id|>.
 TEST(GenerationSettings, Llama3StopIds) {
