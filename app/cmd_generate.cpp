@@ -85,7 +85,7 @@ struct TextState {
 // A stream decoder that has seen the prompt, so the generated text is what follows the prompt in
 // the decoded whole (e.g. the space a SentencePiece-style first token carries).
 std::unique_ptr<StreamDecoder> primed_decoder(const Tokenizer& tok, const std::vector<int32_t>& prompt) {
-  auto d = tok.stream_decoder();
+  auto d = tok.stream_decoder_skip_special();
   for (int32_t id : prompt) d->push(id);
   return d;
 }

@@ -38,16 +38,42 @@ bool config_has_bos_token_id(const std::filesystem::path& config) {
 
 }  // namespace
 
-std::string Tokenizer::decode_skip_special(const std::vector<int32_t>& ids) const {
+// The ids of the special added tokens, sorted.
+static std::vector<int32_t> sorted_special_ids(const Tokenizer& tok) {
   std::vector<int32_t> special;
-  for (const AddedToken& t : added_tokens())
+  for (const AddedToken& t : tok.added_tokens())
     if (t.special) special.push_back(t.id);
   std::sort(special.begin(), special.end());
+  return special;
+}
+
+std::string Tokenizer::decode_skip_special(const std::vector<int32_t>& ids) const {
+  const std::vector<int32_t> special = sorted_special_ids(*this);
   std::vector<int32_t> kept;
   kept.reserve(ids.size());
   for (const int32_t id : ids)
     if (!std::binary_search(special.begin(), special.end(), id)) kept.push_back(id);
   return decode(kept);
+}
+
+namespace {
+class SkipSpecialStreamDecoder final : public StreamDecoder {
+ public:
+  SkipSpecialStreamDecoder(std::unique_ptr<StreamDecoder> inner, std::vector<int32_t> special)
+      : inner_(std::move(inner)), special_(std::move(special)) {}
+  std::string push(int32_t id) override {
+    return std::binary_search(special_.begin(), special_.end(), id) ? std::string() : inner_->push(id);
+  }
+  std::string finish() override { return inner_->finish(); }
+
+ private:
+  std::unique_ptr<StreamDecoder> inner_;
+  std::vector<int32_t> special_;  // sorted
+};
+}  // namespace
+
+std::unique_ptr<StreamDecoder> Tokenizer::stream_decoder_skip_special() const {
+  return std::make_unique<SkipSpecialStreamDecoder>(stream_decoder(), sorted_special_ids(*this));
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& model_dir) {

@@ -49,6 +49,10 @@ class Tokenizer {
   // decode() of `ids` without the special ones (AddedToken::special), as Hugging Face decodes with
   // skip_special_tokens=True (lm-eval's generations, chat output).
   std::string decode_skip_special(const std::vector<int32_t>& ids) const;
+  // stream_decoder() that drops special added tokens (BOS, <|eot_id|>, ...) before decoding, so its
+  // text equals decode_skip_special() of the pushed ids: what generation shows (lm-eval decodes
+  // generations with skip_special_tokens=True).
+  std::unique_ptr<StreamDecoder> stream_decoder_skip_special() const;
   // The text of one id as it appears inside a decoded sequence, after other text: SentencePiece's
   // control ids are empty (a tokenizer.json special token is its text, as decode() writes it), a
   // byte-fallback or byte-level id is its raw bytes (maybe part of a UTF-8 character).
