@@ -11,6 +11,7 @@
 #include "models/llama/loading.h"
 #include "tests/common/cli_capture.h"
 #include "tests/common/test_util.h"
+#include "tests/common/train_a_little.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft {
@@ -55,27 +56,12 @@ MethodOptions halo_int8() {
   return m;
 }
 
-// Trains a few AdamW steps on random tokens, so B is far from zero and the adapter matters.
-void train_a_little(llama::LlamaModel& model) {
-  AdamW opt(model.params(), {});
-  for (uint32_t step = 0; step < 4; ++step) {
-    std::mt19937 rng(step);
-    const Tensor ids = test::random_ids({128}, 512, rng);
-    std::vector<int32_t> v(ids.ptr<int32_t>(), ids.ptr<int32_t>() + 128);
-    const Batch b = make_batch(v, v, {}, 2, 64, Device::cpu());
-    model.forward_backward(b, 1.0f / float(b.target_count));
-    opt.step(1e-2);
-    opt.zero_grad();
-    model.after_step();
-  }
-}
-
 TEST(AdapterMethod, HaloAdapterEvaluatesAsTheTrainedModel) {
   test::TempDir dir;
   const fs::path text = write_text(dir);
   std::mt19937_64 rng(3);
   auto model = llama::load_model(model_dir(), Device::cpu(), make_linear_factory(halo_int8(), rng));
-  train_a_little(*model);
+  test::train_a_little(*model, 4);
   const double trained = ppl_of(*model, text);
   save_peft_adapter(dir / "halo",
                     llama::extract_adapter(*model, halo_int8(), model_dir().string()));

@@ -12,6 +12,7 @@
 #include "tests/common/cli_capture.h"
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
+#include "tests/common/train_a_little.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft {
@@ -21,20 +22,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 fs::path model_dir() { return test::data_dir() / "models" / "stories260K-hf"; }
-
-void train_a_little(llama::LlamaModel& model) {
-  AdamW opt(model.params(), {});
-  for (uint32_t step = 0; step < 3; ++step) {
-    std::mt19937 rng(step);
-    const Tensor ids = test::random_ids({128}, 512, rng);
-    std::vector<int32_t> v(ids.ptr<int32_t>(), ids.ptr<int32_t>() + 128);
-    const Batch b = make_batch(v, v, {}, 2, 64, Device::cpu());
-    model.forward_backward(b, 1.0f / float(b.target_count));
-    opt.step(1e-2);
-    opt.zero_grad();
-    model.after_step();
-  }
-}
 
 class EvaluateAdapter : public ::testing::TestWithParam<std::string> {};
 
@@ -47,7 +34,7 @@ TEST_P(EvaluateAdapter, ScoresTheTrainedModel) {
   test::TempDir dir;
   std::mt19937_64 rng(3);
   auto model = llama::load_model(model_dir(), Device::cpu(), make_linear_factory(m, rng));
-  train_a_little(*model);
+  test::train_a_little(*model, 3);
   save_peft_adapter(dir / "a", llama::extract_adapter(*model, m, model_dir().string()));
 
   const auto tok = load_tokenizer(model_dir());
