@@ -107,7 +107,7 @@ void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenize
   mo.offset = o.offset;
   mo.limit = o.limit;
   mo.max_length = model.config().max_position_embeddings;
-  mo.slots = std::max<int64_t>(1, o.slots);
+  mo.slots = o.slots;
   mo.per_question_prefix = device.is_cpu();  // least compute on the CPU; batches of questions on a GPU
   mo.progress = &std::cerr;
   std::ofstream log = open_log(o.log_samples);
@@ -178,7 +178,7 @@ void run_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const Tokeniz
   go.limit = o.limit;
   go.max_gen_toks = o.max_gen_toks;
   go.max_length = model.config().max_position_embeddings;
-  go.slots = std::max<int64_t>(1, o.slots);
+  go.slots = o.slots;
   for (int64_t id : model.config().eos_token_ids) go.eos_ids.push_back(int32_t(id));
   go.progress = &std::cerr;
   std::ofstream log = open_log(o.log_samples);
@@ -231,6 +231,8 @@ void run_evaluate(const EvaluateOptions& o) {
   if (o.task != "ppl" && o.task != "mmlu" && o.task != "gsm8k" && o.task != "gsm8k-cot")
     throw UsageError(cat("--task ", o.task, " is not one of ppl, mmlu, gsm8k, gsm8k-cot"));
   if (o.limit < -1 || o.offset < 0) throw UsageError("--limit and --offset must be >= 0");
+  if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
+  if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);

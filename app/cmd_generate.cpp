@@ -93,6 +93,7 @@ std::unique_ptr<StreamDecoder> primed_decoder(const Tokenizer& tok, const std::v
 void run_generate(const GenerateCmdOptions& o) {
   if (o.prompt.empty() == o.prompts.empty()) throw UsageError("give one of --prompt TEXT or --prompts FILE.jsonl");
   if (o.max_new_tokens < 1) throw UsageError("--max-new-tokens must be >= 1");
+  if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
   for (const std::string& s : o.stop)
     if (s.empty()) throw UsageError("--stop needs a non-empty string");
   llama::GenerateOptions go;
@@ -124,7 +125,7 @@ void run_generate(const GenerateCmdOptions& o) {
   auto is_eos = [&](int32_t t) { return std::find(go.eos_ids.begin(), go.eos_ids.end(), t) != go.eos_ids.end(); };
 
   if (o.json) {  // all prompts in one batch, one JSON line each
-    const int64_t slots = std::max<int64_t>(1, std::min<int64_t>(o.slots, int64_t(prompts.size())));
+    const int64_t slots = std::min<int64_t>(o.slots, int64_t(prompts.size()));
     llama::KvCache cache = llama::KvCache::for_model(*m.model, slots, longest + o.max_new_tokens);
     std::vector<TextState> st(prompts.size());
     for (size_t q = 0; q < st.size(); ++q) st[q].decoder = primed_decoder(*tok, prompts[q]);

@@ -106,6 +106,12 @@ TEST(EvaluateGsm8k, BadInputIsAClearError) {
   r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
                               "--task", "gsm8k", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
+  for (const auto& [flag, value] : {std::pair{"--slots", "0"}, {"--max-gen-toks", "-3"}}) {
+    r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+                                "--task", "gsm8k", "--data", dir.path().string(), flag, value, "--device", "cpu"});
+    EXPECT_EQ(r.code, 2) << flag;
+    EXPECT_TRUE(test::contains(r.err, std::string(flag) + " must be >= 1")) << r.err;
+  }
 }
 
 }  // namespace

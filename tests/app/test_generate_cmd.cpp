@@ -69,6 +69,9 @@ TEST(GenerateCmd, BadInputIsAClearError) {
   r = test::run_cli_captured({"generate", "--model", model_dir(), "--prompt", "x", "--top-p", "0", "--device", "cpu"});
   EXPECT_NE(r.code, 0);
   EXPECT_TRUE(test::contains(r.err, "top_p")) << r.err;
+  r = test::run_cli_captured({"generate", "--model", model_dir(), "--prompt", "x", "--slots", "-1", "--device", "cpu"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--slots must be >= 1")) << r.err;
 }
 
 }  // namespace
