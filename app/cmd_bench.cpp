@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "app/bench_eval.h"
 #include "app/bench_kernels.h"
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
@@ -31,6 +32,8 @@ namespace {
 struct BenchOptions {
   std::string shape, model, methods = "lora", device;
   std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
+  std::string eval;             // --eval mmlu|gsm8k|decode: the evaluator's bench instead
+  int64_t limit = -1, slots = 64, max_gen_toks = 256;  // --eval
   std::string halo_format = "fp8", backbone = "dense";  // method halo
   int halo_level = 2;                                   // method halo
   int falqon_topk = 0;                                  // method falqon
@@ -364,7 +367,15 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
 }
 
 void run_bench(const BenchOptions& o) {
+  if (!o.eval.empty()) {
+    EvalBenchOptions e{o.eval, o.shape, o.model, o.tokenizer, o.data, o.limit, o.slots,
+                       o.batch, o.seq, o.max_gen_toks, o.seed, o.json};
+    run_eval_bench(e, resolve_device(o.device, &std::cerr), std::cout);
+    return;
+  }
   if (!o.tokenizer.empty()) {
+    if (!o.shape.empty() || !o.model.empty())
+      throw UsageError("--tokenizer (the data-side bench) goes without --shape/--model, unless with --eval");
     run_tokenizer_bench(o.tokenizer, o.data, o.seq, o.batch, std::cout);
     return;
   }
@@ -433,10 +444,19 @@ void add_bench_command(CLI::App& root) {
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
   cmd->add_flag("--kernels", o->kernels,
                 "time each kernel of one layer alone at the shape's sizes instead of whole steps");
-  auto* tokenizer = cmd->add_option("--tokenizer", o->tokenizer,
-                                    "model folder: time its tokenizer and the data pipeline on --data instead");
-  tokenizer->excludes(shape)->excludes(model);
-  cmd->add_option("--data", o->data, "JSONL records for --tokenizer (e.g. GSM8K train.jsonl)");
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "model folder: time its tokenizer and the data pipeline on --data instead "
+                  "(with --eval: the tokenizer of a --shape)");
+  cmd->add_option("--data", o->data,
+                  "JSONL records for --tokenizer (e.g. GSM8K train.jsonl); --eval: the task's data folder");
+  cmd->add_option("--eval", o->eval,
+                  "time the evaluator instead: mmlu, gsm8k or decode (with --shape or --model; "
+                  "--tokenizer DIR for a shape's text)");
+  cmd->add_option("--limit", o->limit, "--eval mmlu: questions per subject; gsm8k: questions (default 1319)");
+  cmd->add_option("--slots", o->slots, "--eval: KV-cache slots (sequences scored/decoded at once)")
+      ->capture_default_str();
+  cmd->add_option("--max-gen-toks", o->max_gen_toks, "--eval gsm8k/decode: new tokens per sequence")
+      ->capture_default_str();
   cmd->callback([o] { run_bench(*o); });
 }
 

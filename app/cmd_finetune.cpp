@@ -235,7 +235,9 @@ void run_finetune(const FinetuneOptions& in) {
                      {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
                      {"batch", o.batch},       {"micro_batch", o.micro_batch},
                      {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()},
-                     {"stop_ids", gen.stop_ids()}, {"method_record", method_options_to_json(m)}}
+                     {"stop_ids", gen.stop_ids()}, {"method_record", method_options_to_json(m)},
+                     // what `generate --chat` renders prompts with for this run's adapter
+                     {"chat_template", std::string(chat_template_name(source.loader().sources().front()->chat_template()))}}
               .dump(2) + "\n");
   trainer.run();
   const fs::path adapter_dir = tc.run_dir / "adapter";

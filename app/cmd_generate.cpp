@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "app/chat_prompt.h"
 #include "app/commands.h"
 #include "app/model_loading.h"
 #include "models/llama/generate.h"
@@ -22,7 +23,8 @@ namespace {
 using nlohmann::json;
 
 struct GenerateCmdOptions {
-  std::string model, adapter, method, device, prompt, prompts;
+  std::string model, adapter, method, device, prompt, prompts, chat_template = "auto", system;
+  bool chat = false;
   std::vector<std::string> stop;
   int64_t max_new_tokens = 256;
   double temperature = 0.0, top_p = 1.0;
@@ -32,10 +34,17 @@ struct GenerateCmdOptions {
   bool json = false;
 };
 
-std::vector<std::string> read_prompts(const std::string& file) {
+// A prompt as given: its JSON (a string, {"prompt": ...}, or with --chat any chat record) and where
+// it came from, for errors.
+struct PromptEntry {
+  json value;
+  std::string where;
+};
+
+std::vector<PromptEntry> read_prompts(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(cat("cannot open --prompts ", file));
-  std::vector<std::string> out;
+  std::vector<PromptEntry> out;
   int64_t n = 0;
   for (std::string line; std::getline(in, line);) {
     ++n;
@@ -47,12 +56,30 @@ std::vector<std::string> read_prompts(const std::string& file) {
     } catch (const std::exception& e) {
       throw Error(cat(file, ":", n, ": not JSON (", e.what(), ")"));
     }
-    if (j.is_string()) out.push_back(j.get<std::string>());
-    else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) out.push_back(j["prompt"]);
-    else throw Error(cat(file, ":", n, ": expected {\"prompt\": \"...\"} or a JSON string"));
+    out.push_back({std::move(j), cat(file, ":", n)});
   }
   if (out.empty()) throw Error(cat("--prompts ", file, " holds no prompt"));
   return out;
+}
+
+// The prompt's text (shown before the generation) and ids: plain text encoded as the model's
+// tokenizer does by default, or with --chat the conversation in the chat template.
+struct Prompt {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+Prompt make_prompt(const PromptEntry& e, const std::optional<ChatChoice>& chat, const std::string& system,
+                   const Tokenizer& tok) {
+  if (chat) {
+    const std::vector<int32_t> ids = chat_prompt_ids(chat_conversation(e.value, system, e.where), chat->tmpl, tok);
+    return {tok.decode(ids), ids};
+  }
+  std::string text;
+  if (e.value.is_string()) text = e.value.get<std::string>();
+  else if (e.value.is_object() && e.value.contains("prompt") && e.value["prompt"].is_string()) text = e.value["prompt"];
+  else throw Error(cat(e.where, ": expected {\"prompt\": \"...\"} or a JSON string (chat records need --chat)"));
+  return {text, tok.encode_with_special(text)};
 }
 
 // How many bytes at the end of `text` could be the start of a stop string (held back while
@@ -103,19 +130,31 @@ void run_generate(const GenerateCmdOptions& o) {
   go.sampling.top_p = o.top_p;
   go.sampling.seed = o.seed;
   llama::validate(go.sampling);
-  const std::vector<std::string> texts = o.prompts.empty() ? std::vector<std::string>{o.prompt} : read_prompts(o.prompts);
+  if (!o.chat && (!o.system.empty() || o.chat_template != "auto"))
+    throw UsageError("--system and --template go with --chat");
+  const std::vector<PromptEntry> entries =
+      o.prompts.empty() ? std::vector<PromptEntry>{{json(o.prompt), "--prompt"}} : read_prompts(o.prompts);
 
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
   llama::GenerationSettings stops = llama::load_generation_settings(o.model, *tok);
   if (!o.adapter.empty()) llama::add_adapter_stops(stops, o.adapter, m.model->config().vocab_size);
+  std::optional<ChatChoice> chat;
+  if (o.chat) {
+    chat = resolve_chat_template(o.chat_template, o.model, o.adapter, *tok);
+    stops.add_stop(end_of_turn_id(chat->tmpl, *tok), cat("chat template ", chat_template_name(chat->tmpl)));
+    std::cerr << "chat template " << chat_template_name(chat->tmpl) << " (" << chat->origin << ")\n";
+  }
   go.eos_ids = stops.stop_ids();
   const int64_t context = m.model->config().max_position_embeddings;
+  std::vector<std::string> texts;
   std::vector<std::vector<int32_t>> prompts;
   int64_t longest = 0;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    prompts.push_back(tok->encode_with_special(texts[i]));
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Prompt p = make_prompt(entries[i], chat, o.system, *tok);
+    texts.push_back(std::move(p.text));
+    prompts.push_back(std::move(p.ids));
     if (prompts.back().empty()) throw UsageError(cat("prompt ", i, " encodes to no tokens"));
     if (int64_t(prompts.back().size()) + o.max_new_tokens > context)
       throw Error(cat("prompt ", i, " (", prompts.back().size(), " tokens) + --max-new-tokens ", o.max_new_tokens,
@@ -204,6 +243,14 @@ void add_generate_command(CLI::App& root) {
   cmd->add_option("--stop", o->stop, "stop once the text holds this string (cut before it); repeatable");
   cmd->add_option("--slots", o->slots, "--json: sequences decoded at once")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object per prompt (batched) instead of streaming");
+  cmd->add_flag("--chat", o->chat,
+                "render each prompt with the chat template (a --prompts line may also be a chat record: "
+                "messages, sharegpt, alpaca) and stop at its end-of-turn token");
+  cmd->add_option("--template", o->chat_template,
+                  "--chat: auto (the model's chat template, else the adapter's training template), llama3, "
+                  "llama3.1, llama2, chatml, alpaca or plain")
+      ->capture_default_str();
+  cmd->add_option("--system", o->system, "--chat: a system prompt opening each conversation");
   add_device_option(*cmd, o->device);
   cmd->callback([o] { run_generate(*o); });
 }

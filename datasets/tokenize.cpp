@@ -10,9 +10,9 @@ int64_t TokenizedExample::trained_count() const {
 }
 
 TokenizedExample tokenize_conversation(const Conversation& conv, ChatTemplate tmpl, const Tokenizer& tok,
-                                       bool train_on_inputs) {
+                                       bool train_on_inputs, bool add_generation_prompt) {
   TokenizedExample ex;
-  for (const TemplatePiece& p : render_template(tmpl, conv, tok)) {
+  for (const TemplatePiece& p : render_template(tmpl, conv, tok, add_generation_prompt)) {
     const uint8_t trained = (p.response || train_on_inputs) ? 1 : 0;
     if (p.id >= 0) {
       ex.ids.push_back(p.id);

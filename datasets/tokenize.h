@@ -20,9 +20,10 @@ struct TokenizedExample {
 };
 
 // Renders `conv` with `tmpl` and encodes each piece separately. With train_on_inputs every token
-// but the first (which nothing precedes) is a target.
+// but the first (which nothing precedes) is a target. add_generation_prompt appends what opens the
+// next assistant turn (a prompt for `generate --chat`).
 TokenizedExample tokenize_conversation(const Conversation& conv, ChatTemplate tmpl, const Tokenizer& tok,
-                                       bool train_on_inputs);
+                                       bool train_on_inputs, bool add_generation_prompt = false);
 
 // Keeps the first `max_tokens` tokens; returns whether anything was cut.
 bool truncate_example(TokenizedExample& ex, size_t max_tokens);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel.h"
 #include "eval/harness.h"
 #include "eval/progress.h"
 #include "eval/python_random.h"
@@ -172,7 +173,6 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
   // Prompts, with the sampler walked over the skipped questions too.
   PythonRandom rnd(opt.seed);
   std::vector<Gsm8kSample> samples;
-  std::vector<std::vector<int32_t>> prompts;
   for (int64_t i = 0; i < end; ++i) {
     std::vector<int64_t> shots;
     if (!opt.cot) shots = rnd.sample(int64_t(train.size()), result.shots);
@@ -182,16 +182,21 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
     s.fewshot_indices = shots;
     s.context = opt.cot ? gsm8k_cot_prompt(result.shots, test[size_t(i)].question)
                         : gsm8k_prompt(train, shots, test[size_t(i)].question);
-    s.context_ids = tok.encode_with_special(s.context);
     s.target = gsm8k_reference(test[size_t(i)], opt.cot);
-    prompts.push_back(generation_context(s.context_ids, opt.max_length, opt.max_gen_toks));
     samples.push_back(std::move(s));
   }
+  std::vector<std::vector<int32_t>> prompts(samples.size());
+  parallel_for(int64_t(samples.size()), [&](int64_t q) {  // the tokenizers are thread-safe
+    samples[size_t(q)].context_ids = tok.encode_with_special(samples[size_t(q)].context);
+    prompts[size_t(q)] = generation_context(samples[size_t(q)].context_ids, opt.max_length, opt.max_gen_toks);
+  });
 
   Progress progress(opt.progress, opt.cot ? "gsm8k_cot" : "gsm8k", int64_t(samples.size()), "questions");
   int64_t max_prompt = 1;
   for (const auto& p : prompts) max_prompt = std::max<int64_t>(max_prompt, int64_t(p.size()));
-  const int64_t slots = std::max<int64_t>(1, std::min<int64_t>(opt.slots, int64_t(prompts.size())));
+  const int64_t slots = llama::KvCache::slots_that_fit(
+      model, std::max<int64_t>(1, std::min<int64_t>(opt.slots, int64_t(prompts.size()))), max_prompt + opt.max_gen_toks,
+      max_prompt);
   llama::KvCache cache = llama::KvCache::for_model(model, slots, max_prompt + opt.max_gen_toks);
   llama::GenerateOptions go;
   go.max_new_tokens = opt.max_gen_toks;

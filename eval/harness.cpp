@@ -21,17 +21,23 @@ std::string strip(const std::string& s) {
 }
 
 EncodedPair encode_pair(const Tokenizer& tok, std::string context, std::string continuation) {
-  const std::string trimmed = rstrip(context);
-  if (trimmed.size() < context.size()) {
-    continuation = context.substr(trimmed.size()) + continuation;
-    context = trimmed;
+  return encode_pairs(tok, context, {continuation}).front();
+}
+
+std::vector<EncodedPair> encode_pairs(const Tokenizer& tok, const std::string& context,
+                                      const std::vector<std::string>& continuations) {
+  const std::string trimmed = rstrip(context), moved = context.substr(trimmed.size());
+  const std::vector<int32_t> context_ids = tok.encode_with_special(trimmed);
+  std::vector<EncodedPair> out;
+  for (const std::string& continuation : continuations) {
+    const std::vector<int32_t> whole = tok.encode_with_special(trimmed + moved + continuation);
+    EncodedPair p;
+    p.context = context_ids;
+    if (p.context.size() <= whole.size())
+      p.continuation.assign(whole.begin() + int64_t(p.context.size()), whole.end());
+    out.push_back(std::move(p));
   }
-  const std::vector<int32_t> whole = tok.encode_with_special(context + continuation);
-  EncodedPair p;
-  p.context = tok.encode_with_special(context);
-  if (p.context.size() <= whole.size())
-    p.continuation.assign(whole.begin() + int64_t(p.context.size()), whole.end());
-  return p;
+  return out;
 }
 
 llama::ScoreRequest loglikelihood_request(const EncodedPair& pair, int64_t max_length) {

@@ -20,6 +20,9 @@ struct EncodedPair {
   std::vector<int32_t> context, continuation;
 };
 EncodedPair encode_pair(const Tokenizer& tok, std::string context, std::string continuation);
+// encode_pair for several continuations of one context, encoding the context once.
+std::vector<EncodedPair> encode_pairs(const Tokenizer& tok, const std::string& context,
+                                      const std::vector<std::string>& continuations);
 
 // The loglikelihood request lm-eval runs: input = (context + continuation)[-(max_length+1):][:-1]
 // (left truncation drops BOS too), each continuation token predicted by the position before it.

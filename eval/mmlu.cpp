@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "engine/core/error.h"
+#include "engine/core/parallel.h"
 #include "eval/csv.h"
 #include "eval/harness.h"
 #include "eval/progress.h"
@@ -156,26 +157,25 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
   std::map<std::string, GroupScore> by_category;
   Progress progress(opt.progress, "mmlu", total, "questions");
   int64_t done = 0;
-  // Questions per loglikelihood call: one (its own cached prefix, forked four times) or a batch.
-  const int64_t chunk = opt.per_question_prefix ? 1 : std::max<int64_t>(1, opt.slots / 4);
   for (const Subject& w : work) {
     const std::string header = mmlu_fewshot_prefix(w.name, w.dev, opt.shots);
-    std::vector<MmluSample> samples;
-    std::vector<llama::ScoreRequest> requests;
-    for (int64_t i = w.begin; i < w.end; ++i) {
+    // Tokenizing the prompts (5 encodes of ~800 tokens per question) costs more than scoring
+    // them on a GPU: spread over the host's threads (the tokenizers are thread-safe).
+    const std::vector<std::string> continuations = {" A", " B", " C", " D"};
+    std::vector<MmluSample> samples(size_t(w.end - w.begin));
+    std::vector<llama::ScoreRequest> requests(samples.size() * 4);
+    parallel_for(w.end - w.begin, [&](int64_t k) {
+      const int64_t i = w.begin + k;
       const MmluQuestion& q = w.test[size_t(i)];
-      MmluSample s;
+      MmluSample& s = samples[size_t(k)];
       s.subject = w.name;
       s.index = i;
       s.context = header + mmlu_doc_to_text(q);
       s.gold = q.answer;
-      for (int c = 0; c < 4; ++c) {
-        const EncodedPair p = encode_pair(tok, s.context, cat(" ", kLetters[c]));
-        if (c == 0) s.context_ids = p.context;
-        requests.push_back(loglikelihood_request(p, opt.max_length));
-      }
-      samples.push_back(std::move(s));
-    }
+      const std::vector<EncodedPair> pairs = encode_pairs(tok, s.context, continuations);
+      s.context_ids = pairs[0].context;
+      for (size_t c = 0; c < 4; ++c) requests[size_t(k) * 4 + c] = loglikelihood_request(pairs[c], opt.max_length);
+    });
     GroupScore subject_score{w.name};
     if (!requests.empty()) {
       // The subject's shared prefix: the tokens every request starts with, short of the first
@@ -183,10 +183,16 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
       const size_t common = shared_prefix(requests.begin(), requests.end());
       int64_t max_len = 0;
       for (const llama::ScoreRequest& r : requests) max_len = std::max<int64_t>(max_len, int64_t(r.tokens.size()));
-      // Slot 0: the subject's prefix; slot 1: one question's (per-question mode); then the work.
-      llama::KvCache cache = llama::KvCache::for_model(model, opt.slots + 2, max_len);
+      // Slot 0: the subject's prefix; slot 1: one question's (per-question mode); then the work,
+      // as many slots as the device's memory holds for this subject's longest prompt.
+      const int64_t work_slots =
+          std::max<int64_t>(1, llama::KvCache::slots_that_fit(model, opt.slots + 2, max_len, max_len - int64_t(common)) - 2);
+      llama::KvCache cache = llama::KvCache::for_model(model, work_slots + 2, max_len);
       std::vector<int64_t> slots;
-      for (int64_t s = 2; s < opt.slots + 2; ++s) slots.push_back(s);
+      for (int64_t s = 2; s < work_slots + 2; ++s) slots.push_back(s);
+      // Questions per loglikelihood call: one (its own cached prefix, forked four times) or a
+      // batch, each question one slot (its four single-token continuations read the same tokens).
+      const int64_t chunk = opt.per_question_prefix ? 1 : work_slots;
       llama::CachedPrefix prefix;
       const bool use_prefix = common >= 1;
       if (use_prefix)

@@ -59,8 +59,8 @@ struct MmluOptions {
   int64_t max_length = 2048;           // the model's context length
   int64_t slots = 16;                  // KV-cache slots that score requests (two more hold prefixes)
   // Each question's context cached once on top of the subject's prefix and its four choices
-  // forked from it (least compute: best on the CPU); otherwise slots/4 questions are scored per
-  // batch from the subject's prefix (more parallel work per step: better on a GPU).
+  // forked from it (least compute: best on the CPU); otherwise `slots` questions are scored per
+  // batch from the subject's prefix, one slot each (more parallel work per step: better on a GPU).
   bool per_question_prefix = true;
   std::ostream* progress = nullptr;    // a progress line with ETA
   std::function<void(const MmluSample&)> on_sample;  // each question, in order

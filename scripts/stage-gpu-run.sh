@@ -10,7 +10,9 @@ data=${LOFT_TEST_DATA:-../shared/data}
 dst=.gpurun
 rm -rf "$dst"
 mkdir -p "$dst/bin" "$dst/lib" "$dst/data"
+# STAGE_TESTS narrows the test binaries (e.g. "loft_tests_gpu") to keep under the carry limit.
 for b in "$build"/loft "$build"/tests/loft_tests_*; do
+  if [ -n "${STAGE_TESTS:-}" ] && [ "$b" != "$build/loft" ] && ! [[ " $STAGE_TESTS " == *" $(basename "$b") "* ]]; then continue; fi
   case "$b" in *.cmake) continue;; esac
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
@@ -24,7 +26,8 @@ ldd "$dst"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
 done
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
 mkdir -p "$dst/data/models"
-for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random; do
+# STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/bench-eval.sh).
+for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random ${STAGE_EXTRA:-}; do
   cp -r "$data/$d" "$dst/data/$d"
 done
 # The PEFT baseline the benchmark is compared against, run in the same call.

@@ -1,6 +1,8 @@
 // Validation of the KV-cache ops and dispatch to the CPU reference or the CUDA kernels.
 #include "engine/ops/kv_cache_ops.h"
 
+#include <algorithm>
+
 #include "engine/ops/cpu/kv_cache_cpu.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/ops/cuda/kv_cache_cuda.h"
@@ -58,8 +60,24 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 #endif
 }
 
+std::vector<int32_t> make_query_tiles(const std::vector<int32_t>& slot, const std::vector<int32_t>& start,
+                                      const std::vector<int32_t>& count) {
+  constexpr int32_t kRows = 64;
+  LOFT_CHECK(slot.size() == start.size() && slot.size() == count.size(), "make_query_tiles: ", slot.size(),
+             " slots, ", start.size(), " starts, ", count.size(), " counts");
+  std::vector<int32_t> out;
+  int32_t first = 0;
+  for (size_t r = 0; r < slot.size(); ++r) {
+    for (int32_t done = 0; done < count[r]; done += kRows)
+      out.insert(out.end(), {first + done, std::min(kRows, count[r] - done), slot[r], start[r] + done});
+    first += count[r];
+  }
+  return out;
+}
+
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out) {
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
+                      const Tensor* tiles) {
   const char* op = "cached_attention";
   one_device(op, {&q, &k_cache, &v_cache, &slots, &pos, &out});
   check_cache(op, k_cache, v_cache, slots, pos, q.dim() > 0 ? q.size(0) : 0);
@@ -69,10 +87,14 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
        cat("[tokens, a multiple of ", k_cache.size(2), " heads, ", k_cache.size(3), "] ",
            dtype_name(k_cache.dtype())));
   need(out.shape() == q.shape() && out.dtype() == q.dtype(), op, "out", out, "q's shape and dtype");
+  if (tiles)
+    need(tiles->dtype() == DType::I32 && tiles->dim() == 2 && tiles->size(1) == 4 &&
+             tiles->device() == q.device(),
+         op, "tiles", *tiles, "I32 [runs, 4] on q's device");
   if (q.size(0) == 0) return;
   if (q.device().is_cpu()) return cpu::cached_attention(q, k_cache, v_cache, slots, pos, scale, out);
 #ifdef LOFT_WITH_CUDA
-  cuda_kv::cached_attention(q, k_cache, v_cache, slots, pos, scale, out);
+  cuda_kv::cached_attention(q, k_cache, v_cache, slots, pos, scale, out, tiles);
 #else
   throw Error(cat(op, ": ", q.str(), " is on a device this build cannot run on"));
 #endif

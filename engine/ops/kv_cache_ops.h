@@ -8,6 +8,8 @@
 // and values at positions 0..len_s-1. Tokens of one call are ragged: token t belongs to slot
 // slots[t] and sits at position pos[t] (I32 [T] each, on the tensors' device).
 #pragma once
+#include <vector>
+
 #include "engine/tensor/tensor.h"
 
 namespace loft::ops {
@@ -26,7 +28,19 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 // sums are fp32; the CPU reference does the arithmetic of ops::attention's CPU path in the same
 // order, so a query equals what a full forward computes for it. One call mixes any slots and any
 // number of queries per slot (decode: one each; a continuation after a cached prefix: several).
+//
+// `tiles` (optional, I32 [n, 4] on the tensors' device) describes the same tokens as runs: each
+// row (first token, rows in 1..64, slot, position of the first row) says tokens first..first+rows-1
+// are consecutive positions of one slot, and the rows cover every token once. With it, CUDA runs a
+// flash kernel that reads each key once per run instead of once per query (bf16, head dim 64 or
+// 128); the result is the same attention. make_query_tiles builds it from the host-side layout.
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out);
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
+                      const Tensor* tiles = nullptr);
+
+// The tile rows for tokens given per run: run r has count[r] tokens from position start[r] of
+// slot[r], packed in order; runs longer than 64 tokens split. Host vector of 4·n ints.
+std::vector<int32_t> make_query_tiles(const std::vector<int32_t>& slot, const std::vector<int32_t>& start,
+                                      const std::vector<int32_t>& count);
 
 }  // namespace loft::ops

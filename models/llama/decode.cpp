@@ -1,5 +1,6 @@
 #include "models/llama/decode.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -22,6 +23,8 @@ namespace {
 struct StepLayout {
   std::vector<int32_t> ids, slots, pos, doc_start, rows;
   bool prefill = true;
+  // Per feed: its slot, first position and token count (the runs of ops::make_query_tiles).
+  std::vector<int32_t> run_slot, run_start, run_count;
 };
 
 StepLayout layout_of(const KvCache& cache, const std::vector<Feed>& feeds, int64_t vocab) {
@@ -36,6 +39,9 @@ StepLayout layout_of(const KvCache& cache, const std::vector<Feed>& feeds, int64
     cache.check_room(feed.slot, n);
     const int64_t start = cache.length(feed.slot), first = int64_t(s.ids.size());
     if (start > 0) s.prefill = false;
+    s.run_slot.push_back(int32_t(feed.slot));
+    s.run_start.push_back(int32_t(start));
+    s.run_count.push_back(int32_t(n));
     for (int64_t j = 0; j < n; ++j) {
       const int32_t id = feed.tokens[size_t(j)];
       LOFT_CHECK(id >= 0 && id < vocab, "decode_step: feed ", f, " token ", j, " has id ", id,
@@ -76,6 +82,14 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
   const int64_t T = int64_t(s.ids.size());
   const Tensor ids = ints(s.ids, dev), slots = ints(s.slots, dev), pos = ints(s.pos, dev);
   const Tensor doc_start = s.prefill ? ints(s.doc_start, dev) : Tensor();
+  // Attention to the cache by runs (ops::cached_attention's tiles): a run's cached keys are read
+  // once for all its queries (scoring continuations after a cached prefix), and one-token decode
+  // feeds get the flash kernel's asynchronous 64-key tile loads.
+  Tensor tiles;
+  if (!s.prefill) {
+    const std::vector<int32_t> t = ops::make_query_tiles(s.run_slot, s.run_start, s.run_count);
+    tiles = Tensor::from_vector(t, {int64_t(t.size() / 4), 4}, dev);
+  }
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
 
   const LlamaModel::Attend attend = [&](int layer, const Tensor& q, const Tensor& k,
@@ -86,7 +100,7 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
       Tensor lse = Tensor::empty({T, q.size(1)}, DType::F32, dev);
       ops::attention(q, k, v, doc_start, T, scale, out, lse);
     } else {
-      ops::cached_attention(q, kc, vc, slots, pos, scale, out);
+      ops::cached_attention(q, kc, vc, slots, pos, scale, out, tiles.defined() ? &tiles : nullptr);
     }
   };
   const Tensor hidden = model.forward_hidden(ids, pos, attend);

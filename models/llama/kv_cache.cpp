@@ -1,5 +1,9 @@
 #include "models/llama/kv_cache.h"
 
+#include <algorithm>
+
+#include "engine/device/device_info.h"
+#include "engine/device/memory.h"
 #include "models/llama/model.h"
 
 namespace loft::llama {
@@ -25,6 +29,22 @@ KvCache KvCache::for_model(const LlamaModel& model, int64_t slots, int64_t max_l
 size_t KvCache::bytes_for(const LlamaConfig& c, int64_t slots, int64_t max_len, DType dtype) {
   return size_t(2 * c.num_layers) * size_t(slots) * size_t(max_len) * size_t(c.kv_dim()) *
          dtype_size(dtype);
+}
+
+int64_t KvCache::slots_that_fit(const LlamaModel& model, int64_t want, int64_t max_len, int64_t step_tokens) {
+  const Device dev = model.device();
+  if (dev.is_cpu() || want <= 1) return std::max<int64_t>(want, 1);
+  const LlamaConfig& c = model.config();
+  const MemoryStats m = memory_stats(dev);
+  const double free = double(device_info(dev).free_bytes) + double(m.reserved - m.allocated);
+  // A forward step without saved activations holds, per token, a few hidden-size vectors (the
+  // residual, its norm, attention's q/k/v/out) and the MLP's three intermediate-size ones.
+  const double per_token = double(dtype_size(model.compute_dtype())) *
+                           double(6 * c.hidden_size + 3 * c.intermediate_size + 2 * c.kv_dim());
+  const double per_slot = double(bytes_for(c, 1, max_len, model.compute_dtype())) + per_token * double(step_tokens);
+  const double logits = double(int64_t(1) << 28);  // the scorer's row budget of F32 logits, with room
+  const int64_t fit = int64_t((0.9 * free - logits) / per_slot);
+  return std::clamp<int64_t>(fit, 1, want);
 }
 
 size_t KvCache::bytes() const {

@@ -27,6 +27,11 @@ class KvCache {
   static KvCache for_model(const LlamaModel& model, int64_t slots, int64_t max_len);
   // Bytes such a cache holds: 2 · layers · slots · max_len · kv_heads · head_dim · dtype size.
   static size_t bytes_for(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype);
+  // How many of `want` slots of max_len positions fit in what the model's device has free (driver
+  // free + the allocator's cached blocks, 10% kept back), each slot also feeding up to
+  // `step_tokens` tokens through one forward step (their activations). At least 1; `want` on the
+  // CPU, whose memory is not budgeted here.
+  static int64_t slots_that_fit(const LlamaModel& model, int64_t want, int64_t max_len, int64_t step_tokens);
 
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
+#include "engine/core/parallel.h"
 #include "models/llama/decode.h"
 #include "models/llama/sampling.h"
 
@@ -24,22 +26,35 @@ ScoreRequest continuation_request(const std::vector<int32_t>& context,
 
 namespace {
 
-// log softmax(row)[target] in double over fp32 logits.
-double log_prob(const float* row, int64_t vocab, int32_t target) {
-  LOFT_CHECK(target >= 0 && target < vocab, "loglikelihood: target id ", target,
-             " is outside the vocabulary [0, ", vocab, ")");
-  float m = row[0];
-  for (int64_t i = 1; i < vocab; ++i) m = std::max(m, row[i]);
+// What scoring needs of one row of fp32 logits, computed once however many targets it predicts:
+// its max, log Σ exp (in double) and argmax.
+struct RowStats {
+  const float* row = nullptr;
+  int64_t vocab = 0;
+  double log_sum = 0;
+  float max = 0;
+  int32_t argmax = 0;
+};
+
+RowStats row_stats(const float* row, int64_t vocab) {
+  RowStats r{row, vocab};
+  r.max = row[0];
+  for (int64_t i = 1; i < vocab; ++i) r.max = std::max(r.max, row[i]);
   double s = 0;
-  for (int64_t i = 0; i < vocab; ++i) s += std::exp(double(row[i]) - m);
-  return double(row[target]) - m - std::log(s);
+  for (int64_t i = 0; i < vocab; ++i) s += std::exp(double(row[i]) - r.max);
+  r.log_sum = std::log(s);
+  r.argmax = argmax(row, vocab);
+  return r;
 }
 
-void add_target(Score& s, const float* row, int64_t vocab, int32_t target) {
-  const double lp = log_prob(row, vocab, target);
+// log softmax(row)[target] and whether target is the row's argmax.
+void add_target(Score& s, const RowStats& r, int32_t target) {
+  LOFT_CHECK(target >= 0 && target < r.vocab, "loglikelihood: target id ", target,
+             " is outside the vocabulary [0, ", r.vocab, ")");
+  const double lp = double(r.row[target]) - r.max - r.log_sum;
   s.logprobs.push_back(lp);
   s.sum += lp;
-  s.greedy = s.greedy && argmax(row, vocab) == target;
+  s.greedy = s.greedy && r.argmax == target;
 }
 
 // Rows of logits a wave may bring back at once (~256 MiB of F32).
@@ -97,43 +112,75 @@ std::vector<Score> loglikelihood(LlamaModel& model, KvCache& cache,
                  ")");
   }
 
+  // Requests that read the same tokens (lm-eval's single-token continuations " A".." D" of one
+  // context) share one feed: its rows are the union of their scored positions.
+  struct Group {
+    std::vector<size_t> members;
+    std::vector<int64_t> rows;  // ascending positions >= start, each fed back once
+  };
+  std::vector<Group> groups;
+  {
+    std::map<std::vector<int32_t>, size_t> seen;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const auto [it, fresh] = seen.emplace(requests[i].tokens, groups.size());
+      if (fresh) groups.emplace_back();
+      Group& g = groups[it->second];
+      g.members.push_back(i);
+      for (int64_t p : requests[i].positions)
+        if (p >= start) g.rows.push_back(p - start);
+    }
+    for (Group& g : groups) {
+      std::sort(g.rows.begin(), g.rows.end());
+      g.rows.erase(std::unique(g.rows.begin(), g.rows.end()), g.rows.end());
+    }
+  }
+
   std::vector<Score> out(requests.size());
   const int64_t budget = row_budget(model.config().vocab_size);
+  RowStats prefix_row;
+  if (prefix) prefix_row = row_stats(prefix->last_logits.data(), int64_t(prefix->last_logits.size()));
   size_t next = 0;
-  while (next < requests.size()) {
-    // One wave: as many requests as there are slots and the row budget allows (at least one).
+  while (next < groups.size()) {
+    // One wave: as many groups as there are slots and the row budget allows (at least one).
     std::vector<Feed> feeds;
     std::vector<size_t> which;
     int64_t rows = 0;
-    while (next < requests.size() && feeds.size() < slots.size()) {
-      const ScoreRequest& r = requests[next];
-      if (int64_t(r.tokens.size()) == start) {  // nothing after the prefix: its last row scores all
-        for (int32_t target : r.targets)
-          add_target(out[next], prefix->last_logits.data(), int64_t(prefix->last_logits.size()), target);
+    while (next < groups.size() && feeds.size() < slots.size()) {
+      const Group& g = groups[next];
+      const ScoreRequest& r = requests[g.members.front()];
+      if (g.rows.empty()) {  // every target predicted by the prefix's last row: nothing to feed
+        for (size_t m : g.members)
+          for (int32_t target : requests[m].targets) add_target(out[m], prefix_row, target);
         ++next;
         continue;
       }
-      if (!feeds.empty() && rows + int64_t(r.positions.size()) > budget) break;
-      Feed f{slots[feeds.size()], {r.tokens.begin() + start, r.tokens.end()}, {}};
-      for (int64_t p : r.positions)
-        if (p >= start) f.rows.push_back(p - start);  // p = start - 1 is the prefix's last row
-      rows += int64_t(f.rows.size());
-      if (prefix) cache.copy_prefix(prefix->slot, f.slot, start);
-      else cache.clear(f.slot);
-      feeds.push_back(std::move(f));
+      if (!feeds.empty() && rows + int64_t(g.rows.size()) > budget) break;
+      rows += int64_t(g.rows.size());
+      if (prefix) cache.copy_prefix(prefix->slot, slots[feeds.size()], start);
+      else cache.clear(slots[feeds.size()]);
+      feeds.push_back(Feed{slots[feeds.size()], {r.tokens.begin() + start, r.tokens.end()}, g.rows});
       which.push_back(next++);
     }
     if (feeds.empty()) continue;
     const Tensor logits = decode_step(model, cache, feeds);
     const int64_t vocab = logits.size(1);
-    int64_t row = 0;
+    std::vector<RowStats> stats(size_t(logits.size(0)));
+    parallel_for(logits.size(0), [&](int64_t i) { stats[size_t(i)] = row_stats(logits.ptr<float>() + i * vocab, vocab); });
+    int64_t first_row = 0;
     for (size_t w = 0; w < which.size(); ++w) {
-      const ScoreRequest& r = requests[which[w]];
-      for (size_t t = 0; t < r.targets.size(); ++t) {
-        const float* lr = r.positions[t] < start ? prefix->last_logits.data()
-                                                 : logits.ptr<float>() + (row++) * vocab;
-        add_target(out[which[w]], lr, vocab, r.targets[t]);
+      const Group& g = groups[which[w]];
+      for (size_t m : g.members) {
+        const ScoreRequest& r = requests[m];
+        for (size_t t = 0; t < r.targets.size(); ++t) {
+          const int64_t p = r.positions[t];
+          add_target(out[m],
+                     p < start ? prefix_row
+                               : stats[size_t(first_row + (std::lower_bound(g.rows.begin(), g.rows.end(), p - start) -
+                                                           g.rows.begin()))],
+                     r.targets[t]);
+        }
       }
+      first_row += int64_t(g.rows.size());
       cache.clear(feeds[w].slot);
     }
   }

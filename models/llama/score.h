@@ -1,7 +1,8 @@
 // Log-likelihood scoring through the KV cache (what MMLU-style evaluation needs): the
 // log-softmax log-probability of chosen target tokens at chosen positions, summed per request,
 // with lm-evaluation-harness's is_greedy. Requests run in waves of the cache's slots, each wave
-// one packed prefill (decode.h), returning only the rows that predict targets.
+// one packed prefill (decode.h), returning only the rows that predict targets. Requests with the
+// same tokens (lm-eval's single-token continuations of one context) share one feed and one slot.
 //
 // Prefix sharing: cache_prefix() runs a prefix (e.g. an MMLU subject's few-shot header, or one
 // question's context shared by its four continuations) once into a slot; loglikelihood() with

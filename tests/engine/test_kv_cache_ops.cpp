@@ -91,3 +91,19 @@ TEST(KvCacheOps, OutOfRangePlacesAndBadShapesAreErrors) {
 
 }  // namespace
 }  // namespace loft
+
+namespace loft {
+namespace {
+
+TEST(KvCacheOps, QueryTilesSplitRunsAt64Rows) {
+  // Runs: slot 3 from position 10 (1 token), slot 0 from 0 (130 tokens), slot 5 from 70 (64).
+  const std::vector<int32_t> t = ops::make_query_tiles({3, 0, 5}, {10, 0, 70}, {1, 130, 64});
+  const std::vector<int32_t> want = {0,   1,  3, 10,   // first token, rows, slot, pos0
+                                     1,   64, 0, 0,   65, 64, 0, 64, 129, 2, 0, 128,
+                                     131, 64, 5, 70};
+  EXPECT_EQ(t, want);
+  EXPECT_THROW(ops::make_query_tiles({1}, {0, 1}, {1}), Error);
+}
+
+}  // namespace
+}  // namespace loft

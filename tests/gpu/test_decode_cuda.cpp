@@ -57,6 +57,36 @@ TEST(DecodeCuda, CachedAttentionAndWriteMatchTheCpu) {
   }
 }
 
+// The run-tiled flash path (scoring continuations after a cached prefix): runs of 1..150 queries
+// at any start (tiles split at 64 rows, starts off the 64-key grid), grouped heads, against the CPU.
+TEST(DecodeCuda, CachedAttentionByRunsMatchesTheCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(17);
+  for (const OpCase& c : {OpCase{8, 2, 64, 6, 400}, OpCase{4, 4, 128, 5, 333}, OpCase{32, 8, 128, 3, 260}}) {
+    SCOPED_TRACE(cat("hq=", c.hq, " hkv=", c.hkv, " d=", c.d));
+    const Tensor kc = test::cpu_f32(test::to_gpu(test::random_tensor({c.slots, c.max_len, c.hkv, c.d}, rng), DType::BF16));
+    const Tensor vc = test::cpu_f32(test::to_gpu(test::random_tensor({c.slots, c.max_len, c.hkv, c.d}, rng), DType::BF16));
+    std::vector<int32_t> run_slot, run_start, run_count, qs, qp;
+    for (int64_t s = 0; s < c.slots; ++s) {
+      const int32_t count = s == 0 ? 1 : int32_t(1 + rng() % 150);
+      const int32_t start = int32_t(rng() % uint32_t(c.max_len - count + 1));
+      run_slot.push_back(int32_t(s)), run_start.push_back(start), run_count.push_back(count);
+      for (int32_t i = 0; i < count; ++i) qs.push_back(int32_t(s)), qp.push_back(start + i);
+    }
+    const int64_t Q = int64_t(qs.size());
+    const Tensor q = test::cpu_f32(test::to_gpu(test::random_tensor({Q, c.hq, c.d}, rng, -2, 2), DType::BF16));
+    const Tensor qsl = Tensor::from_vector(qs, {Q}), qps = Tensor::from_vector(qp, {Q});
+    Tensor want = Tensor::empty({Q, c.hq, c.d}, DType::F32);
+    ops::cached_attention(q, kc, vc, qsl, qps, 0.3f, want);
+    const std::vector<int32_t> t = ops::make_query_tiles(run_slot, run_start, run_count);
+    const Tensor tiles = Tensor::from_vector(t, {int64_t(t.size() / 4), 4}, test::kGpu);
+    Tensor got = Tensor::empty({Q, c.hq, c.d}, DType::BF16, test::kGpu);
+    ops::cached_attention(test::to_gpu(q, DType::BF16), test::to_gpu(kc, DType::BF16), test::to_gpu(vc, DType::BF16),
+                          qsl.to(test::kGpu), qps.to(test::kGpu), 0.3f, got, &tiles);
+    EXPECT_LT(test::rel_error(got, want), test::tol(DType::BF16));
+  }
+}
+
 void check_model_bf16(const std::string& name) {
   LOFT_REQUIRE_GPU();
   auto cpu = test::decode_test_model(name, Device::cpu(), DType::F32);

@@ -23,6 +23,11 @@ size_t gemm_set_scratch_budget(size_t bytes);
 bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq);
 void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
                    int64_t seq, float scale, Tensor& out, Tensor& lse);
+// Queries attending to a KV cache (ops::cached_attention with its tile table): tiles I32 [n, 4],
+// each (first token, rows <= 64, slot, position of the first row), covering every token of q once.
+bool flash_cached_supports(const Tensor& q, const Tensor& k_cache, int64_t tiles);
+void flash_cached_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                          const Tensor& tiles, float scale, Tensor& out);
 void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
                     float scale, Tensor& dq, Tensor& dk, Tensor& dv);

@@ -1,5 +1,6 @@
 // CUDA KV-cache write and cached (decode) attention; see kv_cache_cuda.h.
 #include "engine/ops/cuda/kv_cache_cuda.h"
+#include "engine/ops/cuda/attention_paths.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
 namespace loft::ops::cuda_kv {
@@ -120,7 +121,10 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 }
 
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out) {
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
+                      const Tensor* tiles) {
+  if (tiles && cuda_attention::flash_cached_supports(q, k_cache, tiles->size(0)))
+    return cuda_attention::flash_cached_forward(q, k_cache, v_cache, *tiles, scale, out);
   const int dev = use_device(q);
   const int64_t tokens = q.size(0), hq = q.size(1);
   const CacheDims c = dims_of(k_cache);

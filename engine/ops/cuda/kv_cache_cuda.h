@@ -12,8 +12,11 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 // One block of 4 warps per (query head, token): each warp walks every 4th cached key with an
 // online softmax (lane l holds head_dim/32 contiguous elements), then the warps merge their
 // partial (max, sum, accumulator) in shared memory. Memory-bound at decode (each step reads the
-// cache once per query head; grouped heads re-read their KV head from L2).
+// cache once per query head; grouped heads re-read their KV head from L2). With `tiles` (runs of
+// consecutive positions, kv_cache_ops.h) and bf16 head dim 64/128: the flash kernel of
+// attention_flash_forward.cu instead, which reads a run's keys once for its up-to-64 queries.
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out);
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
+                      const Tensor* tiles = nullptr);
 
 }  // namespace loft::ops::cuda_kv
