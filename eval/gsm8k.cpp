@@ -1,6 +1,7 @@
 #include "eval/gsm8k.h"
 
 #include <fstream>
+#include <memory>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -202,6 +203,12 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
   go.max_new_tokens = opt.max_gen_toks;
   go.eos_ids = opt.eos_ids;
   std::vector<std::vector<int32_t>> generated(prompts.size());
+  // The text so far of each sequence, decoded incrementally (a stream decoder per sequence), so a
+  // step checks the stop strings on its new bytes instead of re-decoding the whole generation.
+  std::vector<std::unique_ptr<StreamDecoder>> decoders(prompts.size());
+  std::vector<std::string> texts(prompts.size());
+  size_t longest_stop = 0;
+  for (const std::string& u : result.until) longest_stop = std::max(longest_stop, u.size());
   std::vector<bool> hit_stop(prompts.size(), false);
   // Emitting in order as questions finish (generation finishes them out of order).
   std::vector<bool> finished(prompts.size(), false);
@@ -210,6 +217,8 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
   int64_t done = 0;
   auto finish = [&](size_t q) {
     Gsm8kSample& s = samples[q];
+    decoders[q].reset();
+    texts[q] = std::string();
     std::string text = tok.decode_skip_special(generated[q]);
     for (const std::string& u : result.until) {
       const size_t at = text.find(u);
@@ -238,8 +247,13 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
     generated[q].push_back(t);
     bool stop = false;
     if (std::find(opt.eos_ids.begin(), opt.eos_ids.end(), t) == opt.eos_ids.end()) {
-      const std::string text = tok.decode_skip_special(generated[q]);
-      for (const std::string& u : result.until) stop = stop || text.find(u) != std::string::npos;
+      if (!decoders[q]) decoders[q] = tok.stream_decoder_skip_special();
+      std::string& text = texts[q];
+      const size_t before = text.size();
+      text += decoders[q]->push(t);
+      // A stop string ending in the new bytes starts at most longest_stop - 1 bytes before them.
+      const size_t from = before >= longest_stop ? before - longest_stop + 1 : 0;
+      for (const std::string& u : result.until) stop = stop || text.find(u, from) != std::string::npos;
       if (stop) hit_stop[q] = true;
       if (!stop && int64_t(generated[q].size()) < opt.max_gen_toks) return true;
     }

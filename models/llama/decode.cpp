@@ -25,6 +25,7 @@ struct StepLayout {
   bool prefill = true;
   // Per feed: its slot, first position and token count (the runs of ops::make_query_tiles).
   std::vector<int32_t> run_slot, run_start, run_count;
+  int64_t longest = 0;  // tokens of the longest feed
 };
 
 StepLayout layout_of(const KvCache& cache, const std::vector<Feed>& feeds, int64_t vocab) {
@@ -42,6 +43,7 @@ StepLayout layout_of(const KvCache& cache, const std::vector<Feed>& feeds, int64
     s.run_slot.push_back(int32_t(feed.slot));
     s.run_start.push_back(int32_t(start));
     s.run_count.push_back(int32_t(n));
+    s.longest = std::max(s.longest, n);
     for (int64_t j = 0; j < n; ++j) {
       const int32_t id = feed.tokens[size_t(j)];
       LOFT_CHECK(id >= 0 && id < vocab, "decode_step: feed ", f, " token ", j, " has id ", id,
@@ -82,11 +84,11 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
   const int64_t T = int64_t(s.ids.size());
   const Tensor ids = ints(s.ids, dev), slots = ints(s.slots, dev), pos = ints(s.pos, dev);
   const Tensor doc_start = s.prefill ? ints(s.doc_start, dev) : Tensor();
-  // Attention to the cache by runs (ops::cached_attention's tiles): a run's cached keys are read
-  // once for all its queries (scoring continuations after a cached prefix), and one-token decode
-  // feeds get the flash kernel's asynchronous 64-key tile loads.
+  // Feeds of several tokens after a cached prefix (scoring continuations): attention by runs
+  // (ops::cached_attention's tiles), so a run's cached keys are read once for all its queries. One
+  // token per feed (decoding) takes the decode kernel.
   Tensor tiles;
-  if (!s.prefill) {
+  if (!s.prefill && s.longest > 1) {
     const std::vector<int32_t> t = ops::make_query_tiles(s.run_slot, s.run_start, s.run_count);
     tiles = Tensor::from_vector(t, {int64_t(t.size() / 4), 4}, dev);
   }

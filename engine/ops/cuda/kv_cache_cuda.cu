@@ -125,6 +125,8 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       const Tensor* tiles) {
   if (tiles && cuda_attention::flash_cached_supports(q, k_cache, tiles->size(0)))
     return cuda_attention::flash_cached_forward(q, k_cache, v_cache, *tiles, scale, out);
+  if (!tiles && decode_attention_supports(q, k_cache))
+    return decode_attention(q, k_cache, v_cache, slots, pos, scale, out);
   const int dev = use_device(q);
   const int64_t tokens = q.size(0), hq = q.size(1);
   const CacheDims c = dims_of(k_cache);

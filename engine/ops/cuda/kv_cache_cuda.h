@@ -15,8 +15,15 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 // cache once per query head; grouped heads re-read their KV head from L2). With `tiles` (runs of
 // consecutive positions, kv_cache_ops.h) and bf16 head dim 64/128: the flash kernel of
 // attention_flash_forward.cu instead, which reads a run's keys once for its up-to-64 queries.
+// Without tiles, bf16 head dim 64/128 with up to 8 query heads per KV head: decode_attention.
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
                       const Tensor* tiles = nullptr);
+
+// The decode kernel (decode_attention.cu): one warp per (token, KV head) over double-buffered
+// 32-key tiles, keys split over blocks when the pairs are few. Same semantics as cached_attention.
+bool decode_attention_supports(const Tensor& q, const Tensor& k_cache);
+void decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& slots,
+                      const Tensor& pos, float scale, Tensor& out);
 
 }  // namespace loft::ops::cuda_kv
