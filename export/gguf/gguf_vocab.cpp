@@ -114,8 +114,13 @@ void llama_hf_vocab(Vocab& v, const BpeTokenizer& tok, int64_t vocab_size) {
 void gpt2_vocab(Vocab& v, const BpeTokenizer& tok, int64_t vocab_size, const fs::path& file) {
   v.model = "gpt2";
   const std::string hash = pre_tokenizer_hash(pre_tokenizer_probe_ids(tok));
+  // Fingerprints from convert_hf_to_gguf.py's table, for the Llama 3 tokenizer: with BOS added by
+  // the post-processor (Meta-Llama-3) and without (as Smaug-Llama-3 ships it); llama.cpp splits
+  // text the same way for both.
   if (hash == "0ef9807a4087ebef797fc749390439009c3b9eda9ad1a097abbe738f486c01e5") {
-    v.pre = "llama-bpe";  // Meta-Llama-3 (3, 3.1, 3.2, 3.3)
+    v.pre = "llama-bpe";
+  } else if (hash == "c136ed14d01c2745d4f60a9596ae66800e2b61fa45643e72436041855ad4089d") {
+    v.pre = "smaug-bpe";
   } else {
     throw Error(cat(file, ": llama.cpp does not know this byte-level pre-tokenizer (fingerprint ", hash,
                     "); loft writes GGUF vocabularies for Llama 3's ('llama-bpe') and SentencePiece ones"));

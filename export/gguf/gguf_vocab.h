@@ -6,12 +6,13 @@
 //  - else tokenizer.json, SentencePiece-style (byte fallback): "llama" as gguf-py's LlamaHfVocab
 //    does (scores -1000, <0xXX> pieces BYTE, special ids CONTROL);
 //  - else tokenizer.json, byte-level: "gpt2" with the merges and tokenizer.ggml.pre named by
-//    llama.cpp's fingerprint of the tokenizer (sha256 of the ids of its probe text; Llama 3's is
-//    "llama-bpe"); added tokens are CONTROL when special (or spelled <|...|>), else USER_DEFINED.
+//    llama.cpp's fingerprint of the tokenizer (sha256 of the ids of its probe text: Llama 3's is
+//    "llama-bpe", or "smaug-bpe" when its tokenizer.json adds no BOS); added tokens are CONTROL
+//    when special (or spelled <|...|>), else USER_DEFINED.
 // Special ids, add_bos/add_eos and the chat template follow gguf-py's SpecialVocab: named tokens
 // of tokenizer_config.json found among tokenizer.json's added tokens, then config.json's
-// *_token_id; the post-processor and tokenizer_config.json's add_*_token; its chat_template (or
-// chat_template.jinja).
+// *_token_id; add_*_token written when tokenizer_config.json sets it or the post-processor adds
+// the token (else llama.cpp's default applies); its chat_template (or chat_template.jinja).
 #pragma once
 #include <cstdint>
 #include <filesystem>

@@ -132,7 +132,9 @@ TEST(GgufVocab, Llama3ByteLevelIsGpt2WithMerges) {
   make_folder(dir.path(), src, {"tokenizer.json", "tokenizer_config.json"}, R"({"bos_token_id": 128000, "eos_token_id": 128001})");
   const Vocab v = read_vocab(dir.path(), 128256);
   EXPECT_EQ(v.model, "gpt2");
-  EXPECT_EQ(v.pre, "llama-bpe");  // llama.cpp's fingerprint of Llama 3's pre-tokenizer, from loft's encoding
+  // llama.cpp's fingerprint, from loft's encoding of its probe text: this tokenizer.json adds no
+  // BOS, which convert_hf_to_gguf.py knows as Smaug-Llama-3's "smaug-bpe".
+  EXPECT_EQ(v.pre, "smaug-bpe");
   ASSERT_EQ(v.tokens.size(), 128256u);
   EXPECT_TRUE(v.scores.empty());
   EXPECT_EQ(v.tokens[128000], "<|begin_of_text|>");
@@ -148,6 +150,19 @@ TEST(GgufVocab, Llama3ByteLevelIsGpt2WithMerges) {
   std::ifstream in(src / "tokenizer_config.json");
   EXPECT_EQ(v.chat_template, nlohmann::json::parse(in)["chat_template"].get<std::string>());
   expect_same(round_trip(v, dir / "v.gguf"), v);
+}
+
+TEST(GgufVocab, Llama3WithBosIsLlamaBpe) {
+  const fs::path src = test::data_dir() / "tokenizers" / "llama3";
+  test::TempDir dir;
+  make_folder(dir.path(), src, {"tokenizer.json"}, R"({"bos_token_id": 128000, "eos_token_id": 128001})");
+  std::ifstream in(src / "tokenizer_config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  config["add_bos_token"] = true;  // transformers then prepends <|begin_of_text|>, as Meta-Llama-3 does
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  const Vocab v = read_vocab(dir.path(), 128256);
+  EXPECT_EQ(v.pre, "llama-bpe");
+  EXPECT_EQ(v.add_bos, true);
 }
 
 TEST(GgufVocab, MissingTokenizerIsAClearError) {
