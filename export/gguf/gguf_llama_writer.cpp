@@ -65,7 +65,7 @@ void set_llama_metadata(Writer& w, const llama::LlamaConfig& cfg, OutType type) 
 
 LlamaWriter::LlamaWriter(const std::filesystem::path& out, const llama::LlamaConfig& cfg,
                          const std::filesystem::path& tokenizer_dir, OutType type, const std::string& name)
-    : cfg_(cfg), type_(type), writer_(out), plan_(llama_tensors(cfg)) {
+    : cfg_(cfg), writer_(out), plan_(llama_tensors(cfg)) {
   if (cfg.head_dim % 2 != 0) throw Error(cat("GGUF export needs an even head_dim, got ", cfg.head_dim));
   writer_.set("general.architecture", Value::string("llama"));
   writer_.set("general.type", Value::string("model"));

@@ -44,7 +44,6 @@ class LlamaWriter {
 
  private:
   llama::LlamaConfig cfg_;
-  OutType type_;
   Writer writer_;
   std::vector<LlamaTensor> plan_;   // in file order after rope_freqs (when present)
   std::vector<bool> added_;

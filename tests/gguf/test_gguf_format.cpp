@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "../common/test_util.h"
@@ -248,6 +249,26 @@ TEST(GgufFormat, ReaderRefusesDuplicatesAndBadBools) {
   // key "aa" at 24 (len) / 32 (text); its bool at 38; key "ab" text at 47.
   EXPECT_TRUE(test::contains(parse_error(patched<uint8_t>(b, 38, 2)), "is bool but holds 2"));
   EXPECT_TRUE(test::contains(parse_error(patched<char>(b, 48, 'a')), "metadata key 'aa' appears twice"));
+}
+
+// Random corruptions of a valid file: the reader either accepts the bytes or throws loft::Error,
+// never crashes or tries to allocate what a size field claims.
+TEST(GgufFormat, ReaderSurvivesRandomCorruption) {
+  const std::string good = tiny_file();
+  std::mt19937 rng(11);
+  int rejected = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::string b = good;
+    const int edits = 1 + int(rng() % 4);
+    for (int e = 0; e < edits; ++e) b[rng() % b.size()] = char(rng() % 4 == 0 ? 0xff : rng() % 256);
+    if (rng() % 5 == 0) b.resize(rng() % b.size());
+    try {
+      parse_bytes(b);
+    } catch (const Error&) {
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 1000);
 }
 
 }  // namespace

@@ -108,6 +108,22 @@ TEST(GgufVocab, SentencePieceModelAlonePadsToTheConfigVocab) {
   EXPECT_FALSE(v.add_bos);  // left to llama.cpp's default
 }
 
+TEST(GgufVocab, AddedTokensDecoderOverridesSentencePiecePieces) {
+  test::TempDir dir;
+  make_folder(dir.path(), stories_hf(), {"tokenizer.model"}, "{}");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"added_tokens_decoder": {
+      "0": {"content": "<unk>", "special": true},
+      "300": {"content": "\u2581my\u2581word", "special": false},
+      "301": {"content": "<|tool|>", "special": false}}})";
+  const Vocab v = read_vocab(dir.path(), 512);
+  EXPECT_EQ(v.token_types[0], kControl);  // convert marks <unk> control when the config says special
+  EXPECT_EQ(v.scores[0], -1000.0f);
+  EXPECT_EQ(v.tokens[300], " my word");   // user-defined: "▁" pre-normalized to a space
+  EXPECT_EQ(v.token_types[300], kUserDefined);
+  EXPECT_EQ(v.token_types[301], kControl);  // looks special
+  EXPECT_FALSE(v.bos);
+}
+
 TEST(GgufVocab, SentencePieceStyleTokenizerJson) {
   test::TempDir dir;
   make_folder(dir.path(), stories_hf(), {"tokenizer.json", "tokenizer_config.json"}, R"({"bos_token_id": 1, "eos_token_id": 2})");
