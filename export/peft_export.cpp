@@ -41,19 +41,20 @@ std::string pct(double x) { return cat(std::round(x * 1e4) / 1e2, "%"); }
 
 }  // namespace
 
-PeftGapReport write_peft_export(const MergedSource& src, const fs::path& out, std::ostream& log,
-                                std::ostream* progress) {
-  LOFT_CHECK(src.adapter() && src.method(), "--format peft needs --adapter");
+PeftExport fit_peft_export(const MergedSource& src, const std::string& task, std::ostream* progress) {
+  LOFT_CHECK(src.adapter() && src.method(), "an adapter export needs --adapter");
   const PeftAdapter& trained = *src.adapter();
   const MethodOptions& m = *src.method();
-  PeftAdapter a;
+  PeftExport e;
+  e.method = m.method;
+  PeftAdapter& a = e.adapter;
   a.rank = trained.rank;
   a.alpha = m.method == "falqon" ? float(m.lora.rank) : trained.alpha;
   a.target_modules.assign(m.targets.begin(), m.targets.end());
   a.base_model = trained.base_model;
   const float scaling = a.alpha / float(a.rank);
 
-  PeftGapReport r;
+  PeftGapReport& r = e.report;
   r.fitted = m.method == "falqon";
   r.layer_gap.assign(size_t(src.config().num_layers), 0.0);
   std::vector<Sums> layer(size_t(src.config().num_layers));
@@ -67,7 +68,7 @@ PeftGapReport write_peft_export(const MergedSource& src, const fs::path& out, st
         m.targets.count(all_lora_targets().at(size_t(info.proj))))
       adapted.push_back(i);
   }
-  eval::Progress bar(progress, "export peft", int64_t(adapted.size()), "projections");
+  eval::Progress bar(progress, task, int64_t(adapted.size()), "projections");
   for (size_t k = 0; k < adapted.size(); ++k) {
     const MergedTensor t = src.read(adapted[k]);
     const std::string module = t.info.name.substr(0, t.info.name.size() - 7);  // "....weight"
@@ -101,11 +102,38 @@ PeftGapReport write_peft_export(const MergedSource& src, const fs::path& out, st
   for (size_t i = 0; i < layer.size(); ++i) r.layer_gap[i] = layer[i].rel();
   r.gap = all.rel();
   r.base_fp8_rounding = rounding_ref > 0 ? std::sqrt(rounding_diff / rounding_ref) : 0.0;
+  return e;
+}
 
+void print_peft_gap(const PeftExport& e, const std::string& tag, const std::string& kind, std::ostream& log) {
+  const PeftAdapter& a = e.adapter;
+  const PeftGapReport& r = e.report;
+  log << tag << ": " << e.method << " adapter, rank " << a.rank << ", alpha " << a.alpha
+      << (r.fitted ? " (best rank-" + std::to_string(a.rank) + " fit of the trained FP8 weights "
+                                                              "minus the base, by truncated SVD)"
+                   : "")
+      << "\n";
+  log << tag << ": gap to the trained model ||trained - (W + s*B*A)|| / ||trained||, per layer:";
+  for (size_t i = 0; i < r.layer_gap.size(); ++i) log << (i % 8 == 0 ? "\n  " : " ") << pct(r.layer_gap[i]);
+  log << "\n" << tag << ": gap " << pct(r.gap) << " over all adapted projections (max one projection "
+      << pct(r.max_projection_gap) << "); the base's per-tensor FP8 rounding is "
+      << pct(r.base_fp8_rounding) << "\n";
+  if (r.large())
+    log << "warning: this " << kind << " adapter does not reproduce the trained model faithfully: its gap ("
+        << pct(r.gap) << ") exceeds an FP8 rounding of the base (" << pct(r.base_fp8_rounding)
+        << ")" << (e.method == "qlora" || e.method == "halo" ? " (the adapter was trained against an NF4/quantized backbone)" : "")
+        << "; export the trained model itself with --format fp8 or --format bf16\n";
+}
+
+PeftGapReport write_peft_export(const MergedSource& src, const fs::path& out, std::ostream& log,
+                                std::ostream* progress) {
+  const PeftExport e = fit_peft_export(src, "export peft", progress);
+  const PeftAdapter& a = e.adapter;
+  const PeftGapReport& r = e.report;
   save_peft_adapter(out, a);
   copy_generation_config(src.model_dir(), "", out);
   nlohmann::json report{{"format", "peft"},
-                        {"method", m.method},
+                        {"method", e.method},
                         {"rank", a.rank},
                         {"lora_alpha", a.alpha},
                         {"fitted_by_svd", r.fitted},
@@ -115,22 +143,7 @@ PeftGapReport write_peft_export(const MergedSource& src, const fs::path& out, st
                         {"base_fp8_rounding", r.base_fp8_rounding},
                         {"large", r.large()}};
   write_file_atomic(out / "export_report.json", report.dump(2) + "\n");
-
-  log << "peft: " << m.method << " adapter, rank " << a.rank << ", alpha " << a.alpha
-      << (r.fitted ? " (best rank-" + std::to_string(a.rank) + " fit of the trained FP8 weights "
-                                                              "minus the base, by truncated SVD)"
-                   : "")
-      << "\n";
-  log << "peft: gap to the trained model ||trained - (W + s*B*A)|| / ||trained||, per layer:";
-  for (size_t i = 0; i < r.layer_gap.size(); ++i) log << (i % 8 == 0 ? "\n  " : " ") << pct(r.layer_gap[i]);
-  log << "\npeft: gap " << pct(r.gap) << " over all adapted projections (max one projection "
-      << pct(r.max_projection_gap) << "); the base's per-tensor FP8 rounding is "
-      << pct(r.base_fp8_rounding) << "\n";
-  if (r.large())
-    log << "warning: this PEFT adapter does not reproduce the trained model faithfully: its gap ("
-        << pct(r.gap) << ") exceeds an FP8 rounding of the base (" << pct(r.base_fp8_rounding)
-        << ")" << (m.method == "qlora" || m.method == "halo" ? " (the adapter was trained against an NF4/quantized backbone)" : "")
-        << "; export the trained model itself with --format fp8 or --format bf16\n";
+  print_peft_gap(e, "peft", "PEFT", log);
   return r;
 }
 

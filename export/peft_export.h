@@ -10,10 +10,12 @@
 // and reported per layer and over the model, beside the base's per-tensor FP8 rounding
 // ||W − deq(Q(W))||_F / ||W||_F for scale; a gap above that rounding is reported as large, with
 // the formats that carry the trained model exactly (fp8, bf16). export_report.json in the folder
-// records the numbers.
+// records the numbers. `--format gguf-lora` writes the same adapter, with the same report, as a
+// llama.cpp LoRA GGUF (export/gguf_export.h).
 #pragma once
 #include <filesystem>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "export/merged_source.h"
@@ -29,8 +31,24 @@ struct PeftGapReport {
   bool large() const { return gap > base_fp8_rounding; }
 };
 
-// Writes the adapter into `out` (an existing folder) and prints the gap report to `log`; the
-// progress line goes to `progress`. The source must have an adapter.
+// The adapter a method's trained model exports as (plain LoRA on the base: PEFT's
+// adapter_model.safetensors, or GGUF's .lora_a/.lora_b) and how far it is from the trained model.
+struct PeftExport {
+  PeftAdapter adapter;  // no loft record: applied as W + (alpha/r)·B·A
+  PeftGapReport report;
+  std::string method;
+};
+
+// Computes the adapter and its gap, one projection at a time (the progress line, tagged `task`,
+// goes to `progress`). The source must have an adapter.
+PeftExport fit_peft_export(const MergedSource& src, const std::string& task, std::ostream* progress);
+
+// The gap report on the terminal, lines tagged `tag` ("peft: ..."), with the warning (naming the
+// `kind` of adapter, "PEFT") when the adapter does not reproduce the trained model faithfully.
+void print_peft_gap(const PeftExport& e, const std::string& tag, const std::string& kind, std::ostream& log);
+
+// Writes the adapter and export_report.json into `out` (an existing folder) and prints the gap
+// report to `log`; the progress line goes to `progress`. The source must have an adapter.
 PeftGapReport write_peft_export(const MergedSource& src, const std::filesystem::path& out,
                                 std::ostream& log, std::ostream* progress);
 
