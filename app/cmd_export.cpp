@@ -1,5 +1,5 @@
-// loft export: the trained model (or the base) as FP8/bf16 safetensors or a PEFT adapter
-// (export/export.h, docs/export.md). Runs on the CPU, one tensor at a time.
+// loft export: the trained model (or the base) as FP8/bf16 safetensors, a PEFT adapter, or
+// llama.cpp GGUF (export/export.h, docs/export.md). Runs on the CPU, one tensor at a time.
 #include <iostream>
 
 #include "app/commands.h"
@@ -9,7 +9,7 @@ namespace loft::app {
 
 void add_export_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
-      "export", "write the trained model as FP8 or bf16 safetensors, or a PEFT adapter");
+      "export", "write the trained model as FP8 or bf16 safetensors, a PEFT adapter, or llama.cpp GGUF");
   auto o = std::make_shared<exporter::ExportOptions>();
   auto model = std::make_shared<std::string>(), adapter = std::make_shared<std::string>(),
        out = std::make_shared<std::string>(), shard = std::make_shared<std::string>("5GB");
@@ -20,15 +20,20 @@ void add_export_command(CLI::App& root) {
   cmd->add_option("--method", o->method,
                   "build the adapter with this method instead of its recorded one "
                   "(lora, qlora, falqon, halo)");
-  cmd->add_option("--format", o->format, "fp8, bf16, peft, gguf or gguf-lora")->required();
-  cmd->add_option("--out", *out, "output folder (must not exist unless --overwrite)")->required();
+  cmd->add_option("--format", o->format, "fp8, bf16, peft, gguf (llama.cpp model) or gguf-lora (llama.cpp adapter)")->required();
+  cmd->add_option("--out", *out,
+                  "output folder (must not exist unless --overwrite); gguf/gguf-lora: a path ending "
+                  "in .gguf is the file itself, else the folder gets model.gguf / adapter.gguf")
+      ->required();
   cmd->add_option("--fp8-layout", o->fp8_layout,
                   "fp8 weight scales: channel (compressed-tensors FP8_DYNAMIC), tensor "
                   "(compressed-tensors), block (transformers fp8, 128x128)")
       ->capture_default_str();
+  cmd->add_option("--gguf-type", o->gguf_type,
+                  "gguf/gguf-lora tensor type: f16 (gguf default), bf16, q8_0, f32 (gguf-lora default)");
   cmd->add_option("--max-shard-size", *shard, "largest safetensors shard (5GB, 500MB, 2GiB)")
       ->capture_default_str();
-  cmd->add_flag("--overwrite", o->overwrite, "replace an existing --out folder");
+  cmd->add_flag("--overwrite", o->overwrite, "replace an existing --out folder (or .gguf file)");
   cmd->callback([o, model, adapter, out, shard] {
     o->model = *model;
     o->adapter = *adapter;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "export/gguf_export.h"
 #include "export/merged_source.h"
 #include "export/metadata.h"
 #include "export/model_writer.h"
@@ -45,6 +46,9 @@ void check_export_options(const ExportOptions& opt) {
     throw UsageError(cat("--fp8-layout: '", opt.fp8_layout, "' is not channel, block or tensor"));
   if (opt.fp8_layout != "channel" && opt.format != "fp8")
     throw UsageError(cat("--fp8-layout applies to --format fp8, not ", opt.format));
+  if (!opt.gguf_type.empty() && !is_gguf_format(opt.format))
+    throw UsageError(cat("--gguf-type applies to --format gguf or gguf-lora, not ", opt.format));
+  if (is_gguf_format(opt.format)) gguf_out_type(opt);  // an unknown --gguf-type is a usage error
   if ((opt.format == "peft" || opt.format == "gguf-lora") && opt.adapter.empty())
     throw UsageError(cat("--format ", opt.format, " writes an adapter: --adapter DIR is required"));
   if (!opt.method.empty() && opt.adapter.empty())
@@ -54,13 +58,9 @@ void check_export_options(const ExportOptions& opt) {
 
 void run_export(const ExportOptions& opt, std::ostream& log, std::ostream* progress) {
   check_export_options(opt);
-  if (opt.format == "gguf" || opt.format == "gguf-lora")  // the GGUF writer plugs in here
-    throw Error(cat("--format ", opt.format, " is not in this build yet (the GGUF writer is pending); ",
-                    "use --format fp8, bf16 or peft"));
+  if (is_gguf_format(opt.format)) return run_gguf_export(opt, log, progress);
   OutputDir dir(opt.out, opt.overwrite);
   const MergedSource src(opt.model, opt.adapter, opt.method, log);
-  const std::string what = src.method() ? cat(src.method()->method, " adapter ", opt.adapter.string())
-                                        : std::string("base model");
   if (opt.format == "peft") {
     write_peft_export(src, dir.path(), log, progress);
   } else {
@@ -74,7 +74,7 @@ void run_export(const ExportOptions& opt, std::ostream& log, std::ostream* progr
     }
     const ModelWriteReport r = write_merged_model(src, dir.path(), w);
     write_model_metadata(opt.model, opt.adapter, dir.path(), qc);
-    log << "export: " << what << " -> " << opt.format
+    log << "export: " << src.describe() << " -> " << opt.format
         << (w.fp8 ? " (" + w.fp8->describe() + ")" : std::string()) << ", " << r.shards
         << (r.shards == 1 ? " shard, " : " shards, ") << r.bytes << " bytes of tensors\n";
     if (r.exact_fp8 > 0)

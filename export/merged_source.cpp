@@ -68,6 +68,10 @@ bool lora_style(const std::string& method) {
 
 }  // namespace
 
+std::string MergedSource::describe() const {
+  return method_ ? cat(method_->method, " adapter ", adapter_dir_.string()) : std::string("base model");
+}
+
 MergedSource::MergedSource(const fs::path& model_dir, const fs::path& adapter_dir,
                            const std::string& method, std::ostream& note)
     : model_dir_(model_dir),

@@ -72,6 +72,8 @@ class MergedSource {
   // The method the model is rebuilt with; nullopt for a base export.
   const std::optional<MethodOptions>& method() const { return method_; }
   const std::optional<PeftAdapter>& adapter() const { return adapter_; }
+  // What is exported, for the summary: "lora adapter DIR" or "base model".
+  std::string describe() const;
   // Every tensor of the exported model, in export order, without computing anything.
   const std::vector<MergedTensorInfo>& tensors() const { return infos_; }
 
