@@ -27,16 +27,17 @@ TEST(Cli, MissingSubcommandIsUsageError) {
   EXPECT_EQ(r.code, 2);
 }
 
-TEST(Cli, UnbuiltFormatsSaySoAndFail) {
+TEST(Cli, FailedGgufExportsNameTheFolderAndLeaveNothing) {
   test::TempDir dir;
-  for (const char* format : {"gguf", "gguf-lora"}) {
-    Result r = run({"export", "--model", "/nonexistent", "--adapter", "/nonexistent", "--format",
-                    format, "--out", (dir / "o").string()});
-    EXPECT_EQ(r.code, 1) << format;
-    EXPECT_NE(r.err.find("not in this build yet"), std::string::npos) << r.err;
-    EXPECT_TRUE(r.out.empty()) << "no fake output: " << r.out;
-    EXPECT_FALSE(std::filesystem::exists(dir / "o"));
-  }
+  for (const char* format : {"gguf", "gguf-lora"})
+    for (const char* out : {"o", "o.gguf"}) {
+      Result r = run({"export", "--model", "/nonexistent", "--adapter", "/nonexistent", "--format", format, "--out",
+                      (dir / out).string()});
+      EXPECT_EQ(r.code, 1) << format << " " << out;
+      EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
+      EXPECT_TRUE(r.out.empty()) << "no fake output: " << r.out;
+      EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << format << " " << out << ": nothing left behind";
+    }
 }
 
 TEST(Cli, BadDeviceIsUsageErrorNamingTheValue) {
