@@ -24,6 +24,7 @@ void build_cli(CLI::App& root) {
   add_data_command(root);
   add_tokenize_command(root);
   add_bench_command(root);
+  add_export_command(root);
   add_pending_commands(root);
 }
 

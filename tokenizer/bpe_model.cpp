@@ -39,6 +39,7 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
   }
   const size_t prefix_len = opt_.continuing_subword_prefix.size();
   merges_.reserve(merges.size());
+  merge_list_.reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [a, b] = merges[rank];
     const int32_t ia = id(a), ib = id(b);
@@ -52,6 +53,7 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
     if (merged < 0)
       throw Error(cat(file, ": merge ", rank, " ('", a, "' '", b, "') makes '", joined, "', which is not in model.vocab"));
     merges_.set(pair_key(ia, ib), {uint32_t(rank), merged});  // a repeated pair keeps its last rank
+    merge_list_.emplace_back(ia, ib);
   }
 }
 

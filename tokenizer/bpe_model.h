@@ -57,6 +57,8 @@ class BpeModel {
   const std::string* token(int32_t id) const;         // nullptr when no token has this id
   int32_t end_id() const { return int32_t(by_id_.size()); }  // 1 + the largest id
   std::optional<int32_t> unk_id() const { return unk_id_; }
+  // The merges as the file lists them (rank order): the ids of the two tokens merged.
+  const std::vector<std::pair<int32_t, int32_t>>& merges() const { return merge_list_; }
 
  private:
   struct Merge {
@@ -72,6 +74,7 @@ class BpeModel {
   std::vector<std::string> by_id_;
   std::vector<bool> has_id_;
   FlatU64Map<Merge> merges_;
+  std::vector<std::pair<int32_t, int32_t>> merge_list_;
   std::vector<int32_t> small_char_;  // by code point < 0x800: the id of that single character
   int32_t byte_ids_[256];            // "<0xXX>" ids, or -1
   BpeOptions opt_;

@@ -38,6 +38,11 @@ class BpeTokenizer final : public Tokenizer {
   // Any added token (special or not) spelled exactly.
   int32_t special_id(std::string_view piece) const override;
 
+  // The parsed parts, for exporters that copy the vocabulary and merges (GGUF).
+  const BpeModel& model() const { return *model_; }
+  const AddedVocabulary& added_vocabulary() const { return *added_; }
+  bool byte_level() const { return byte_level_; }
+
  private:
   friend class BpeStreamDecoder;
   // The token string of `id` (added content or model token); throws naming an id out of range,

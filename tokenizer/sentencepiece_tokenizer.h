@@ -34,6 +34,8 @@ class SentencePieceTokenizer final : public Tokenizer {
   int32_t unk_id() const override { return unk_id_; }
   int32_t pad_id() const override { return pad_id_; }
   int32_t special_id(std::string_view piece) const override;
+  // The loaded model, for exporters that copy its pieces, scores and piece types (GGUF).
+  const sentencepiece::SentencePieceProcessor& processor() const { return sp_; }
 
  private:
   friend class SentencePieceStreamDecoder;

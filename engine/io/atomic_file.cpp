@@ -32,13 +32,19 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, size_t n) {
+  write_at(pos_, data, n);
+  pos_ += n;
+}
+
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    const ssize_t w = ::write(fd_, p, n);
+    const ssize_t w = ::pwrite(fd_, p, n, off_t(offset));
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) throw Error(cat(tmp_, ": write failed (", std::strerror(errno), ")"));
+    if (w <= 0) throw Error(cat(tmp_, ": write at offset ", offset, " failed (", std::strerror(errno), ")"));
     p += w;
     n -= size_t(w);
+    offset += uint64_t(w);
   }
 }
 

@@ -1,6 +1,7 @@
 // Files that appear whole or not at all: written to `<path>.tmp.<pid>` in the same folder,
 // fsync'd, renamed over `path`, and the folder fsync'd. A crash leaves the old file (or none).
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -15,6 +16,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void write(const void* data, size_t n);
+  // Writes at byte `offset` of the file (pwrite), leaving the position of write() alone: for formats
+  // whose parts arrive out of order (a GGUF tensor at its precomputed offset).
+  void write_at(uint64_t offset, const void* data, size_t n);
   // Makes the file durable and moves it into place. Throws Error naming the file on failure.
   void commit();
 
@@ -22,6 +26,7 @@ class AtomicFile {
   std::filesystem::path path_;
   std::string tmp_;
   int fd_ = -1;
+  uint64_t pos_ = 0;  // where write() continues
   bool done_ = false;
 };
 

@@ -28,6 +28,7 @@ class SafetensorsCheckpoint {
   const SafetensorsReader& file_of(const std::string& name) const;
   const SafetensorsEntry& info(const std::string& name) const { return file_of(name).info(name); }
   Tensor tensor(const std::string& name) const { return file_of(name).tensor(name); }
+  void release(const std::string& name) const { file_of(name).release(name); }
   // Exact sum of numel over every tensor in every file.
   int64_t parameter_count() const;
   // The distinct dtypes stored, in DType order.

@@ -194,6 +194,14 @@ Tensor SafetensorsReader::tensor(const std::string& name) const {
   return Tensor::wrap(p, e.shape, e.dtype, Device::cpu(), mapping_);
 }
 
+void SafetensorsReader::release(const std::string& name) const {
+  const SafetensorsEntry& e = info(name);
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data_ + e.begin) + page - 1) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + e.end) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 int64_t SafetensorsReader::parameter_count() const {
   int64_t n = 0;
   for (const auto& kv : entries_) n += shape_numel(kv.second.shape);

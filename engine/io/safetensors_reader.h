@@ -35,6 +35,10 @@ class SafetensorsReader {
   // Zero-copy CPU view of the tensor's bytes (copied only when the bytes are not aligned to the
   // dtype size, which a conforming writer never produces). Read-only memory: do not write to it.
   Tensor tensor(const std::string& name) const;
+  // Drops the resident pages of `name`'s bytes from this process (madvise DONTNEED on the whole
+  // pages inside its range): a streaming reader calls it once done with a tensor, so mapped
+  // pages do not pile up in its resident set. Views stay valid (pages are read again on access).
+  void release(const std::string& name) const;
   // The optional "__metadata__" string map.
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Sum of numel over every tensor in the file.

@@ -59,7 +59,8 @@ class AdaptedLinear {
 
   // The adapter as a PEFT LoRA pair {A [r, in], B [out, r]} (F32, CPU), to be applied with the
   // method's recorded scaling; nullopt for a frozen projection. FALQON answers with Â and
-  // B̂ + ΣΔB_applied (METHODS.md), so its PEFT export is the trained model up to FP8 rounding.
+  // ΣΔB_applied − B̂ (METHODS.md), so its PEFT export is the trained model up to the part of the
+  // FP8 rounding beyond rank r.
   virtual std::optional<std::pair<Tensor, Tensor>> peft_pair() const { return std::nullopt; }
   // Tensors beyond params() that an adapter or checkpoint must carry to rebuild this projection
   // exactly (FALQON: its changed backbone rows and applied-update sum). Keys are short names

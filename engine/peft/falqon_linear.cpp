@@ -189,8 +189,10 @@ Tensor FalqonLinear::merged_weight() const {
 }
 
 std::optional<std::pair<Tensor, Tensor>> FalqonLinear::peft_pair() const {
-  Tensor b = b_hat_.clone();
-  ops::axpy(1.0f, applied_.to(Device::cpu()), b);
+  // The trained weight is deq(Q(W)) + the applied rows ≈ W − B̂·Â + ΣΔB_applied·Â: relative to
+  // the bf16 base the adapter's B is ΣΔB_applied − B̂ (adding +B̂ counted the FP8 rounding twice).
+  Tensor b = applied_.to(Device::cpu()).clone();
+  ops::axpy(-1.0f, b_hat_, b);
   return std::pair{a_hat_.clone(), b};
 }
 

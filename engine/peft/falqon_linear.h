@@ -49,7 +49,9 @@ class FalqonLinear : public AdaptedLinear {
   void after_step() override;
   // deq(backbone rows) [out, in] F32 on the CPU: the trained model.
   Tensor merged_weight() const override;
-  // {Â, B̂ + ΣΔB_applied}, scaling 1 (the adapter records alpha = r).
+  // {Â, ΣΔB_applied − B̂}, scaling 1 (the adapter records alpha = r): W + B·Â is the trained
+  // weight to first order (deq(Q(W)) = W − E ≈ W − B̂·Â). `loft export --format peft` fits the
+  // exact rank-r best of deq(trained) − W instead (export/peft_export.h).
   std::optional<std::pair<Tensor, Tensor>> peft_pair() const override;
   // falqon_scale F32 [1]; falqon_rows I32 [n] (rows whose codes changed since Q(W), ascending) and
   // falqon_row_codes U8 [n, in]; falqon_a_codes U8 [r, in] (so the rebuild does not depend on

@@ -1,8 +1,10 @@
 #include "engine/quant/scaled_fp8.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/quant/fp8.h"
+#include "engine/quant/quantize.h"
 
 namespace loft::quant {
 
@@ -64,6 +66,51 @@ void dequantize(const ScaledFp8& w, Tensor& out) {
         out.ptr<uint16_t>()[r * cols + c] = f32_to_bf16(v);
     }
   }
+}
+
+ScaledFp8 quantize_scaled_fp8(const Tensor& w, int64_t block_rows, int64_t block_cols,
+                              std::string_view what) {
+  LOFT_CHECK(w.defined() && w.dtype() == DType::F32 && w.dim() == 2 && w.device().is_cpu(), what,
+             ": FP8 encoding needs an F32 [out, in] weight on the CPU, got ",
+             w.defined() ? w.str() : std::string("(undefined)"));
+  LOFT_CHECK(block_rows > 0 && block_cols > 0, what, ": FP8 scale blocks must be positive, got ",
+             block_rows, "x", block_cols);
+  const int64_t rows = w.size(0), cols = w.size(1);
+  const Shape grid = scale_grid(rows, cols, block_rows, block_cols);
+  ScaledFp8 q{Tensor::empty({rows, cols}, DType::F8_E4M3), Tensor::empty(grid, DType::F32),
+              block_rows, block_cols};
+  const float* x = w.ptr<float>();
+  auto* codes = q.codes.ptr<uint8_t>();
+  float* scales = q.scales.ptr<float>();
+  for (int64_t br = 0; br < grid[0]; ++br)
+    for (int64_t bc = 0; bc < grid[1]; ++bc) {
+      const int64_t r0 = br * block_rows, r1 = std::min(rows, r0 + block_rows);
+      const int64_t c0 = bc * block_cols, c1 = std::min(cols, c0 + block_cols);
+      float amax = 0.0f;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float a = std::fabs(x[r * cols + c]);
+          if (a > amax) amax = a;  // NaN compares false: ignored
+        }
+      if (std::isinf(amax))
+        throw Error(cat(what, ": an infinite value in rows ", r0, "..", r1 - 1,
+                        " cannot be encoded as FP8"));
+      const float s = scale_for_amax(amax, LowpFormat::E4M3);
+      scales[br * grid[1] + bc] = s;
+      for (int64_t r = r0; r < r1; ++r)
+        encode_cpu(LowpFormat::E4M3, x + r * cols + c0, c1 - c0, s, codes + r * cols + c0);
+    }
+  return q;
+}
+
+ScaledFp8 with_repeated_scale(Tensor codes, float scale, int64_t block_rows, int64_t block_cols) {
+  LOFT_CHECK(codes.defined() && codes.dim() == 2, "with_repeated_scale: codes must be [out, in]");
+  const Shape grid = scale_grid(codes.size(0), codes.size(1), block_rows, block_cols);
+  ScaledFp8 q{std::move(codes),
+              Tensor::from_vector(std::vector<float>(size_t(shape_numel(grid)), scale), grid),
+              block_rows, block_cols};
+  check_scaled_fp8(q, "with_repeated_scale");
+  return q;
 }
 
 std::optional<float> common_scale(const ScaledFp8& w) {

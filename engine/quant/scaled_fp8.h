@@ -36,6 +36,19 @@ void check_scaled_fp8(const ScaledFp8& w, std::string_view what);
 // out [out, in] on the CPU, F32 or BF16: decode(code) x scale in fp32, rounded once to out's dtype.
 void dequantize(const ScaledFp8& w, Tensor& out);
 
+// The encoder of this layout, for writing FP8 checkpoints: w F32 [out, in] on the CPU; each
+// block's scale is its amax / 448 (1 when the block is all zeros) and each code E4M3(x / scale),
+// rounded to nearest even and saturated: per block exactly what quant::quantize does per tensor,
+// so one block spanning the matrix gives quantize()'s codes and scale bit for bit. NaN elements
+// are ignored by the amax (as quantize() does); an infinite one is an Error naming `what`.
+ScaledFp8 quantize_scaled_fp8(const Tensor& w, int64_t block_rows, int64_t block_cols,
+                              std::string_view what);
+
+// Codes F8_E4M3 [out, in] (CPU) that hold a weight under ONE scale, described on a finer block
+// grid by repeating that scale: the same values exactly (a per-tensor FP8 weight written in a
+// per-channel or 128x128-block layout).
+ScaledFp8 with_repeated_scale(Tensor codes, float scale, int64_t block_rows, int64_t block_cols);
+
 // The scale every block shares (bit-identical), when there is one and it is positive: then the
 // codes with that one scale are the weight exactly, as a per-tensor FP8 method stores it.
 std::optional<float> common_scale(const ScaledFp8& w);

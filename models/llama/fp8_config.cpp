@@ -208,4 +208,62 @@ std::optional<Fp8Checkpoint> parse_fp8_checkpoint(const nlohmann::json& config,
   return it->second(f);
 }
 
+Fp8Checkpoint fp8_export_scheme(const std::string& layout) {
+  Fp8Checkpoint c;
+  if (layout == "block") {
+    c.quant_method = "fp8";
+    c.scale_name = "weight_scale_inv";
+    c.granularity = Fp8Checkpoint::Granularity::Block;
+    c.block_rows = c.block_cols = 128;
+  } else if (layout == "channel" || layout == "tensor") {
+    c.quant_method = "compressed-tensors";
+    c.format = "float-quantized";
+    c.scale_name = "weight_scale";
+    c.zero_point_name = "weight_zero_point";
+    c.granularity = layout == "channel" ? Fp8Checkpoint::Granularity::Channel
+                                        : Fp8Checkpoint::Granularity::Tensor;
+  } else {
+    throw UsageError(cat("--fp8-layout: '", layout, "' is not channel, block or tensor"));
+  }
+  c.not_quantized = {"lm_head"};
+  return c;
+}
+
+json quantization_config_json(const Fp8Checkpoint& q) {
+  if (q.quant_method == "fp8") {
+    LOFT_CHECK(q.granularity == Fp8Checkpoint::Granularity::Block,
+               "transformers fp8 stores block scales only");
+    return {{"quant_method", "fp8"},
+            {"activation_scheme", "dynamic"},
+            {"fmt", "e4m3"},
+            {"scale_fmt", "float"},
+            {"weight_block_size", {q.block_rows, q.block_cols}},
+            {"dequantize", false},
+            {"modules_to_convert", nullptr},
+            {"modules_to_not_convert", q.not_quantized}};
+  }
+  LOFT_CHECK(q.quant_method == "compressed-tensors" &&
+                 q.granularity != Fp8Checkpoint::Granularity::Block,
+             "compressed-tensors FP8 export writes per-tensor or per-channel scales");
+  auto args = [](const char* strategy, bool dynamic, const json& observer) {
+    return json{{"num_bits", 8},          {"type", "float"},          {"symmetric", true},
+                {"strategy", strategy},   {"dynamic", dynamic},       {"group_size", nullptr},
+                {"block_structure", nullptr}, {"actorder", nullptr},  {"observer", observer},
+                {"observer_kwargs", json::object()}};
+  };
+  const char* strategy = granularity_name(q.granularity);
+  const json group{{"targets", {"Linear"}},
+                   {"weights", args(strategy, false, "minmax")},
+                   {"input_activations", args("token", true, nullptr)},
+                   {"output_activations", nullptr},
+                   {"format", q.format}};
+  return {{"quant_method", "compressed-tensors"},
+          {"format", q.format},
+          {"quantization_status", "compressed"},
+          {"config_groups", {{"group_0", group}}},
+          {"ignore", q.not_quantized},
+          {"kv_cache_scheme", nullptr},
+          {"global_compression_ratio", nullptr}};
+}
+
 }  // namespace loft::llama

@@ -42,4 +42,19 @@ struct Fp8Checkpoint {
 std::optional<Fp8Checkpoint> parse_fp8_checkpoint(const nlohmann::json& config,
                                                   const std::string& source);
 
+// The scheme `loft export --format fp8 --fp8-layout L` writes: "channel" (compressed-tensors
+// float-quantized, per-output-channel weight scales, the FP8_DYNAMIC preset), "tensor"
+// (compressed-tensors, one scale per weight), "block" (transformers fp8, 128x128 blocks). lm_head
+// stays unquantized (not_quantized = {"lm_head"}). UsageError naming --fp8-layout otherwise.
+Fp8Checkpoint fp8_export_scheme(const std::string& layout);
+
+// config.json's quantization_config for a scheme, spelled as each format's own writer spells it
+// (so parse_fp8_checkpoint reads it back to the same scheme):
+//  - "fp8": transformers' FineGrainedFP8Config fields (activation_scheme dynamic, weight_block_size,
+//    scale_fmt float, modules_to_not_convert);
+//  - "compressed-tensors": one group "group_0" targeting Linear, weights 8-bit float symmetric per
+//    channel or tensor (static, minmax observer), input activations 8-bit float dynamic per token
+//    (FP8_DYNAMIC), format float-quantized, quantization_status compressed, ignore, no kv cache.
+nlohmann::json quantization_config_json(const Fp8Checkpoint& scheme);
+
 }  // namespace loft::llama

@@ -27,38 +27,42 @@ TEST(Cli, MissingSubcommandIsUsageError) {
   EXPECT_EQ(r.code, 2);
 }
 
-TEST(Cli, PendingCommandsSayNotBuiltAndFail) {
-  for (const char* cmd : {"export"}) {
-    Result r = run({cmd, "--device", "cpu"});
-    EXPECT_EQ(r.code, 1) << cmd;
-    EXPECT_NE(r.err.find("not built yet"), std::string::npos) << r.err;
-    EXPECT_TRUE(r.out.empty()) << "no fake output: " << r.out;
-  }
+TEST(Cli, FailedGgufExportsNameTheFolderAndLeaveNothing) {
+  test::TempDir dir;
+  for (const char* format : {"gguf", "gguf-lora"})
+    for (const char* out : {"o", "o.gguf"}) {
+      Result r = run({"export", "--model", "/nonexistent", "--adapter", "/nonexistent", "--format", format, "--out",
+                      (dir / out).string()});
+      EXPECT_EQ(r.code, 1) << format << " " << out;
+      EXPECT_NE(r.err.find("/nonexistent"), std::string::npos) << r.err;
+      EXPECT_TRUE(r.out.empty()) << "no fake output: " << r.out;
+      EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << format << " " << out << ": nothing left behind";
+    }
 }
 
 TEST(Cli, BadDeviceIsUsageErrorNamingTheValue) {
-  Result r = run({"export", "--device", "tpu:3"});
+  Result r = run({"evaluate", "--model", "/nonexistent", "--device", "tpu:3"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("tpu:3"), std::string::npos) << r.err;
 }
 
 TEST(Cli, CudaWithoutGpuIsClearError) {
   if (test::have_gpu()) GTEST_SKIP() << "a GPU is present";
-  Result r = run({"export", "--device", "cuda"});
+  Result r = run({"evaluate", "--model", "/nonexistent", "--device", "cuda"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("cuda"), std::string::npos) << r.err;
 }
 
 TEST(Cli, ConfigFileSuppliesOptions) {
   test::TempDir dir;
-  std::ofstream(dir / "run.toml") << "[export]\ndevice = \"bogus-device\"\n";
-  Result r = run({"--config", (dir / "run.toml").string(), "export"});
+  std::ofstream(dir / "run.toml") << "[evaluate]\nmodel = \"/nonexistent\"\ndevice = \"bogus-device\"\n";
+  Result r = run({"--config", (dir / "run.toml").string(), "evaluate"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("bogus-device"), std::string::npos) << r.err;
 }
 
 TEST(Cli, MissingConfigFileIsUsageError) {
-  Result r = run({"--config", "/nonexistent/loft.toml", "export"});
+  Result r = run({"--config", "/nonexistent/loft.toml", "evaluate"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("loft.toml"), std::string::npos) << r.err;
 }

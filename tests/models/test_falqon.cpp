@@ -115,8 +115,8 @@ TEST(FalqonLinear, InitialAdapterIsTheQuantizationErrorsBestRankR) {
     const LowRankFactors exact = randomized_svd(e, int(std::min(out, in)), {.oversample = 0, .power_iters = 6});
     double tail = 0, total = 0;
     for (size_t i = 0; i < exact.sigma.size(); ++i) (i < size_t(r) ? total : tail) += exact.sigma[i] * exact.sigma[i];
-    Tensor diff = e.clone();
-    ops::axpy(-1.0f, approx, diff);
+    Tensor diff = e.clone();  // B = −B̂ (the trained weight is W − E): B·A ≈ −E
+    ops::axpy(1.0f, approx, diff);
     const double got = std::sqrt(ops::sum_squares(diff)), opt = std::sqrt(tail);
     EXPECT_LE(got, 1.03 * opt + 1e-6 * std::sqrt(total + tail)) << out << "x" << in << ": residual " << got << ", optimal " << opt;
     EXPECT_LT(got, std::sqrt(tail + total)) << "the adapter reduces the error";
