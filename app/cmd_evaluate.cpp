@@ -24,7 +24,7 @@ struct EvaluateOptions {
   std::string report, log_samples, subjects, train, test;
   bool json = false;
   int64_t batch_tokens = 8192;
-  int64_t shots = -1, limit = -1, offset = 0, slots = 16, seed = 1234, max_gen_toks = 256;
+  int64_t shots = -1, limit = -1, offset = 0, slots = 0, seed = 1234, max_gen_toks = 256;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -97,6 +97,10 @@ std::ofstream open_log(const std::string& path) {
   return f;
 }
 
+// --slots, or for 0 what suits the device: the GPU's throughput grows with the batch up to ~64
+// sequences (the KV cache is capped to its free memory by eval/), the CPU's does not.
+int64_t slots_for(const EvaluateOptions& o, Device device) { return o.slots > 0 ? o.slots : device.is_cpu() ? 16 : 64; }
+
 void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
               const std::string& method, Device device) {
   if (o.data.empty()) throw UsageError("--task mmlu needs --data DIR (a folder with dev/ and test/)");
@@ -107,7 +111,7 @@ void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenize
   mo.offset = o.offset;
   mo.limit = o.limit;
   mo.max_length = model.config().max_position_embeddings;
-  mo.slots = o.slots;
+  mo.slots = slots_for(o, device);
   mo.per_question_prefix = device.is_cpu();  // least compute on the CPU; batches of questions on a GPU
   mo.progress = &std::cerr;
   std::ofstream log = open_log(o.log_samples);
@@ -178,7 +182,7 @@ void run_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const Tokeniz
   go.limit = o.limit;
   go.max_gen_toks = o.max_gen_toks;
   go.max_length = model.config().max_position_embeddings;
-  go.slots = o.slots;
+  go.slots = slots_for(o, model.device());
   for (int64_t id : model.config().eos_token_ids) go.eos_ids.push_back(int32_t(id));
   go.progress = &std::cerr;
   std::ofstream log = open_log(o.log_samples);
@@ -231,7 +235,7 @@ void run_evaluate(const EvaluateOptions& o) {
   if (o.task != "ppl" && o.task != "mmlu" && o.task != "gsm8k" && o.task != "gsm8k-cot")
     throw UsageError(cat("--task ", o.task, " is not one of ppl, mmlu, gsm8k, gsm8k-cot"));
   if (o.limit < -1 || o.offset < 0) throw UsageError("--limit and --offset must be >= 0");
-  if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
+  if (o.slots < 0) throw UsageError(cat("--slots must be >= 1 (or 0: automatic), not ", o.slots));
   if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
@@ -265,7 +269,10 @@ void add_evaluate_command(CLI::App& root) {
   cmd->add_option("--limit", o->limit, "questions per subject (mmlu) / in all (gsm8k); default all");
   cmd->add_option("--offset", o->offset, "skip this many questions first (each keeps its full-run prompt)")
       ->capture_default_str();
-  cmd->add_option("--slots", o->slots, "sequences scored/decoded at once (KV-cache slots)")->capture_default_str();
+  cmd->add_option("--slots", o->slots,
+                  "sequences scored/decoded at once (KV-cache slots); 0: 64 on a GPU (fewer if its free memory "
+                  "holds fewer), 16 on the CPU")
+      ->capture_default_str();
   cmd->add_option("--batch-tokens", o->batch_tokens, "ppl: tokens per forward pass")->capture_default_str();
   cmd->add_option("--report", o->report, "write the JSON report to this file");
   cmd->add_option("--log-samples", o->log_samples, "write one JSON line per question to this file");
