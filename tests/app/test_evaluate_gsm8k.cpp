@@ -106,7 +106,7 @@ TEST(EvaluateGsm8k, BadInputIsAClearError) {
   r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
                               "--task", "gsm8k", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
-  for (const auto& [flag, value] : {std::pair{"--slots", "0"}, {"--max-gen-toks", "-3"}}) {
+  for (const auto& [flag, value] : {std::pair{"--slots", "-1"}, {"--max-gen-toks", "-3"}}) {
     r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
                                 "--task", "gsm8k", "--data", dir.path().string(), flag, value, "--device", "cpu"});
     EXPECT_EQ(r.code, 2) << flag;
