@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "engine/io/json_read.h"
 #include "app/model_loading.h"
 #include "models/llama/generate.h"
 #include "models/llama/generation_config.h"
@@ -41,12 +42,7 @@ std::vector<std::string> read_prompts(const std::string& file) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const std::exception& e) {
-      throw Error(cat(file, ":", n, ": not JSON (", e.what(), ")"));
-    }
+    const json j = parse_json(line, cat(file, ":", n));
     if (j.is_string()) out.push_back(j.get<std::string>());
     else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) out.push_back(j["prompt"]);
     else throw Error(cat(file, ":", n, ": expected {\"prompt\": \"...\"} or a JSON string"));
@@ -107,6 +103,7 @@ void run_generate(const GenerateCmdOptions& o) {
 
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
+  check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
   llama::GenerationSettings stops = llama::load_generation_settings(o.model, *tok);
   if (!o.adapter.empty()) llama::add_adapter_stops(stops, o.adapter, m.model->config().vocab_size);

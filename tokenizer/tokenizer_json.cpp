@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/utf8.h"
 
 namespace loft {
@@ -18,13 +19,8 @@ json parse_file(const std::filesystem::path& file, const char* what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     throw Error(cat(what, " ", file, " does not exist or is not a regular file"));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(cat("cannot open ", what, " ", file));
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw Error(cat(what, " ", file, " is not valid JSON: ", e.what()));
-  }
+  (void)what;
+  return read_json_file(file);
 }
 
 // Field access that names the file and the JSON path on a wrong type.
@@ -247,7 +243,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   r.object(j, where);
   const auto type = j.find("type");
   if (type == j.end() || !type->is_string()) r.fail(where, "has no \"type\" (loft supports BPE)");
-  if (*type != "BPE") r.fail(where, cat("unsupported model type '", type->get<std::string>(), "' (loft supports BPE)"));
+  if (*type != "BPE") r.fail(where, cat("unsupported model type ", brief(*type), " (loft supports BPE)"));
   const auto dropout = j.find("dropout");
   if (dropout != j.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
     r.fail(where, "BPE dropout is not supported (it must be null)");
@@ -340,7 +336,10 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
 }  // namespace
 
 TokenizerJson read_tokenizer_json(const std::filesystem::path& file) {
-  const json root = parse_file(file, "tokenizer.json");
+  return tokenizer_json_from(parse_file(file, "tokenizer.json"), file);
+}
+
+TokenizerJson tokenizer_json_from(const nlohmann::json& root, const std::filesystem::path& file) {
   Reader r(file);
   r.object(root, "top level");
   TokenizerJson tj;
@@ -368,8 +367,12 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
   TokenizerConfig c;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return c;
+  return tokenizer_config_from(parse_file(file, "tokenizer_config.json"), file);
+}
+
+TokenizerConfig tokenizer_config_from(const nlohmann::json& j, const std::filesystem::path& file) {
+  TokenizerConfig c;
   c.file = file;
-  const json j = parse_file(file, "tokenizer_config.json");
   const auto fail = [&](const std::string& msg) { throw Error(cat("tokenizer_config.json ", file, ": ", msg)); };
   if (!j.is_object()) fail("expected an object");
   // A token is "text" or {"content": "text", ...} (a serialized AddedToken).
@@ -396,7 +399,8 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
     if (!j[key].is_boolean() && !j[key].is_null()) fail(cat("\"", key, "\" must be true or false"));
     *out = j[key].is_boolean() && j[key].get<bool>();
   }
-  if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string()) c.tokenizer_class = j["tokenizer_class"];
+  if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
+    c.tokenizer_class = j["tokenizer_class"].get<std::string>();
   return c;
 }
 

@@ -3,6 +3,7 @@
 // Every problem is a loft::Error naming the file and what is wrong or unsupported.
 #pragma once
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@ struct TokenizerJson {
 
 // Throws loft::Error naming `file` when it is missing, not JSON, or not a supported BPE tokenizer.
 TokenizerJson read_tokenizer_json(const std::filesystem::path& file);
+// The same from an already parsed document (the fuzz target's entry point).
+TokenizerJson tokenizer_json_from(const nlohmann::json& root, const std::filesystem::path& file);
 
 // What tokenizer_config.json says about special tokens (transformers' view of the folder).
 struct TokenizerConfig {
@@ -45,5 +48,6 @@ struct TokenizerConfig {
 // Reads `file` when it exists (an empty config otherwise). Throws loft::Error naming it when it is
 // not JSON or a field has the wrong type.
 TokenizerConfig read_tokenizer_config(const std::filesystem::path& file);
+TokenizerConfig tokenizer_config_from(const nlohmann::json& j, const std::filesystem::path& file);
 
 }  // namespace loft

@@ -7,9 +7,11 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
-#include "engine/peft/json_field.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
 #include "engine/peft/method_state.h"
+#include "engine/tensor/finite.h"
 
 namespace loft {
 
@@ -20,21 +22,19 @@ constexpr std::string_view kPrefix = "base_model.model.";
 
 // Rejects PEFT features whose tensors or maths loft does not implement, instead of silently
 // computing something else.
-void reject_unsupported(const nlohmann::json& j, const fs::path& file) {
-  auto truthy = [&](const char* k) { return j.contains(k) && !j[k].is_null() && j[k] != false; };
-  if (j.value("peft_type", "") != "LORA")
-    throw Error(cat(file.string(), ": peft_type '", j.value("peft_type", "?"),
-                    "' is not supported (LORA only)"));
+void reject_unsupported(const JsonFields& f) {
+  auto truthy = [&](const char* k) { return f.has(k) && f.json()[k] != false; };
+  if (const std::string type = f.string("peft_type", ""); type != "LORA")
+    f.fail("peft_type", cat("is ", brief(type), "; only LORA is supported"));
   for (const char* k : {"use_dora", "use_rslora", "use_qalora", "fan_in_fan_out"})
-    if (truthy(k)) throw Error(cat(file.string(), ": '", k, "' is not supported"));
-  if (j.value("bias", "none") != "none")
-    throw Error(cat(file.string(), ": bias '", j.value("bias", ""), "' is not supported (none only)"));
+    if (truthy(k)) f.fail(k, "is not supported");
+  if (const std::string bias = f.string("bias", "none"); bias != "none")
+    f.fail("bias", cat("is ", brief(bias), "; only none is supported"));
   for (const char* k : {"rank_pattern", "alpha_pattern"})
-    if (j.contains(k) && j[k].is_object() && !j[k].empty())
-      throw Error(cat(file.string(), ": per-module '", k, "' is not supported"));
-  if (j.contains("modules_to_save") && !j["modules_to_save"].is_null() &&
-      !j["modules_to_save"].empty())
-    throw Error(cat(file.string(), ": modules_to_save is not supported"));
+    if (f.has(k) && f.json()[k].is_object() && !f.json()[k].empty())
+      f.fail(k, "(per-module) is not supported");
+  if (f.has("modules_to_save") && !f.json()["modules_to_save"].empty())
+    f.fail("modules_to_save", "is not supported");
 }
 
 // The loft record restates r, lora_alpha and target_modules; a hand-edited config where they
@@ -60,29 +60,26 @@ std::string peft_target_leaf(const std::string& t) {
   return dot == std::string::npos ? t : t.substr(dot + 1);
 }
 
-PeftAdapter load_peft_adapter(const fs::path& dir) {
-  const fs::path cfg_path = dir / "adapter_config.json";
-  std::ifstream in(cfg_path);
-  if (!in) throw Error(cat("adapter: cannot read ", cfg_path.string()));
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw Error(cat(cfg_path.string(), ": not a JSON object"));
-  reject_unsupported(j, cfg_path);
-
+PeftAdapter peft_adapter_config_from(const nlohmann::json& j, const fs::path& cfg_path) {
+  if (!j.is_object()) throw Error(cat(cfg_path.string(), ": not a JSON object"));
+  const JsonFields f(j, cfg_path.string());
+  reject_unsupported(f);
   PeftAdapter a;
-  a.rank = json_field<int>(j, "r", cfg_path);
-  a.alpha = json_field<float>(j, "lora_alpha", cfg_path);
-  if (a.rank <= 0) throw Error(cat(cfg_path.string(), ": r must be positive, got ", a.rank));
-  const auto& targets = j.contains("target_modules") ? j["target_modules"] : nlohmann::json();
-  if (targets.is_string())
-    a.target_modules = {targets.get<std::string>()};
-  else
-    a.target_modules = json_field<std::vector<std::string>>(j, "target_modules", cfg_path);
-  a.base_model = j.value("base_model_name_or_path", "");
+  a.rank = int(f.positive("r", INT32_MAX));
+  a.alpha = f.float32("lora_alpha");
+  a.target_modules = f.strings("target_modules", /*allow_single=*/true);
+  a.base_model = f.string("base_model_name_or_path", "");
   if (j.contains("loft")) {
     a.method = method_options_from_json(j["loft"], cfg_path);
     check_record_matches_peft(a, cfg_path);
   }
+  return a;
+}
+
+PeftAdapter load_peft_adapter(const fs::path& dir) {
+  const fs::path cfg_path = dir / "adapter_config.json";
+  if (!fs::exists(cfg_path)) throw Error(cat("adapter: cannot read ", cfg_path.string()));
+  PeftAdapter a = peft_adapter_config_from(read_json_file(cfg_path), cfg_path);
 
   const fs::path tensors_path = dir / "adapter_model.safetensors";
   const SafetensorsReader file = SafetensorsReader::open(tensors_path);
@@ -115,6 +112,8 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
       const auto v = t.to_float_vector();  // F16/BF16 adapters are widened exactly
       return Tensor::from_vector(v, t.shape());
     };
+    require_finite(at, module + ".lora_A", tensors_path.string());
+    require_finite(bt, module + ".lora_B", tensors_path.string());
     a.modules[module] = {to_f32(at), to_f32(bt)};
   }
   for (const auto& [module, bt] : b_of)

@@ -6,17 +6,17 @@
 
 #include "engine/core/error.h"
 #include "models/llama/config.h"
-#include "models/llama/json_fields.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft::llama {
 
 namespace fs = std::filesystem;
 
 GenerationConfig GenerationConfig::from_json_text(const std::string& text, const std::string& source) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(cat(source, ": not valid JSON"));
+  const nlohmann::json j = parse_json(text, source);
   if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
-  const Fields f(j, source);
+  const JsonFields f(j, source);
   GenerationConfig g;
   const auto single_id = [&](const char* key) -> std::optional<int64_t> {
     const std::vector<int64_t> ids = f.id_list(key);
@@ -36,10 +36,9 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text, const
     if (!(*g.top_p > 0 && *g.top_p <= 1)) f.fail("top_p", cat("must be in (0, 1], got ", *g.top_p));
   }
   if (f.has("top_k")) {
-    g.top_k = f.integer("top_k");
-    if (*g.top_k < 0) f.fail("top_k", cat("must be 0 or more, got ", *g.top_k));
+    g.top_k = f.integer("top_k", 0, INT32_MAX);
   }
-  if (f.has("max_new_tokens")) g.max_new_tokens = f.positive("max_new_tokens");
+  if (f.has("max_new_tokens")) g.max_new_tokens = f.positive("max_new_tokens", INT32_MAX);
   if (f.has("do_sample")) g.do_sample = f.boolean("do_sample", false);
   return g;
 }
