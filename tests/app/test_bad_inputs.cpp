@@ -1,6 +1,11 @@
 // One test per class of bad input from issue 13: each gives one bounded line on stderr and exit 1
 // (runtime) or 2 (usage), never a crash, a hang, an "internal error" or silent acceptance.
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
