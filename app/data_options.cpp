@@ -19,7 +19,7 @@ void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
   cmd.add_option("--template", o.chat_template,
                  "prompt template: auto, alpaca, llama2, llama3, llama3.1, chatml, plain (default auto: the "
                  "model's chat template from tokenizer_config.json when loft knows its family, else per format)");
-  cmd.add_option("--seq", o.seq, "tokens per row->check(int_in(2, data::kMaxSeq)); longer examples are truncated")->capture_default_str();
+  cmd.add_option("--seq", o.seq, "tokens per row; longer examples are truncated")->capture_default_str()->check(int_in(2, data::kMaxSeq));
   cmd.add_flag("--train-on-inputs", o.train_on_inputs, "also train prompt tokens");
   cmd.add_option("--on-bad-record", o.on_bad_record, "skip or fail on a bad record")->capture_default_str();
   if (!training) return;
