@@ -108,9 +108,9 @@ std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
     m.embeddings = embeddings;
     m.adapter_params = trainable;
     m.adapter = mul(kTrainableBytesPerParam, trainable);
-    add(add(add(m.frozen_weights, m.embeddings), add(m.adapter, m.activations)), m.logits);  // total() fits
     m.activations = activations;
     m.logits = logits;
+    add(add(add(m.frozen_weights, m.embeddings), add(m.adapter, m.activations)), m.logits);  // total() fits
     return m;
   };
   const int64_t P = s.proj_params;
