@@ -1,7 +1,5 @@
 #include "app/run_limits.h"
 
-#include <unistd.h>
-
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 
@@ -17,15 +15,6 @@ const char* estimate_name(const MethodOptions& m) {
     return m.halo.format == quant::LowpFormat::INT8 ? "halo-int8" : "halo-fp8";
   }
   return "lora-bf16";
-}
-
-int64_t machine_bytes(Device device) {
-  if (!device.is_cpu()) {
-    const int64_t total = device_info(device).total_bytes;
-    if (total > 0) return total;
-  }
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
 }
 
 double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
@@ -49,7 +38,7 @@ void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
   const llama::MethodMemory e = method_estimate(cfg, m, micro, seq);
-  const int64_t per_batch = e.activations + e.logits, machine = machine_bytes(device);
+  const int64_t per_batch = e.activations + e.logits, machine = device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),
                          " GiB of activations, more than the ", gib(machine), " GiB of ",
