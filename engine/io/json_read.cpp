@@ -67,26 +67,41 @@ void write_bounded(const nlohmann::json& v, std::string& out, size_t budget) {
   out += v.dump();
 }
 
-}  // namespace
-
-std::optional<nlohmann::json> try_parse_json(std::string_view text, std::string& error) {
+// try_parse_json for either nlohmann type (ordered_json keeps the file's key order).
+template <typename Json>
+std::optional<Json> try_parse_as(std::string_view text, std::string& error) {
   if (const size_t at = too_deep_at(text); at != std::string_view::npos) {
     error = cat("JSON nested deeper than ", kMaxJsonDepth, " levels at byte ", at);
     return std::nullopt;
   }
   try {
-    return nlohmann::json::parse(text);
+    return Json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     error = "not valid JSON (" + without_tag(e.what()) + ")";
   }
   return std::nullopt;
 }
 
-nlohmann::json parse_json(std::string_view text, const std::string& source) {
+template <typename Json>
+Json parse_as(std::string_view text, const std::string& source) {
   std::string error;
-  auto j = try_parse_json(text, error);
+  auto j = try_parse_as<Json>(text, error);
   if (!j) throw Error(cat(source, ": ", error));
   return std::move(*j);
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> try_parse_json(std::string_view text, std::string& error) {
+  return try_parse_as<nlohmann::json>(text, error);
+}
+
+nlohmann::json parse_json(std::string_view text, const std::string& source) {
+  return parse_as<nlohmann::json>(text, source);
+}
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source) {
+  return parse_as<nlohmann::ordered_json>(text, source);
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {

@@ -23,6 +23,8 @@ inline constexpr std::uintmax_t kMaxJsonFileBytes = std::uintmax_t(1) << 30;
 std::optional<nlohmann::json> try_parse_json(std::string_view text, std::string& error);
 // Same, throwing loft::Error("<source>: <error>").
 nlohmann::json parse_json(std::string_view text, const std::string& source);
+// Same, keeping the keys in the text's order.
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source);
 // Reads and parses a whole file; errors name the file (missing, unreadable, too large, invalid).
 nlohmann::json read_json_file(const std::filesystem::path& file);
 
