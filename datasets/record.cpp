@@ -32,7 +32,7 @@ Role parse_role(const std::string& name, const char* list_key, size_t index) {
   if (name == "system") return Role::system;
   if (name == "user" || name == "human") return Role::user;
   if (name == "assistant" || name == "gpt") return Role::assistant;
-  throw BadRecord(cat(list_key, "[", index, "]: unknown role '", name, "' (expected system, user or assistant)"));
+  throw BadRecord(cat(list_key, "[", index, "]: unknown role ", brief(name), " (expected system, user or assistant)"));
 }
 
 // messages / sharegpt: a list of turns whose role and text live under the given keys.

@@ -19,7 +19,6 @@ json parse_file(const std::filesystem::path& file, const char* what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     throw Error(cat(what, " ", file, " does not exist or is not a regular file"));
-  (void)what;
   return read_json_file(file);
 }
 
@@ -101,7 +100,7 @@ std::unique_ptr<Normalizer> normalizer(const Reader& r, const json& j, const std
   }
   if (t == "Prepend") return std::make_unique<PrependNormalizer>(r.string(j, "prepend", where));
   if (t == "Replace") return std::make_unique<ReplaceNormalizer>(r.pattern(j, where), r.string(j, "content", where));
-  r.fail(where, cat("unsupported normalizer type '", t, "' (loft supports Prepend, Replace and Sequence",
+  r.fail(where, cat("unsupported normalizer type ", brief(t), " (loft supports Prepend, Replace and Sequence",
                     t.starts_with("NF") ? "; Unicode normalization forms are not implemented" : "", ")"));
 }
 
@@ -111,7 +110,7 @@ PrependScheme prepend_scheme(const Reader& r, const json& j, const std::string& 
     if (*s == "always") scheme = PrependScheme::always;
     else if (*s == "first") scheme = PrependScheme::first;
     else if (*s == "never") scheme = PrependScheme::never;
-    else r.fail(where, cat("unknown prepend_scheme '", *s, "' (expected always, first or never)"));
+    else r.fail(where, cat("unknown prepend_scheme ", brief(*s), " (expected always, first or never)"));
   }
   // Files from before prepend_scheme: add_prefix_space false means never.
   const auto add = j.find("add_prefix_space");
@@ -149,7 +148,7 @@ std::unique_ptr<PreTokenizer> pre_tokenizer(const Reader& r, const json& j, cons
     else if (b == "MergedWithPrevious") behavior = SplitBehavior::merged_with_previous;
     else if (b == "MergedWithNext") behavior = SplitBehavior::merged_with_next;
     else if (b == "Contiguous") behavior = SplitBehavior::contiguous;
-    else r.fail(where, cat("unknown Split behavior '", b, "'"));
+    else r.fail(where, cat("unknown Split behavior ", brief(b)));
     return std::make_unique<SplitPreTokenizer>(r.pattern(j, where), behavior, r.boolean(j, "invert", false, where));
   }
   if (t == "ByteLevel") {
@@ -160,7 +159,7 @@ std::unique_ptr<PreTokenizer> pre_tokenizer(const Reader& r, const json& j, cons
   if (t == "Metaspace")
     return std::make_unique<MetaspacePreTokenizer>(one_char(r, j, "replacement", where), prepend_scheme(r, j, where),
                                                    r.boolean(j, "split", true, where));
-  r.fail(where, cat("unsupported pre-tokenizer type '", t, "' (loft supports Split, ByteLevel, Metaspace and Sequence)"));
+  r.fail(where, cat("unsupported pre-tokenizer type ", brief(t), " (loft supports Split, ByteLevel, Metaspace and Sequence)"));
 }
 
 void decoder_steps(const Reader& r, const json& j, const std::string& where, std::vector<DecoderStep>& out) {
@@ -192,8 +191,8 @@ void decoder_steps(const Reader& r, const json& j, const std::string& where, std
     s.start = r.count(j, "start", where);
     s.stop = r.count(j, "stop", where);
   } else {
-    r.fail(where, cat("unsupported decoder type '", t,
-                      "' (loft supports ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence)"));
+    r.fail(where, cat("unsupported decoder type ", brief(t),
+                      " (loft supports ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence)"));
   }
   out.push_back(std::move(s));
 }
@@ -209,7 +208,7 @@ void post_processor(const Reader& r, const json& j, const std::string& where, To
     return;
   }
   if (t != "TemplateProcessing")
-    r.fail(where, cat("unsupported post-processor type '", t, "' (loft supports TemplateProcessing, ByteLevel and Sequence)"));
+    r.fail(where, cat("unsupported post-processor type ", brief(t), " (loft supports TemplateProcessing, ByteLevel and Sequence)"));
   if (tj.template_prefix) r.fail(where, "more than one TemplateProcessing");
   const json& single = r.array(j, "single", where);
   const json specials = j.value("special_tokens", json::object());
@@ -226,7 +225,7 @@ void post_processor(const Reader& r, const json& j, const std::string& where, To
     if (st == piece.end() || !st->is_object()) r.fail(where, "\"single\" items must be SpecialToken or Sequence");
     const std::string name = r.string(*st, "id", where + ".single");
     const auto def = specials.find(name);
-    if (def == specials.end()) r.fail(where, cat("special token '", name, "' is not in special_tokens"));
+    if (def == specials.end()) r.fail(where, cat("special token ", brief(name), " is not in special_tokens"));
     const json& tokens = r.array(*def, "tokens", where + ".special_tokens");
     for (const json& tok : tokens) {
       if (!tok.is_string()) r.fail(where, "special_tokens tokens must be strings");
@@ -243,7 +242,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   r.object(j, where);
   const auto type = j.find("type");
   if (type == j.end() || !type->is_string()) r.fail(where, "has no \"type\" (loft supports BPE)");
-  if (*type != "BPE") r.fail(where, cat("unsupported model type ", brief(*type), " (loft supports BPE)"));
+  if (*type != "BPE") r.fail(where, cat("unsupported model type ", brief(type->get<std::string>()), " (loft supports BPE)"));
   const auto dropout = j.find("dropout");
   if (dropout != j.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
     r.fail(where, "BPE dropout is not supported (it must be null)");
@@ -261,7 +260,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   entries.reserve(vocab->size());
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
     if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > uint64_t(INT32_MAX))
-      r.fail(where, cat("vocab id of '", it.key(), "' is not a valid id"));
+      r.fail(where, cat("vocab id of ", brief(it.key()), " is not a valid id"));
     if (const auto bad = utf8::find_invalid(it.key()))
       r.fail(where, cat("vocab token is not valid UTF-8 (", bad->problem, ")"));
     entries.emplace_back(it.key(), int32_t(it.value().get<uint64_t>()));
@@ -276,7 +275,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
       if (s.starts_with("#version")) continue;
       const size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        r.fail(where, cat("merge ", i, " '", s, "' is not two tokens separated by one space"));
+        r.fail(where, cat("merge ", i, " ", brief(s), " is not two tokens separated by one space"));
       merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -320,7 +319,7 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
       expected = int32_t(max_id < 0 ? vocab : (max_id >= vocab || vocab == 0 ? max_id + 1 : vocab));
     }
     if (s.id != expected)
-      r.fail(where, cat("added token '", s.content, "' has id ", s.id, ", but tokenizers gives it id ", expected,
+      r.fail(where, cat("added token ", brief(s.content), " has id ", s.id, ", but tokenizers gives it id ", expected,
                         " (a duplicate, or an id out of order or out of range)"));
     max_id = std::max<int64_t>(max_id, s.id);
     if (const auto prev = seen.find(s.content); prev != seen.end()) {

@@ -35,7 +35,7 @@ RopeScaling parse_rope_scaling(const JsonFields& f) {
     return s;
   }
   f.fail(f.has("rope_type") ? "rope_type" : "type",
-         cat("'", s.type, "' is not supported (default, linear, llama3)"));
+         cat(brief(s.type), " is not supported (default, linear, llama3)"));
 }
 
 }  // namespace
@@ -63,12 +63,12 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
 
   const std::string model_type = f.string("model_type", "llama");
   if (model_type != "llama")
-    f.fail("model_type", cat("is '", model_type, "'; loft reads Llama checkpoints only"));
+    f.fail("model_type", cat("is ", brief(model_type), "; loft reads Llama checkpoints only"));
   for (const char* key : {"attention_bias", "mlp_bias"})
     if (f.boolean(key, false))
       f.fail(key, "is true; Llama projections with biases are not supported");
   if (const std::string act = f.string("hidden_act", "silu"); act != "silu")
-    f.fail("hidden_act", cat("is '", act, "'; only silu is supported"));
+    f.fail("hidden_act", cat("is ", brief(act), "; only silu is supported"));
 
   LlamaConfig c;
   if (f.has("architectures")) {
