@@ -35,14 +35,14 @@ void reject_unsupported(const JsonFields& f) {
 void check_record_matches_peft(const PeftAdapter& a, const fs::path& file) {
   const MethodOptions& m = *a.method;
   if (m.lora.rank != a.rank)
-    throw Error(cat(file.string(), ": field 'loft.rank' is ", m.lora.rank, " but r is ", a.rank));
+    throw Error(cat(file.string(), ": field loft.rank is ", m.lora.rank, " but r is ", a.rank));
   if (m.lora.alpha != a.alpha)
-    throw Error(cat(file.string(), ": field 'loft.alpha' is ", m.lora.alpha, " but lora_alpha is ",
+    throw Error(cat(file.string(), ": field loft.alpha is ", m.lora.alpha, " but lora_alpha is ",
                     a.alpha));
   std::set<std::string> peft;
   for (const std::string& t : a.target_modules) peft.insert(peft_target_leaf(t));
   if (peft != m.targets)
-    throw Error(cat(file.string(), ": field 'loft.targets' names other projections than ",
+    throw Error(cat(file.string(), ": field loft.targets names other projections than ",
                     "target_modules"));
 }
 
