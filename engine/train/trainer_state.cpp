@@ -21,8 +21,7 @@ TrainerState trainer_state_from(const nlohmann::json& state, const std::string& 
   TrainerState s;
   s.step = f.integer("step", 0);
   s.optimizer_steps = f.has("optimizer_steps") ? f.integer("optimizer_steps", 0) : s.step;
-  if (!state["data"].is_object()) f.fail("data", cat("must be an object, got ", brief(state["data"])));
-  s.data = state["data"];
+  s.data = state["data"];  // the BatchSource's own state: its restore() checks it
   return s;
 }
 
