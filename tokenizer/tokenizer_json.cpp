@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
 #include "tokenizer/utf8.h"
 
@@ -40,27 +41,22 @@ class Reader {
     if (it == j.end() || !it->is_string()) fail(where, "has no \"type\"");
     return it->get<std::string>();
   }
+  // Typed reads of j's fields; errors name the field as "<where>.<key>".
+  JsonFields fields(const json& j, const std::string& where) const {
+    return JsonFields(object(j, where), cat("tokenizer.json ", file_), where + ".");
+  }
   bool boolean(const json& j, const char* key, bool dflt, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return dflt;
-    if (!it->is_boolean()) fail(where, cat("\"", key, "\" must be true or false"));
-    return it->get<bool>();
+    return fields(j, where).boolean(key, dflt);
   }
   std::optional<std::string> opt_string(const json& j, const char* key, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return std::nullopt;
-    if (!it->is_string()) fail(where, cat("\"", key, "\" must be a string"));
-    return it->get<std::string>();
+    const JsonFields f = fields(j, where);
+    return f.has(key) ? std::optional(f.string(key)) : std::nullopt;
   }
   std::string string(const json& j, const char* key, const std::string& where) const {
-    auto s = opt_string(j, key, where);
-    if (!s) fail(where, cat("\"", key, "\" is missing"));
-    return *s;
+    return fields(j, where).string(key);
   }
   size_t count(const json& j, const char* key, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || !it->is_number_unsigned()) fail(where, cat("\"", key, "\" must be a non-negative integer"));
-    return it->get<size_t>();
+    return size_t(fields(j, where).integer(key, 0));
   }
   const json& array(const json& j, const char* key, const std::string& where) const {
     const auto it = j.find(key);
@@ -299,9 +295,7 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
     const std::string where = cat("added_tokens[", i, "]");
     const json& t = r.object((*it)[i], where);
     AddedTokenSpec s;
-    if (!t.contains("id") || !t["id"].is_number_unsigned() || t["id"].get<uint64_t>() > uint64_t(INT32_MAX))
-      r.fail(where, "\"id\" must be a non-negative integer");
-    s.id = int32_t(t["id"].get<uint64_t>());
+    s.id = r.fields(t, where).int32("id", 0);
     s.content = r.string(t, "content", where);
     s.special = r.boolean(t, "special", false, where);
     s.lstrip = r.boolean(t, "lstrip", false, where);

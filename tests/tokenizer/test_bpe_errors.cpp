@@ -117,7 +117,7 @@ TEST(BpeErrors, AddedTokenIds) {
   EXPECT_THAT(load_error(tj), HasSubstr("'<|other|>' has id 5, but tokenizers gives it id 6"));
   tj = valid();
   tj["added_tokens"][0]["id"] = -1;
-  EXPECT_THAT(load_error(tj), HasSubstr("\"id\" must be a non-negative integer"));
+  EXPECT_THAT(load_error(tj), HasSubstr("field added_tokens[0].id must be an integer from 0 to 2147483647"));
   tj = valid();
   tj["added_tokens"][0]["content"] = "ab";  // in the vocabulary: must keep its id there
   EXPECT_THAT(load_error(tj), HasSubstr("'ab' has id 5, but tokenizers gives it id 2"));
