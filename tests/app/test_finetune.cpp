@@ -127,11 +127,27 @@ TEST(Finetune, KilledRunResumesToTheSameMetrics) {
   }
 }
 
-// An initial adapter holding a NaN is refused when it is loaded, naming the tensor; nothing is
-// written. (A loss that turns non-finite mid-run stops the same way: see trainer.cpp.)
+// A loss that turns non-finite mid-run (a learning rate of 1e30 blows the adapter up after step
+// 1) stops the run at that step: step 1's checkpoint stays, nothing of step 2 is applied or saved.
 TEST(Finetune, NonFiniteLossStopsWithoutWriting) {
   test::TempDir dir;
-  // An initial adapter holding a NaN makes the first loss NaN.
+  auto args = base_args(dir / "run", 5);
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--lr") args[i + 1] = "1e30";
+  args.insert(args.end(), {"--save-every", "1"});
+  const auto r = test::run_cli_captured(args);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(test::contains(r.err, "step 2: ")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "nothing from this step was applied or saved")) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints" / "step-1"));
+  EXPECT_FALSE(fs::exists(dir / "run" / "checkpoints" / "step-2"));
+  EXPECT_FALSE(fs::exists(dir / "run" / "adapter"));
+}
+
+// An initial adapter holding a NaN is refused when it is loaded, naming the tensor; nothing is
+// written.
+TEST(Finetune, NonFiniteInitAdapterIsRefusedAtLoad) {
+  test::TempDir dir;
   PeftAdapter bad;
   bad.rank = 8;
   bad.alpha = 16;
