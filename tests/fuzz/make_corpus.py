@@ -69,4 +69,28 @@ for f in list(files("*.safetensors")):
     if f.stat().st_size <= 1 << 20: put("safetensors_header", f"s{n}", f.read_bytes()); n += 1
 hdr = json.dumps({"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
 put("safetensors_header", "mini", struct.pack("<Q", len(hdr)) + hdr + bytes(16))
+
+
+def safetensors(tensors):
+    """tensors: [(name, dtype, shape, bytes)] -> a safetensors file."""
+    header, blob = {}, b""
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
+        blob += data
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + blob
+
+
+codes = bytes(range(0x30, 0x30 + 24))  # 4 x 6 E4M3 codes
+f32 = lambda *v: struct.pack(f"<{len(v)}f", *v)
+put("fp8_weights", "block", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                         ("m.weight_scale_inv", "F32", [1, 1], f32(0.5))]))
+put("fp8_weights", "block13", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                           ("m.weight_scale_inv", "F32", [4, 2], f32(*[0.25] * 8))]))
+put("fp8_weights", "channel", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                           ("m.weight_scale", "F32", [4, 1], f32(1, 2, 3, 4)),
+                                           ("m.weight_zero_point", "F8_E4M3", [4, 1], bytes(4))]))
+put("fp8_weights", "tensor", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                          ("m.weight_scale", "BF16", [1], b"\x80\x3f"),
+                                          ("n.weight", "F32", [2], f32(1, 2))]))
 print(f"corpus written to {out}")
