@@ -104,7 +104,7 @@ nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::stri
   return parse_as<nlohmann::ordered_json>(text, source);
 }
 
-nlohmann::json read_json_file(const std::filesystem::path& file) {
+std::string read_json_text(const std::filesystem::path& file) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(file, ec);
   if (ec) throw Error(cat(file.string(), ": cannot read (", ec.message(), ")"));
@@ -115,7 +115,11 @@ nlohmann::json read_json_file(const std::filesystem::path& file) {
   if (!in) throw Error(cat(file.string(), ": cannot open"));
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_json(text.view(), file.string());
+  return std::move(text).str();
+}
+
+nlohmann::json read_json_file(const std::filesystem::path& file) {
+  return parse_json(read_json_text(file), file.string());
 }
 
 std::string brief(const nlohmann::json& v) {

@@ -27,6 +27,8 @@ nlohmann::json parse_json(std::string_view text, const std::string& source);
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source);
 // Reads and parses a whole file; errors name the file (missing, unreadable, too large, invalid).
 nlohmann::json read_json_file(const std::filesystem::path& file);
+// The text of a JSON file, at most kMaxJsonFileBytes (for readers that parse it themselves).
+std::string read_json_text(const std::filesystem::path& file);
 
 // A bounded description of a JSON value for error messages: its type and at most ~80 characters
 // of its compact text ("array [[[[[[...").

@@ -121,11 +121,7 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
 
 LlamaConfig load_llama_config(const std::filesystem::path& path) {
   const auto file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(cat(file.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return LlamaConfig::from_json_text(text.str(), file.string());
+  return LlamaConfig::from_json_text(read_json_text(file), file.string());
 }
 
 }  // namespace loft::llama

@@ -78,14 +78,6 @@ nlohmann::json GenerationSettings::to_generation_config_json() const {
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(cat(file.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Fails naming `source` and `field` when `id` cannot be a token of a vocabulary of `vocab` ids.
 void check_in_vocab(int64_t id, int64_t vocab, const std::string& vocab_from, const std::string& source,
                     const char* field) {
@@ -109,7 +101,7 @@ GenerationSettings load_generation_settings(const fs::path& model_dir, const Tok
   GenerationSettings s;
   const fs::path gen_file = model_dir / "generation_config.json";
   if (fs::exists(gen_file)) {
-    s.file = GenerationConfig::from_json_text(read_text(gen_file), gen_file.string());
+    s.file = GenerationConfig::from_json_text(read_json_text(gen_file), gen_file.string());
     const std::string src = gen_file.string();
     if (s.file->bos_token_id) check_in_vocab(*s.file->bos_token_id, vocab, vocab_from, src, "bos_token_id");
     if (s.file->pad_token_id) check_in_vocab(*s.file->pad_token_id, vocab, vocab_from, src, "pad_token_id");
@@ -135,7 +127,7 @@ GenerationSettings load_generation_settings(const fs::path& model_dir, const Tok
 void add_adapter_stops(GenerationSettings& settings, const fs::path& adapter_dir, int64_t vocab) {
   const fs::path file = adapter_dir / "generation_config.json";
   if (!fs::exists(file)) return;
-  const GenerationConfig g = GenerationConfig::from_json_text(read_text(file), file.string());
+  const GenerationConfig g = GenerationConfig::from_json_text(read_json_text(file), file.string());
   for (int64_t id : g.eos_token_ids) {
     check_in_vocab(id, vocab, "the model", file.string(), "eos_token_id");
     settings.add_stop(int32_t(id), "adapter generation_config.json");
