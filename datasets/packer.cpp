@@ -1,6 +1,7 @@
 #include "datasets/packer.h"
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
 
 namespace loft::data {
@@ -78,14 +79,15 @@ nlohmann::json Packer::state() const {
 
 void Packer::restore(const nlohmann::json& s) {
   try {
-    const auto same = [&](const char* key, const char* option, auto mine) {
-      const auto theirs = s.at(key).get<decltype(mine)>();
+    // Typed reads: a saved seq of 1.6e87 is a damaged state, not a number to convert.
+    const JsonFields f(s, "the saved data position", "packer.");
+    const auto same = [&](const char* option, auto mine, auto theirs) {
       if (theirs != mine)
         throw UsageError(cat(option, ": the data position to resume was saved with ", theirs, ", not ", mine));
     };
-    same("seq", "--seq", seq_);
-    same("batch_rows", "--micro-batch", batch_rows_);
-    same("packing", "--packing", packing_);
+    same("--seq", seq_, f.integer("seq"));
+    same("--micro-batch", batch_rows_, f.integer("batch_rows"));
+    same("--packing", packing_, f.boolean("packing"));
     // A row holds at most seq tokens; anything else is a damaged state, not one to pack from.
     auto row_from = [&](const nlohmann::json& j) {
       Row row;

@@ -144,6 +144,16 @@ TEST(Packer, SavedExamplesOutOfRangeAreRefused) {
       EXPECT_TRUE(test::contains(e.what(), "the saved data position: field example.")) << e.what();
     }
   }
+  // The packer's own numbers are typed too: a seq of 1.6e87 (found by fuzz_trainer_state) was
+  // converted to an integer with undefined behaviour.
+  Packer p(16, 2, true, 0);
+  try {
+    p.restore(nlohmann::json::parse(
+        R"({"seq": 1.6e87, "batch_rows": 2, "packing": true, "rows": [], "current": []})"));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(test::contains(e.what(), "field packer.seq must be an integer")) << e.what();
+  }
 }
 
 }  // namespace
