@@ -255,8 +255,8 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   std::vector<std::pair<std::string, int32_t>> entries;
   entries.reserve(vocab->size());
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > uint64_t(INT32_MAX))
-      r.fail(where, cat("vocab id of ", brief(it.key()), " is not a valid id"));
+    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > uint64_t(kMaxTokenId))
+      r.fail(where, cat("vocab id of ", brief(it.key()), " is not an id from 0 to ", kMaxTokenId));
     if (const auto bad = utf8::find_invalid(it.key()))
       r.fail(where, cat("vocab token is not valid UTF-8 (", bad->problem, ")"));
     entries.emplace_back(it.key(), int32_t(it.value().get<uint64_t>()));

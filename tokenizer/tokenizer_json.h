@@ -2,6 +2,7 @@
 // a BPE pipeline: model, normalizer, pre-tokenizer, decoder, post-processor and added tokens.
 // Every problem is a loft::Error naming the file and what is wrong or unsupported.
 #pragma once
+#include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <memory>
@@ -16,6 +17,10 @@
 #include "tokenizer/pre_tokenizers.h"
 
 namespace loft {
+
+// Largest token id accepted in tokenizer.json (2^24 - 1, as config.json's vocab_size bound): the
+// model's id -> token table is sized by the largest id, so an id of 2^31 would ask for 64 GB.
+inline constexpr int32_t kMaxTokenId = (int32_t(1) << 24) - 1;
 
 struct TokenizerJson {
   std::filesystem::path file;

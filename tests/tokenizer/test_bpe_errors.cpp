@@ -80,6 +80,14 @@ TEST(BpeErrors, ModelType) {
   EXPECT_THAT(load_error(tj), HasSubstr("dropout"));
 }
 
+// The id -> token table is sized by the largest id: an id of 2^31 - 1 (found by
+// fuzz_tokenizer_json) asked for 13 GB; ids are bounded as config.json's vocab_size is.
+TEST(BpeErrors, VocabIdsAreBounded) {
+  auto tj = valid();
+  tj["model"]["vocab"]["zz"] = 2147483647;
+  EXPECT_THAT(load_error(tj), HasSubstr("vocab id of 'zz' is not an id from 0 to 16777215"));
+}
+
 TEST(BpeErrors, MergesNamingUnknownTokens) {
   auto tj = valid();
   tj["model"]["merges"] = {"a c"};
