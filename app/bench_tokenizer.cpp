@@ -10,6 +10,7 @@
 
 #include "datasets/data_loader.h"
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft::app {
@@ -30,12 +31,7 @@ std::vector<std::string> record_texts(const std::filesystem::path& data) {
   for (std::string line; std::getline(in, line);) {
     ++line_no;
     if (line.empty()) continue;
-    nlohmann::ordered_json j;
-    try {
-      j = nlohmann::ordered_json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw UsageError(cat("--data ", data, ":", line_no, ": not a JSON line (", e.what(), ")"));
-    }
+    const nlohmann::ordered_json j = parse_ordered_json(line, cat("--data ", data.string(), ":", line_no));
     std::string text;
     for (const auto& [key, value] : j.items())
       if (value.is_string()) text += (text.empty() ? "" : "\n") + value.get<std::string>();

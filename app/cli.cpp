@@ -1,7 +1,11 @@
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "app/commands.h"
-#include "engine/core/error.h"
+#include "engine/core/failure.h"
+#include "engine/io/json_read.h"
+#include "datasets/record.h"
 
 namespace loft::app {
 
@@ -28,10 +32,31 @@ void build_cli(CLI::App& root) {
   add_pending_commands(root);
 }
 
+namespace {
+
+// CLI11 silently ignores a --config file it cannot read as TOML/INI lines (a binary file gave
+// no options at all); refuse anything that is not UTF-8 text.
+void check_config_files(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i], file;
+    if (a == "--config" && i + 1 < argc) file = argv[i + 1];
+    else if (a.starts_with("--config=")) file = a.substr(9);
+    else continue;
+    std::ifstream in{std::string(file), std::ios::binary};
+    if (!in) continue;  // CLI11 reports a missing file
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find('\0') != std::string::npos || data::find_invalid_utf8(text))
+      throw UsageError(cat("--config ", brief(file), ": not a text TOML/INI file"));
+  }
+}
+
+}  // namespace
+
 int run_cli(int argc, const char* const* argv) {
   CLI::App root;
   build_cli(root);
   try {
+    check_config_files(argc, argv);
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return root.exit(e);
@@ -42,15 +67,10 @@ int run_cli(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "loft: error: " << e.what() << "\n(run 'loft --help' for usage)\n";
     return 2;
-  } catch (const UsageError& e) {
-    std::cerr << "loft: error: " << e.what() << '\n';
-    return 2;
-  } catch (const Error& e) {
-    std::cerr << "loft: error: " << e.what() << '\n';
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "loft: internal error: " << e.what() << '\n';
-    return 1;
+  } catch (...) {  // every other failure: one line, exit 1 (runtime) or 2 (usage)
+    const FailureReport r = report_current_exception();
+    std::cerr << "loft: error: " << r.message << '\n';
+    return r.exit_code;
   }
   return 0;
 }

@@ -239,6 +239,7 @@ void run_evaluate(const EvaluateOptions& o) {
   if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
+  check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
   if (o.task == "ppl") return run_ppl(o, *m.model, *tok, device);
   if (o.task == "mmlu") return run_mmlu(o, *m.model, *tok, m.method, device);

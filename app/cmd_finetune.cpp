@@ -7,9 +7,14 @@
 
 #include "app/commands.h"
 #include "app/data_options.h"
+#include "app/model_loading.h"
+#include "app/option_checks.h"
 #include "datasets/data_loader.h"
+#include "app/run_limits.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
+#include "engine/train/run_folder.h"
 #include "engine/train/trainer.h"
 #include "models/llama/generation_config.h"
 #include "models/llama/loading.h"
@@ -21,6 +26,9 @@ namespace loft::app {
 namespace fs = std::filesystem;
 
 namespace {
+
+constexpr int64_t kMaxRows = int64_t(1) << 20;  // --batch / --micro-batch rows
+constexpr int64_t kMaxRank = int64_t(1) << 16;  // --lora-rank, --falqon-topk
 
 struct FinetuneOptions {
   std::string model, out = "runs/latest", method, device;  // method "": lora or the init adapter's
@@ -35,7 +43,7 @@ struct FinetuneOptions {
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
-  bool resume = false, grad_checkpointing = false;
+  bool resume = false, overwrite = false, grad_checkpointing = false;
 };
 
 // Streams the data loader's batches onto the device as the model's micro-batches.
@@ -85,23 +93,14 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     os << "off";
   os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
-  llama::MemoryEstimateOptions eo;
-  eo.batch = micro;
-  eo.seq = o.data.seq;
-  eo.lora_rank = m.lora.rank;
-  for (const auto& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == (m.method == "qlora"    ? "qlora-nf4"
-                     : m.method == "falqon" ? "falqon-fp8"
-                     : m.method == "halo" ? (m.halo.backbone == HaloBackbone::Nf4        ? "halo-nf4"
-                                             : m.halo.format == quant::LowpFormat::INT8 ? "halo-int8"
-                                                                                        : "halo-fp8")
-                                          : "lora-bf16")) {
-      os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
-         << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
-         << gib(e.adapter) << ", activations " << gib(e.activations) << ", logits chunk "
-         << gib(e.logits) << (o.grad_checkpointing ? " (activations less with checkpointing)" : "")
-         << "\n";
-    }
+  {
+    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq);
+    os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
+       << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
+       << gib(e.adapter) << ", activations " << gib(e.activations) << ", logits chunk "
+       << gib(e.logits) << (o.grad_checkpointing ? " (activations less with checkpointing)" : "")
+       << "\n";
+  }
 }
 
 // A model trained with a template learns to end its turns with that template's end-of-turn token,
@@ -152,17 +151,21 @@ MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter
 // with (run_config.json records it), or the checkpoint's tensors would land on another model.
 void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
   const fs::path file = run_dir / "run_config.json";
-  std::ifstream in(file);
-  const auto j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
+  if (!fs::exists(file)) return;
+  const nlohmann::json j = read_json_file(file);
   if (!j.is_object() || !j.contains("method_record")) return;  // older runs: nothing to compare
   if (j["method_record"] != method_options_to_json(m))
-    throw UsageError(cat("--resume: ", file.string(), " records method ", j["method_record"].dump(),
-                         "; this command line builds ", method_options_to_json(m).dump()));
+    throw UsageError(cat("--resume: ", file.string(), " records method ", brief(j["method_record"]),
+                         "; this command line builds ", brief(method_options_to_json(m))));
 }
 
 void run_finetune(const FinetuneOptions& in) {
   FinetuneOptions o = in;
+  if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const Device device = resolve_device(o.device, &std::cerr);
+  claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
+                          : o.overwrite ? RunFolderUse::overwrite
+                                        : RunFolderUse::fresh);
   std::optional<PeftAdapter> init;
   const MethodOptions m = resolve_method(o, init);
   const MethodDefaults d = method_defaults(m.method);
@@ -180,6 +183,8 @@ void run_finetune(const FinetuneOptions& in) {
   use_model_chat_template(dc, o.model);
   llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
+  check_tokenizer_fits(*tok, cfg, o.model);
+  check_run_fits(cfg, m, o.micro_batch, o.data.seq, device);
 
   TrainerConfig tc;
   tc.grad_accum = o.batch / o.micro_batch;
@@ -261,34 +266,36 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_option("--method", o->method,
                   "lora, qlora, falqon or halo; default lora, or the --init-adapter's recorded method");
   cmd->add_option("--halo-level", o->halo_level,
-                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens; default 2, or the --init-adapter's");
+                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens; default 2, or the --init-adapter's")->check(int_in(0, 2));
   cmd->add_option("--halo-format", o->halo_format,
                   "HALO low-precision format fp8 or int8; default fp8, or the --init-adapter's");
   cmd->add_option("--backbone", o->backbone,
                   "HALO weight store: dense codes, or nf4 (decoded per GEMM); default dense, or the --init-adapter's");
   cmd->add_option("--falqon-topk", o->falqon_topk,
-                  "FALQON rows updated per step; default the rank, or the --init-adapter's");
+                  "FALQON rows updated per step; default the rank, or the --init-adapter's")->check(int_in(0, kMaxRank));
   cmd->add_option("--falqon-buffer", o->falqon_buffer,
                   "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows); default accumulate, or the --init-adapter's");
-  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)");
-  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)");
-  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate");
-  cmd->add_option("--lr", o->lr, "peak learning rate (default: per method)");
+  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->check(int_in(1));
+  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)")->check(int_in(1, kMaxRows));
+  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->check(int_in(1, kMaxRows));
+  cmd->add_option("--lr", o->lr, "peak learning rate (default: per method)")->check(positive_finite());
   cmd->add_option("--schedule", o->schedule, "constant, linear or cosine (default: per method)");
-  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)");
-  cmd->add_option("--max-grad-norm", o->max_grad_norm, "clip the global grad norm; 0 = off (default: per method)");
-  cmd->add_option("--weight-decay", o->weight_decay, "AdamW decoupled weight decay")->capture_default_str();
-  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)");
-  cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)");
+  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)")->check(int_in(0));
+  cmd->add_option("--max-grad-norm", o->max_grad_norm, "clip the global grad norm; 0 = off (default: per method)")->check(non_negative_finite());
+  cmd->add_option("--weight-decay", o->weight_decay, "AdamW decoupled weight decay")->capture_default_str()->check(non_negative_finite());
+  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)")->check(int_in(1, kMaxRank));
+  cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)")->check(positive_finite());
   cmd->add_option("--lora-targets", o->targets, "projections to adapt: all or a comma list of q_proj,...")
       ->capture_default_str();
   cmd->add_option("--init-adapter", o->init_adapter,
                   "start from a PEFT adapter folder (and, unless --method says otherwise, its recorded method)");
   cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str();
-  cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)");
+  cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)")->check(int_in(0));
   cmd->add_flag("--resume", o->resume, "continue from the newest checkpoint in --out");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "replace the run already in --out (its metrics, checkpoints and adapter)");
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing, "keep only block inputs; recompute in backward");
-  cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str();
+  cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->check(int_in(1));
   add_device_option(*cmd, o->device);
   cmd->callback([o] { run_finetune(*o); });
 }

@@ -11,6 +11,7 @@
 
 #include "app/chat_prompt.h"
 #include "app/commands.h"
+#include "engine/io/json_read.h"
 #include "app/model_loading.h"
 #include "models/llama/generate.h"
 #include "models/llama/generation_config.h"
@@ -50,12 +51,7 @@ std::vector<PromptEntry> read_prompts(const std::string& file) {
     ++n;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    json j;
-    try {
-      j = json::parse(line);
-    } catch (const std::exception& e) {
-      throw Error(cat(file, ":", n, ": not JSON (", e.what(), ")"));
-    }
+    json j = parse_json(line, cat(file, ":", n));
     out.push_back({std::move(j), cat(file, ":", n)});
   }
   if (out.empty()) throw Error(cat("--prompts ", file, " holds no prompt"));
@@ -137,6 +133,7 @@ void run_generate(const GenerateCmdOptions& o) {
 
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
+  check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
   llama::GenerationSettings stops = llama::load_generation_settings(o.model, *tok);
   if (!o.adapter.empty()) llama::add_adapter_stops(stops, o.adapter, m.model->config().vocab_size);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "engine/io/json_read.h"
 #include "engine/core/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -71,8 +72,10 @@ std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohma
 
 // One JSONL line: {"text": ...} -> {"ids": [...]}, or the other way with --decode.
 std::string convert_line(const TokenizeArgs& a, const Tokenizer& tok, const std::string& line) {
-  const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error("not valid JSON");
+  std::string error;
+  const auto parsed = try_parse_json(line, error);
+  if (!parsed) throw Error(error);
+  const nlohmann::json& j = *parsed;
   const char* key = a.decode ? "ids" : "text";
   if (!j.is_object() || !j.contains(key))
     throw Error(cat("expected a JSON object with \"", key, "\"", a.decode ? " (a list of token ids)" : " (a string)"));

@@ -2,9 +2,18 @@
 
 #include <random>
 
+#include "engine/core/error.h"
 #include "models/llama/loading.h"
 
 namespace loft::app {
+
+void check_tokenizer_fits(const Tokenizer& tok, const llama::LlamaConfig& cfg,
+                          const std::string& model_dir) {
+  if (tok.vocab_size() > cfg.vocab_size)
+    throw Error(cat(model_dir, ": the tokenizer has ", tok.vocab_size(),
+                    " tokens but the model's vocab_size is ", cfg.vocab_size,
+                    " (config.json); the tokenizer belongs to another model"));
+}
 
 LoadedModel load_model_with_adapter(const std::string& model_dir, const std::string& adapter_dir,
                                     const std::string& method, Device device, std::ostream& note) {

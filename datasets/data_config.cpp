@@ -32,10 +32,13 @@ void validate(const DataConfig& c) {
   if (c.train.empty()) throw UsageError("--data: at least one training data file is needed");
   for (const DataSource& s : c.train)
     if (!(s.weight > 0)) throw UsageError(cat("--data ", s.path.string(), ": the weight must be positive"));
-  if (c.seq < 2) throw UsageError(cat("--seq: must be at least 2, not ", c.seq));
-  if (c.batch_rows < 1) throw UsageError(cat("--batch-size: must be at least 1, not ", c.batch_rows));
+  if (c.seq < 2 || c.seq > kMaxSeq)
+    throw UsageError(cat("--seq: must be an integer from 2 to ", kMaxSeq, ", not ", c.seq));
+  if (c.batch_rows < 1) throw UsageError(cat("--micro-batch: must be at least 1, not ", c.batch_rows));
   if (c.epochs < 1) throw UsageError(cat("--epochs: must be at least 1, not ", c.epochs));
-  if (c.shuffle_buffer < 0) throw UsageError(cat("--shuffle-buffer: must be 0 or more, not ", c.shuffle_buffer));
+  if (c.shuffle_buffer < 0 || c.shuffle_buffer > kMaxShuffleBuffer)
+    throw UsageError(cat("--shuffle-buffer: must be an integer from 0 to ", kMaxShuffleBuffer, ", not ",
+                         c.shuffle_buffer));
   if (c.eval_every < 0) throw UsageError(cat("--eval-every: must be 0 or more, not ", c.eval_every));
   if (!(c.val_fraction >= 0 && c.val_fraction < 1))
     throw UsageError(cat("--val-fraction: must be in [0, 1), not ", c.val_fraction));

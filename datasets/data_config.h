@@ -18,6 +18,11 @@ struct DataSource {
 
 enum class BadRecordPolicy { fail, skip };
 
+// Upper bounds of the data options, checked before anything is read or allocated.
+constexpr int64_t kMaxSeq = int64_t(1) << 20;            // --seq tokens per row
+constexpr int64_t kMaxShuffleBuffer = int64_t(1) << 20;  // --shuffle-buffer records held
+constexpr int64_t kMaxEpochs = 1000;                     // --epochs passes
+
 struct DataConfig {
   std::vector<DataSource> train;              // --data FILE[:WEIGHT] (repeatable)
   std::vector<DataSource> val;                // --val-data FILE (repeatable)
@@ -27,7 +32,7 @@ struct DataConfig {
   // The family of the model's own chat template (tokenizer_config.json), when loft knows it.
   std::optional<ChatTemplate> model_template;
   int64_t seq = 512;                          // --seq: tokens per row; longer examples are truncated
-  int64_t batch_rows = 8;                     // --batch-size: rows per batch
+  int64_t batch_rows = 8;                     // --micro-batch: rows per batch
   bool packing = true;                        // --packing / --no-packing
   bool train_on_inputs = false;               // --train-on-inputs: train prompt tokens too
   int64_t shuffle_buffer = 1000;              // --shuffle-buffer: records held for shuffling (0/1 = in order)
@@ -35,7 +40,9 @@ struct DataConfig {
   int64_t epochs = 1;                         // --epochs: passes over every --data file
   int64_t eval_every = 0;                     // --eval-every: steps between validation passes (0 = never)
   BadRecordPolicy on_bad_record = BadRecordPolicy::fail;  // --on-bad-record skip|fail
-  size_t max_record_bytes = size_t(64) << 20;             // one line / element / document at most
+  // One line / element / document at most: 1 MiB is ~250k tokens, beyond any --seq, and bounds
+  // tokenizing memory (a few hundred bytes per input byte) to a few hundred MB.
+  size_t max_record_bytes = size_t(1) << 20;
 };
 
 // "FILE" or "FILE:WEIGHT" (a suffix after the last ':' that reads as a positive number).

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
 
 namespace loft::data {
 namespace {
@@ -186,7 +187,9 @@ nlohmann::json DataLoader::state() const {
 
 void DataLoader::restore(const nlohmann::json& state) {
   try {
-    if (state.at("version").get<int>() != 1) throw UsageError("unsupported data position version");
+    // Numbers through typed reads: nlohmann's get<int> of 1e300 is undefined behaviour.
+    const JsonFields f(state, "the saved data position");
+    if (f.integer("version") != 1) throw UsageError("unsupported data position version");
     const auto& sources = state.at("sources");
     if (sources.size() != sources_.size())
       throw UsageError(cat("--data: the data position to resume was saved with ", sources.size(),
@@ -199,7 +202,8 @@ void DataLoader::restore(const nlohmann::json& state) {
     // Re-read the shuffle buffer's records, one forward pass per file (cheap for zstd too).
     const auto& buffer = state.at("buffer");
     std::vector<std::pair<int, ReaderPos>> wanted;
-    for (const auto& e : buffer) wanted.emplace_back(e.at("source").get<int>(), reader_pos_from_json(e.at("pos")));
+    for (const auto& e : buffer)
+      wanted.emplace_back(JsonFields(e, f.source(), "buffer.").int32("source"), reader_pos_from_json(e.at("pos")));
     std::vector<size_t> order(wanted.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -217,15 +221,15 @@ void DataLoader::restore(const nlohmann::json& state) {
     std::istringstream rng(state.at("rng").get<std::string>());
     rng >> rng_;
     if (!rng) throw UsageError("data position: unreadable RNG state");
-    input_done_ = state.at("input_done").get<bool>();
-    current_ = state.at("current").get<int>();
-    const auto& st = state.at("stats");
-    stats_.examples = st.at("examples").get<int64_t>();
-    stats_.truncated = st.at("truncated").get<int64_t>();
-    stats_.dropped_untrained = st.at("dropped_untrained").get<int64_t>();
-    stats_.batches = st.at("batches").get<int64_t>();
-    records_per_pass_ = st.value("records_per_pass", int64_t(0));
-    records_read_ = st.value("records_read", int64_t(0));
+    input_done_ = f.boolean("input_done");
+    current_ = f.int32("current");
+    const JsonFields st = f.object("stats");
+    stats_.examples = st.integer("examples", 0);
+    stats_.truncated = st.integer("truncated", 0);
+    stats_.dropped_untrained = st.integer("dropped_untrained", 0);
+    stats_.batches = st.integer("batches", 0);
+    records_per_pass_ = st.has("records_per_pass") ? st.integer("records_per_pass", 0) : 0;
+    records_read_ = st.has("records_read") ? st.integer("records_read", 0) : 0;
     drops_in_a_row_ = 0;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(cat("the saved data position is malformed: ", e.what()));

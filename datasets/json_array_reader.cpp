@@ -21,7 +21,7 @@ class JsonArrayReader final : public RecordReader {
     if (c == -1) fail("the JSON array is not closed (the file ends)");
     if (c == ']') {  // an empty array, or a trailing comma before ']'
       in_.get();
-      state_ = kDone;
+      close_array();
       return false;
     }
     rec.start = position();
@@ -30,7 +30,7 @@ class JsonArrayReader final : public RecordReader {
     skip_blank();
     const int sep = in_.get();
     if (sep == ']')
-      state_ = kDone;
+      close_array();
     else if (sep == -1)
       fail("the JSON array is not closed (the file ends)");
     else if (sep != ',')
@@ -49,6 +49,13 @@ class JsonArrayReader final : public RecordReader {
  private:
   [[noreturn]] void fail(const std::string& what) {
     throw Error(cat(in_.path().string(), ":", in_.pos().line, ": ", what));
+  }
+
+  // After the closing ']' only blanks may follow.
+  void close_array() {
+    state_ = kDone;
+    skip_blank();
+    if (in_.peek() != -1) fail("unexpected content after the JSON array's closing ']'");
   }
 
   void skip_blank() {

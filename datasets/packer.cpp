@@ -1,6 +1,8 @@
 #include "datasets/packer.h"
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft::data {
 
@@ -76,22 +78,38 @@ nlohmann::json Packer::state() const {
 }
 
 void Packer::restore(const nlohmann::json& s) {
-  const auto same = [&](const char* key, const char* option, auto mine) {
-    const auto theirs = s.at(key).get<decltype(mine)>();
-    if (theirs != mine)
-      throw UsageError(cat(option, ": the data position to resume was saved with ", theirs, ", not ", mine));
-  };
-  same("seq", "--seq", seq_);
-  same("batch_rows", "--batch-size", batch_rows_);
-  same("packing", "--packing", packing_);
-  auto row_from = [](const nlohmann::json& j) {
-    Row row;
-    for (const auto& e : j) row.push_back(tokenized_example_from_json(e));
-    return row;
-  };
-  rows_.clear();
-  for (const auto& r : s.at("rows")) rows_.push_back(row_from(r));
-  current_ = row_from(s.at("current"));
+  try {
+    // Typed reads: a saved seq of 1.6e87 is a damaged state, not a number to convert.
+    const JsonFields f(s, "the saved data position", "packer.");
+    const auto same = [&](const char* option, auto mine, auto theirs) {
+      if (theirs != mine)
+        throw UsageError(cat(option, ": the data position to resume was saved with ", theirs, ", not ", mine));
+    };
+    same("--seq", seq_, f.integer("seq"));
+    same("--micro-batch", batch_rows_, f.integer("batch_rows"));
+    same("--packing", packing_, f.boolean("packing"));
+    // A row holds at most seq tokens; anything else is a damaged state, not one to pack from.
+    auto row_from = [&](const nlohmann::json& j) {
+      Row row;
+      int64_t len = 0;
+      for (const auto& e : j) {
+        row.push_back(tokenized_example_from_json(e));
+        len += int64_t(row.back().size());
+        if (row.back().size() == 0 || len > seq_)
+          throw Error(cat("the saved data position holds a row of more than --seq ", seq_,
+                          " tokens (or an empty example)"));
+      }
+      return row;
+    };
+    const nlohmann::json& rows = s.at("rows");
+    if (!rows.is_array())
+      throw Error(cat("the saved data position holds ", brief(rows), " as its rows"));
+    rows_.clear();
+    for (const auto& r : rows) rows_.push_back(row_from(r));
+    current_ = row_from(s.at("current"));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(cat("the saved data position is malformed: ", e.what()));
+  }
   current_len_ = 0;
   for (const TokenizedExample& ex : current_) current_len_ += int64_t(ex.size());
 }

@@ -51,7 +51,7 @@ class Packer {
   bool empty() const { return rows_.empty() && current_.empty(); }
 
   nlohmann::json state() const;
-  // Throws loft::UsageError when the state was written with another --seq / --batch-size / packing.
+  // Throws loft::UsageError when the state was written with another --seq / --micro-batch / packing.
   void restore(const nlohmann::json& state);
 
  private:

@@ -1,6 +1,7 @@
 #include "datasets/record.h"
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 
 namespace loft::data {
 namespace {
@@ -31,7 +32,7 @@ Role parse_role(const std::string& name, const char* list_key, size_t index) {
   if (name == "system") return Role::system;
   if (name == "user" || name == "human") return Role::user;
   if (name == "assistant" || name == "gpt") return Role::assistant;
-  throw BadRecord(cat(list_key, "[", index, "]: unknown role '", name, "' (expected system, user or assistant)"));
+  throw BadRecord(cat(list_key, "[", index, "]: unknown role ", brief(name), " (expected system, user or assistant)"));
 }
 
 // messages / sharegpt: a list of turns whose role and text live under the given keys.
@@ -94,15 +95,13 @@ std::optional<RecordFormat> detect_format(const nlohmann::json& r) {
 }
 
 nlohmann::json parse_json_record(std::string_view text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Drop nlohmann's "[json.exception.parse_error.101] " prefix: the rest says what and where.
-    std::string_view msg = e.what();
-    if (const auto close = msg.find("] "); msg.starts_with("[json.exception") && close != msg.npos)
-      msg.remove_prefix(close + 2);
-    throw BadRecord(cat("invalid JSON: ", msg));
-  }
+  std::string error;
+  auto j = try_parse_json(text, error);  // bounded depth; number overflow (1e999) is an error too
+  if (j) return std::move(*j);
+  constexpr std::string_view kSyntax = "not valid JSON (";
+  if (error.starts_with(kSyntax) && error.ends_with(")"))
+    error = error.substr(kSyntax.size(), error.size() - kSyntax.size() - 1);
+  throw BadRecord(cat("invalid JSON: ", error));
 }
 
 Conversation to_conversation(const nlohmann::json& r, RecordFormat format) {

@@ -1,5 +1,7 @@
 #include "datasets/record_reader.h"
 
+#include "engine/io/json_fields.h"
+
 #include "engine/core/error.h"
 
 namespace loft::data {
@@ -9,7 +11,8 @@ nlohmann::json to_json(const ReaderPos& pos) {
 }
 
 ReaderPos reader_pos_from_json(const nlohmann::json& j) {
-  return {{j.at("offset").get<uint64_t>(), j.at("line").get<uint64_t>()}, j.at("state").get<int>()};
+  const JsonFields f(j, "the saved data position", "pos.");
+  return {{uint64_t(f.integer("offset", 0)), uint64_t(f.integer("line", 0))}, f.int32("state")};
 }
 
 namespace {

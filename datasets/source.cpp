@@ -1,6 +1,7 @@
 #include "datasets/source.h"
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
 
 namespace loft::data {
 namespace {
@@ -115,9 +116,10 @@ nlohmann::json Source::state() const {
 
 void Source::restore(const nlohmann::json& s) {
   reader_->seek(reader_pos_from_json(s.at("pos")));
-  passes_done_ = s.at("passes_done").get<int64_t>();
-  records_in_pass_ = s.at("records_in_pass").get<int64_t>();
-  skipped_ = s.at("skipped").get<int64_t>();
+  const JsonFields f(s, "the saved data position", "sources.");
+  passes_done_ = f.integer("passes_done", 0);
+  records_in_pass_ = f.integer("records_in_pass", 0);
+  skipped_ = f.integer("skipped", 0);
   first_skip_reason_ = s.at("first_skip_reason").get<std::string>();
 }
 

@@ -29,6 +29,8 @@ TokenizedExample tokenize_conversation(const Conversation& conv, ChatTemplate tm
 bool truncate_example(TokenizedExample& ex, size_t max_tokens);
 
 nlohmann::json to_json(const TokenizedExample& ex);
+// Reads to_json's output back; throws loft::Error on anything else (ids outside [0, 2^31), flags
+// other than 0/1, lists of different lengths) instead of narrowing values into range.
 TokenizedExample tokenized_example_from_json(const nlohmann::json& j);
 
 }  // namespace loft::data

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/json_read.h"
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "eval/harness.h"
@@ -75,12 +76,7 @@ std::vector<Gsm8kQuestion> read_gsm8k_jsonl(const std::filesystem::path& file) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (strip(line).empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw Error(cat(file.string(), ":", line_no, ": not JSON (", e.what(), ")"));
-    }
+    const nlohmann::json j = parse_json(line, cat(file.string(), ":", line_no));
     if (!j.is_object() || !j.contains("question") || !j.contains("answer") || !j["question"].is_string() ||
         !j["answer"].is_string())
       throw Error(cat(file.string(), ":", line_no, ": needs string fields \"question\" and \"answer\""));

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/utf8.h"
 
 namespace loft {
@@ -34,7 +35,7 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
   }
   if (opt_.unk_token) {
     const int32_t u = id(*opt_.unk_token);
-    if (u < 0) throw Error(cat(file, ": model.unk_token '", *opt_.unk_token, "' is not in model.vocab"));
+    if (u < 0) throw Error(cat(file, ": model.unk_token ", brief(*opt_.unk_token), " is not in model.vocab"));
     unk_id_ = u;
   }
   const size_t prefix_len = opt_.continuing_subword_prefix.size();
@@ -44,10 +45,10 @@ BpeModel::BpeModel(std::vector<std::pair<std::string, int32_t>> vocab,
     const auto& [a, b] = merges[rank];
     const int32_t ia = id(a), ib = id(b);
     if (ia < 0 || ib < 0)
-      throw Error(cat(file, ": merge ", rank, " ('", a, "' '", b, "') names token '", ia < 0 ? a : b,
-                      "', which is not in model.vocab"));
+      throw Error(cat(file, ": merge ", rank, " (", brief(a), " ", brief(b), ") names token ", brief(ia < 0 ? a : b),
+                      ", which is not in model.vocab"));
     if (b.size() < prefix_len || b.compare(0, prefix_len, opt_.continuing_subword_prefix) != 0)
-      throw Error(cat(file, ": merge ", rank, " ('", a, "' '", b, "'): the second token lacks the continuing_subword_prefix"));
+      throw Error(cat(file, ": merge ", rank, " (", brief(a), " ", brief(b), "): the second token lacks the continuing_subword_prefix"));
     const std::string joined = a + b.substr(prefix_len);
     const int32_t merged = id(joined);
     if (merged < 0)

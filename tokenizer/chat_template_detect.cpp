@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 
 namespace loft {
 
@@ -54,11 +55,8 @@ ChatTemplateDetection detect_chat_template(const nlohmann::json& config, const s
 
 ChatTemplateDetection detect_chat_template(const std::filesystem::path& model_dir) {
   const std::filesystem::path file = model_dir / "tokenizer_config.json";
-  std::ifstream in(file);
-  if (!in) return {};
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(cat(file.string(), ": not valid JSON"));
-  return detect_chat_template(j, file.string());
+  if (!std::filesystem::exists(file)) return {};
+  return detect_chat_template(read_json_file(file), file.string());
 }
 
 }  // namespace loft

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/utf8.h"
 
 namespace loft {
@@ -46,7 +47,7 @@ Regex::Regex(const std::string& pattern, const std::string& where) {
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                                    PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
   if (!code)
-    throw Error(cat(where, ": invalid regex '", pattern, "': ", pcre2_message(err), " at offset ", offset));
+    throw Error(cat(where, ": invalid regex ", brief(pattern), ": ", pcre2_message(err), " at offset ", offset));
   // Without JIT (e.g. an unsupported platform) matching still works through the interpreter.
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
   code_ = code;

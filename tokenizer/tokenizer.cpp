@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 
@@ -26,14 +27,9 @@ namespace {
 // A folder without tokenizer.json: BOS is prepended when config.json names a bos_token_id (a
 // folder without config.json keeps SentencePiece's own BOS).
 bool config_has_bos_token_id(const std::filesystem::path& config) {
-  std::ifstream in(config);
-  if (!in) return true;
-  try {
-    const auto j = nlohmann::json::parse(in);
-    return j.is_object() && j.contains("bos_token_id") && !j["bos_token_id"].is_null();
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(cat("config ", config, " is not valid JSON: ", e.what()));
-  }
+  if (!std::filesystem::exists(config)) return true;
+  const nlohmann::json j = read_json_file(config);
+  return j.is_object() && j.contains("bos_token_id") && !j["bos_token_id"].is_null();
 }
 
 }  // namespace

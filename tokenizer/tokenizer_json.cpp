@@ -6,6 +6,8 @@
 #include <system_error>
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 #include "tokenizer/utf8.h"
 
 namespace loft {
@@ -18,13 +20,7 @@ json parse_file(const std::filesystem::path& file, const char* what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec))
     throw Error(cat(what, " ", file, " does not exist or is not a regular file"));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(cat("cannot open ", what, " ", file));
-  try {
-    return json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw Error(cat(what, " ", file, " is not valid JSON: ", e.what()));
-  }
+  return read_json_file(file);
 }
 
 // Field access that names the file and the JSON path on a wrong type.
@@ -45,27 +41,22 @@ class Reader {
     if (it == j.end() || !it->is_string()) fail(where, "has no \"type\"");
     return it->get<std::string>();
   }
+  // Typed reads of j's fields; errors name the field as "<where>.<key>".
+  JsonFields fields(const json& j, const std::string& where) const {
+    return JsonFields(object(j, where), cat("tokenizer.json ", file_), where + ".");
+  }
   bool boolean(const json& j, const char* key, bool dflt, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return dflt;
-    if (!it->is_boolean()) fail(where, cat("\"", key, "\" must be true or false"));
-    return it->get<bool>();
+    return fields(j, where).boolean(key, dflt);
   }
   std::optional<std::string> opt_string(const json& j, const char* key, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return std::nullopt;
-    if (!it->is_string()) fail(where, cat("\"", key, "\" must be a string"));
-    return it->get<std::string>();
+    const JsonFields f = fields(j, where);
+    return f.has(key) ? std::optional(f.string(key)) : std::nullopt;
   }
   std::string string(const json& j, const char* key, const std::string& where) const {
-    auto s = opt_string(j, key, where);
-    if (!s) fail(where, cat("\"", key, "\" is missing"));
-    return *s;
+    return fields(j, where).string(key);
   }
   size_t count(const json& j, const char* key, const std::string& where) const {
-    const auto it = j.find(key);
-    if (it == j.end() || !it->is_number_unsigned()) fail(where, cat("\"", key, "\" must be a non-negative integer"));
-    return it->get<size_t>();
+    return size_t(fields(j, where).integer(key, 0));
   }
   const json& array(const json& j, const char* key, const std::string& where) const {
     const auto it = j.find(key);
@@ -105,7 +96,7 @@ std::unique_ptr<Normalizer> normalizer(const Reader& r, const json& j, const std
   }
   if (t == "Prepend") return std::make_unique<PrependNormalizer>(r.string(j, "prepend", where));
   if (t == "Replace") return std::make_unique<ReplaceNormalizer>(r.pattern(j, where), r.string(j, "content", where));
-  r.fail(where, cat("unsupported normalizer type '", t, "' (loft supports Prepend, Replace and Sequence",
+  r.fail(where, cat("unsupported normalizer type ", brief(t), " (loft supports Prepend, Replace and Sequence",
                     t.starts_with("NF") ? "; Unicode normalization forms are not implemented" : "", ")"));
 }
 
@@ -115,7 +106,7 @@ PrependScheme prepend_scheme(const Reader& r, const json& j, const std::string& 
     if (*s == "always") scheme = PrependScheme::always;
     else if (*s == "first") scheme = PrependScheme::first;
     else if (*s == "never") scheme = PrependScheme::never;
-    else r.fail(where, cat("unknown prepend_scheme '", *s, "' (expected always, first or never)"));
+    else r.fail(where, cat("unknown prepend_scheme ", brief(*s), " (expected always, first or never)"));
   }
   // Files from before prepend_scheme: add_prefix_space false means never.
   const auto add = j.find("add_prefix_space");
@@ -153,7 +144,7 @@ std::unique_ptr<PreTokenizer> pre_tokenizer(const Reader& r, const json& j, cons
     else if (b == "MergedWithPrevious") behavior = SplitBehavior::merged_with_previous;
     else if (b == "MergedWithNext") behavior = SplitBehavior::merged_with_next;
     else if (b == "Contiguous") behavior = SplitBehavior::contiguous;
-    else r.fail(where, cat("unknown Split behavior '", b, "'"));
+    else r.fail(where, cat("unknown Split behavior ", brief(b)));
     return std::make_unique<SplitPreTokenizer>(r.pattern(j, where), behavior, r.boolean(j, "invert", false, where));
   }
   if (t == "ByteLevel") {
@@ -164,7 +155,7 @@ std::unique_ptr<PreTokenizer> pre_tokenizer(const Reader& r, const json& j, cons
   if (t == "Metaspace")
     return std::make_unique<MetaspacePreTokenizer>(one_char(r, j, "replacement", where), prepend_scheme(r, j, where),
                                                    r.boolean(j, "split", true, where));
-  r.fail(where, cat("unsupported pre-tokenizer type '", t, "' (loft supports Split, ByteLevel, Metaspace and Sequence)"));
+  r.fail(where, cat("unsupported pre-tokenizer type ", brief(t), " (loft supports Split, ByteLevel, Metaspace and Sequence)"));
 }
 
 void decoder_steps(const Reader& r, const json& j, const std::string& where, std::vector<DecoderStep>& out) {
@@ -196,8 +187,8 @@ void decoder_steps(const Reader& r, const json& j, const std::string& where, std
     s.start = r.count(j, "start", where);
     s.stop = r.count(j, "stop", where);
   } else {
-    r.fail(where, cat("unsupported decoder type '", t,
-                      "' (loft supports ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence)"));
+    r.fail(where, cat("unsupported decoder type ", brief(t),
+                      " (loft supports ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip and Sequence)"));
   }
   out.push_back(std::move(s));
 }
@@ -213,7 +204,7 @@ void post_processor(const Reader& r, const json& j, const std::string& where, To
     return;
   }
   if (t != "TemplateProcessing")
-    r.fail(where, cat("unsupported post-processor type '", t, "' (loft supports TemplateProcessing, ByteLevel and Sequence)"));
+    r.fail(where, cat("unsupported post-processor type ", brief(t), " (loft supports TemplateProcessing, ByteLevel and Sequence)"));
   if (tj.template_prefix) r.fail(where, "more than one TemplateProcessing");
   const json& single = r.array(j, "single", where);
   const json specials = j.value("special_tokens", json::object());
@@ -230,7 +221,7 @@ void post_processor(const Reader& r, const json& j, const std::string& where, To
     if (st == piece.end() || !st->is_object()) r.fail(where, "\"single\" items must be SpecialToken or Sequence");
     const std::string name = r.string(*st, "id", where + ".single");
     const auto def = specials.find(name);
-    if (def == specials.end()) r.fail(where, cat("special token '", name, "' is not in special_tokens"));
+    if (def == specials.end()) r.fail(where, cat("special token ", brief(name), " is not in special_tokens"));
     const json& tokens = r.array(*def, "tokens", where + ".special_tokens");
     for (const json& tok : tokens) {
       if (!tok.is_string()) r.fail(where, "special_tokens tokens must be strings");
@@ -247,7 +238,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   r.object(j, where);
   const auto type = j.find("type");
   if (type == j.end() || !type->is_string()) r.fail(where, "has no \"type\" (loft supports BPE)");
-  if (*type != "BPE") r.fail(where, cat("unsupported model type '", type->get<std::string>(), "' (loft supports BPE)"));
+  if (*type != "BPE") r.fail(where, cat("unsupported model type ", brief(type->get<std::string>()), " (loft supports BPE)"));
   const auto dropout = j.find("dropout");
   if (dropout != j.end() && !dropout->is_null() && !(dropout->is_number() && dropout->get<double>() == 0.0))
     r.fail(where, "BPE dropout is not supported (it must be null)");
@@ -264,8 +255,8 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
   std::vector<std::pair<std::string, int32_t>> entries;
   entries.reserve(vocab->size());
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > uint64_t(INT32_MAX))
-      r.fail(where, cat("vocab id of '", it.key(), "' is not a valid id"));
+    if (!it.value().is_number_unsigned() || it.value().get<uint64_t>() > uint64_t(kMaxTokenId))
+      r.fail(where, cat("vocab id of ", brief(it.key()), " is not an id from 0 to ", kMaxTokenId));
     if (const auto bad = utf8::find_invalid(it.key()))
       r.fail(where, cat("vocab token is not valid UTF-8 (", bad->problem, ")"));
     entries.emplace_back(it.key(), int32_t(it.value().get<uint64_t>()));
@@ -280,7 +271,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
       if (s.starts_with("#version")) continue;
       const size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        r.fail(where, cat("merge ", i, " '", s, "' is not two tokens separated by one space"));
+        r.fail(where, cat("merge ", i, " ", brief(s), " is not two tokens separated by one space"));
       merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -304,9 +295,7 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
     const std::string where = cat("added_tokens[", i, "]");
     const json& t = r.object((*it)[i], where);
     AddedTokenSpec s;
-    if (!t.contains("id") || !t["id"].is_number_unsigned() || t["id"].get<uint64_t>() > uint64_t(INT32_MAX))
-      r.fail(where, "\"id\" must be a non-negative integer");
-    s.id = int32_t(t["id"].get<uint64_t>());
+    s.id = r.fields(t, where).int32("id", 0);
     s.content = r.string(t, "content", where);
     s.special = r.boolean(t, "special", false, where);
     s.lstrip = r.boolean(t, "lstrip", false, where);
@@ -324,7 +313,7 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
       expected = int32_t(max_id < 0 ? vocab : (max_id >= vocab || vocab == 0 ? max_id + 1 : vocab));
     }
     if (s.id != expected)
-      r.fail(where, cat("added token '", s.content, "' has id ", s.id, ", but tokenizers gives it id ", expected,
+      r.fail(where, cat("added token ", brief(s.content), " has id ", s.id, ", but tokenizers gives it id ", expected,
                         " (a duplicate, or an id out of order or out of range)"));
     max_id = std::max<int64_t>(max_id, s.id);
     if (const auto prev = seen.find(s.content); prev != seen.end()) {
@@ -340,7 +329,10 @@ std::vector<AddedTokenSpec> added_tokens(const Reader& r, const json& root, cons
 }  // namespace
 
 TokenizerJson read_tokenizer_json(const std::filesystem::path& file) {
-  const json root = parse_file(file, "tokenizer.json");
+  return tokenizer_json_from(parse_file(file, "tokenizer.json"), file);
+}
+
+TokenizerJson tokenizer_json_from(const nlohmann::json& root, const std::filesystem::path& file) {
   Reader r(file);
   r.object(root, "top level");
   TokenizerJson tj;
@@ -368,8 +360,12 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
   TokenizerConfig c;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return c;
+  return tokenizer_config_from(parse_file(file, "tokenizer_config.json"), file);
+}
+
+TokenizerConfig tokenizer_config_from(const nlohmann::json& j, const std::filesystem::path& file) {
+  TokenizerConfig c;
   c.file = file;
-  const json j = parse_file(file, "tokenizer_config.json");
   const auto fail = [&](const std::string& msg) { throw Error(cat("tokenizer_config.json ", file, ": ", msg)); };
   if (!j.is_object()) fail("expected an object");
   // A token is "text" or {"content": "text", ...} (a serialized AddedToken).
@@ -396,7 +392,8 @@ TokenizerConfig read_tokenizer_config(const std::filesystem::path& file) {
     if (!j[key].is_boolean() && !j[key].is_null()) fail(cat("\"", key, "\" must be true or false"));
     *out = j[key].is_boolean() && j[key].get<bool>();
   }
-  if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string()) c.tokenizer_class = j["tokenizer_class"];
+  if (j.contains("tokenizer_class") && j["tokenizer_class"].is_string())
+    c.tokenizer_class = j["tokenizer_class"].get<std::string>();
   return c;
 }
 

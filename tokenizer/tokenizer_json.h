@@ -2,7 +2,9 @@
 // a BPE pipeline: model, normalizer, pre-tokenizer, decoder, post-processor and added tokens.
 // Every problem is a loft::Error naming the file and what is wrong or unsupported.
 #pragma once
+#include <cstdint>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +17,10 @@
 #include "tokenizer/pre_tokenizers.h"
 
 namespace loft {
+
+// Largest token id accepted in tokenizer.json (2^24 - 1, as config.json's vocab_size bound): the
+// model's id -> token table is sized by the largest id, so an id of 2^31 would ask for 64 GB.
+inline constexpr int32_t kMaxTokenId = (int32_t(1) << 24) - 1;
 
 struct TokenizerJson {
   std::filesystem::path file;
@@ -32,6 +38,8 @@ struct TokenizerJson {
 
 // Throws loft::Error naming `file` when it is missing, not JSON, or not a supported BPE tokenizer.
 TokenizerJson read_tokenizer_json(const std::filesystem::path& file);
+// The same from an already parsed document (the fuzz target's entry point).
+TokenizerJson tokenizer_json_from(const nlohmann::json& root, const std::filesystem::path& file);
 
 // What tokenizer_config.json says about special tokens (transformers' view of the folder).
 struct TokenizerConfig {
@@ -45,5 +53,6 @@ struct TokenizerConfig {
 // Reads `file` when it exists (an empty config otherwise). Throws loft::Error naming it when it is
 // not JSON or a field has the wrong type.
 TokenizerConfig read_tokenizer_config(const std::filesystem::path& file);
+TokenizerConfig tokenizer_config_from(const nlohmann::json& j, const std::filesystem::path& file);
 
 }  // namespace loft

@@ -1,5 +1,7 @@
 #include "engine/device/device_info.h"
 
+#include <unistd.h>
+
 #ifdef LOFT_WITH_CUDA
 #include "engine/device/cuda_context.h"
 #endif
@@ -23,6 +25,15 @@ DeviceInfo device_info(Device device) {
 #else
   throw Error(cat("device ", device.str(), ": this loft was built without the CUDA backend"));
 #endif
+}
+
+int64_t device_memory_bytes(Device device) {
+  if (!device.is_cpu()) {
+    const int64_t total = device_info(device).total_bytes;
+    if (total > 0) return total;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? int64_t(pages) * int64_t(page) : 0;
 }
 
 }  // namespace loft

@@ -1,4 +1,5 @@
-// What a device is and how much memory it has, for `loft bench`'s "will it fit" line.
+// What a device is and how much memory it has, for `loft bench`'s "will it fit" line and the
+// size checks made before large allocations (finetune's activations, the KV cache).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,5 +15,9 @@ struct DeviceInfo {
 };
 
 DeviceInfo device_info(Device device);
+
+// The memory sizes are checked against before a large allocation: the GPU's total memory, or the
+// host's physical RAM for the CPU; 0 when unknown.
+int64_t device_memory_bytes(Device device);
 
 }  // namespace loft

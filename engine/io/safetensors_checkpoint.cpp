@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 
 namespace loft {
 
@@ -13,24 +14,17 @@ namespace {
 // weight_map of a HF index file: tensor name -> shard file name (a plain name in the same folder).
 std::map<std::string, std::string> read_weight_map(const std::filesystem::path& index_path) {
   const std::string index = index_path.string();
-  std::ifstream in(index_path);
-  if (!in) throw Error(cat(index, ": cannot open"));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(cat(index, ": not valid JSON (", e.what(), ")"));
-  }
+  const nlohmann::json j = read_json_file(index_path);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(cat(index, ": no \"weight_map\" object"));
   std::map<std::string, std::string> map;
   for (const auto& [name, shard] : j["weight_map"].items()) {
     if (!shard.is_string())
-      throw Error(cat(index, ": weight_map entry '", name, "' is not a file name string"));
+      throw Error(cat(index, ": weight_map entry ", brief(name), " is not a file name string"));
     const std::string file = shard.get<std::string>();
     if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
-      throw Error(cat(index, ": weight_map entry '", name, "' names '", file,
-                      "', which is not a file in the same folder"));
+      throw Error(cat(index, ": weight_map entry ", brief(name), " names ", brief(file),
+                      ", which is not a file in the same folder"));
     map[name] = file;
   }
   return map;

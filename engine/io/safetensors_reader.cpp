@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 
 namespace loft {
 
@@ -64,7 +65,7 @@ std::optional<uint64_t> as_count(const nlohmann::json& v) {
 
 SafetensorsEntry parse_entry(const std::string& file, const std::string& name,
                              const nlohmann::json& j, size_t data_size) {
-  const std::string at = cat(file, ": tensor '", name, "': ");
+  const std::string at = cat(file, ": tensor ", brief(name), ": ");
   if (!j.is_object()) throw Error(at + "header entry is not a JSON object");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!j.contains(key)) throw Error(cat(at, "header entry has no \"", key, "\""));
@@ -74,7 +75,7 @@ SafetensorsEntry parse_entry(const std::string& file, const std::string& name,
   if (!dt.is_string()) throw Error(at + "\"dtype\" is not a string");
   const auto dtype = dtype_from_name(dt.get<std::string>());
   if (!dtype)
-    throw Error(cat(at, "unsupported dtype ", dt.get<std::string>(),
+    throw Error(cat(at, "unsupported dtype ", brief(dt.get<std::string>()),
                     " (loft reads F32 F16 BF16 F8_E4M3 F8_E5M2 I8 U8 I32 I64)"));
   e.dtype = *dtype;
 
@@ -84,7 +85,7 @@ SafetensorsEntry parse_entry(const std::string& file, const std::string& name,
   for (const auto& d : shape) {
     const auto n = as_count(d);
     if (!n || *n > uint64_t(INT64_MAX))
-      throw Error(cat(at, "bad dimension ", d.dump(), " in shape"));
+      throw Error(cat(at, "bad dimension ", brief(d), " in shape"));
     if (__builtin_mul_overflow(numel, *n, &numel)) throw Error(at + "shape product overflows");
     e.shape.push_back(int64_t(*n));
   }
@@ -96,7 +97,7 @@ SafetensorsEntry parse_entry(const std::string& file, const std::string& name,
     end = as_count(off[1]);
   }
   if (!begin || !end)
-    throw Error(cat(at, "\"data_offsets\" must be two non-negative integers, got ", off.dump()));
+    throw Error(cat(at, "\"data_offsets\" must be two non-negative integers, got ", brief(off)));
   if (*begin > *end)
     throw Error(cat(at, "data_offsets [", *begin, ", ", *end, "] begin after end"));
   if (*end > data_size)
@@ -122,19 +123,17 @@ void check_no_overlap(const std::string& file,
     const auto& [pb, pe, pn] = spans[i - 1];
     const auto& [b, e, n] = spans[i];
     if (b < pe)
-      throw Error(cat(file, ": tensor '", *n, "' [", b, ", ", e, ") overlaps tensor '", *pn, "' [",
-                      pb, ", ", pe, ")"));
+      throw Error(cat(file, ": tensor ", brief(*n), " [", b, ", ", e, ") overlaps tensor ",
+                      brief(*pn), " [", pb, ", ", pe, ")"));
   }
 }
 
 }  // namespace
 
-SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
-  const std::string file = path.string();
-  const auto mapping = map_file(file);
-  const auto* base = static_cast<const unsigned char*>(mapping->addr);
-  const size_t size = mapping->bytes;
-
+SafetensorsHeader parse_safetensors_header(const std::string& file, const unsigned char* base,
+                                           size_t size) {
+  if (size < 8)
+    throw Error(cat(file, ": truncated: ", size, " bytes, too short for the 8-byte header length"));
   uint64_t header_len;
   std::memcpy(&header_len, base, 8);
   if (header_len < 2 || header_len > kMaxHeaderBytes)
@@ -144,31 +143,42 @@ SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
     throw Error(cat(file, ": truncated: header length ", header_len, " runs past the end of the ",
                     size, "-byte file"));
 
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(base + 8, base + 8 + header_len);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(cat(file, ": header is not valid JSON (", e.what(), ")"));
-  }
+  std::string error;
+  const auto parsed = try_parse_json(
+      std::string_view(reinterpret_cast<const char*>(base) + 8, size_t(header_len)), error);
+  if (!parsed) throw Error(cat(file, ": header: ", error));
+  const nlohmann::json& header = *parsed;
   if (!header.is_object()) throw Error(cat(file, ": header is not a JSON object"));
 
-  SafetensorsReader r;
-  r.path_ = path;
-  r.data_ = base + 8 + header_len;
-  const size_t data_size = size - 8 - size_t(header_len);
+  SafetensorsHeader h;
+  h.data_offset = 8 + size_t(header_len);
+  const size_t data_size = size - h.data_offset;
   for (const auto& [name, value] : header.items()) {
     if (name == "__metadata__") {
       if (!value.is_object()) throw Error(cat(file, ": \"__metadata__\" is not a JSON object"));
       for (const auto& [k, v] : value.items()) {
         if (!v.is_string())
-          throw Error(cat(file, ": \"__metadata__\" value of '", k, "' is not a string"));
-        r.metadata_[k] = v.get<std::string>();
+          throw Error(cat(file, ": \"__metadata__\" value of ", brief(k), " is not a string"));
+        h.metadata[k] = v.get<std::string>();
       }
       continue;
     }
-    r.entries_[name] = parse_entry(file, name, value, data_size);
+    h.entries[name] = parse_entry(file, name, value, data_size);
   }
-  check_no_overlap(file, r.entries_);
+  check_no_overlap(file, h.entries);
+  return h;
+}
+
+SafetensorsReader SafetensorsReader::open(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const auto mapping = map_file(file);
+  const auto* base = static_cast<const unsigned char*>(mapping->addr);
+  SafetensorsHeader h = parse_safetensors_header(file, base, mapping->bytes);
+  SafetensorsReader r;
+  r.path_ = path;
+  r.data_ = base + h.data_offset;
+  r.entries_ = std::move(h.entries);
+  r.metadata_ = std::move(h.metadata);
   r.mapping_ = std::shared_ptr<const void>(mapping, mapping->addr);
   return r;
 }

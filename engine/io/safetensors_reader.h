@@ -21,6 +21,18 @@ struct SafetensorsEntry {
   size_t end = 0;
 };
 
+// What the header of a safetensors file says, validated against the file's size.
+struct SafetensorsHeader {
+  size_t data_offset = 0;  // where the data area starts (8 + header length)
+  std::map<std::string, SafetensorsEntry> entries;
+  std::map<std::string, std::string> metadata;
+};
+
+// Parses and validates the header of a whole file's `size` bytes (no mapping, no I/O: the fuzz
+// target drives this). Throws Error naming `file` (and the tensor) on any problem.
+SafetensorsHeader parse_safetensors_header(const std::string& file, const unsigned char* bytes,
+                                           size_t size);
+
 class SafetensorsReader {
  public:
   // Maps and validates the file; throws Error naming the file (and tensor) on any problem.

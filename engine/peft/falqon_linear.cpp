@@ -16,16 +16,6 @@
 
 namespace loft {
 
-FalqonOptions::Buffer parse_falqon_buffer(const std::string& name) {
-  if (name == "reset") return FalqonOptions::Buffer::reset;
-  if (name == "accumulate") return FalqonOptions::Buffer::accumulate;
-  throw UsageError(cat("--falqon-buffer: '", name, "' is not reset or accumulate"));
-}
-
-const char* falqon_buffer_name(FalqonOptions::Buffer buffer) {
-  return buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
-}
-
 namespace {
 
 // Each projection draws its own random directions: the seed mixed with the module name (FNV-1a,

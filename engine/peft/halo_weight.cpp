@@ -138,14 +138,6 @@ class HaloWeight final : public FrozenWeight {
 
 }  // namespace
 
-HaloBackbone parse_halo_backbone(const std::string& name) {
-  if (name == "dense") return HaloBackbone::Dense;
-  if (name == "nf4") return HaloBackbone::Nf4;
-  throw UsageError(cat("--backbone: '", name, "' is not dense or nf4"));
-}
-
-const char* backbone_name(HaloBackbone b) { return b == HaloBackbone::Nf4 ? "nf4" : "dense"; }
-
 std::unique_ptr<FrozenWeight> halo_weight(const WeightSource& weight, const HaloOptions& opt) {
   return std::make_unique<HaloWeight>(weight, opt);
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
-#include "engine/peft/json_field.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft {
 
@@ -17,24 +19,18 @@ nlohmann::json halo_to_json(const HaloOptions& h) {
           {"backbone", backbone_name(h.backbone)}};
 }
 
-HaloOptions halo_from_json(const nlohmann::json& loft, const fs::path& file) {
-  if (!loft.contains("halo") || !loft["halo"].is_object())
-    throw Error(cat(file.string(), ": field 'loft.halo' is missing or not an object"));
-  const nlohmann::json& j = loft["halo"];
+HaloOptions halo_from_json(const JsonFields& loft) {
+  const JsonFields j = loft.object("halo");
   HaloOptions h;
-  h.level = json_field<int>(j, "level", file, "loft.halo.");
-  if (h.level < 0 || h.level > 2)
-    throw Error(cat(file.string(), ": field 'loft.halo.level' must be 0, 1 or 2, got ", h.level));
-  const std::string format = json_field<std::string>(j, "format", file, "loft.halo.");
+  h.level = j.int32("level", 0, 2);
+  const std::string format = j.string("format");
   if (format != "fp8" && format != "int8")
-    throw Error(
-        cat(file.string(), ": field 'loft.halo.format' must be fp8 or int8, got '", format, "'"));
+    j.fail("format", cat("must be fp8 or int8, got ", brief(format)));
   h.format = parse_halo_format(format);
-  if (j.contains("backbone")) {  // absent in records written before the NF4 backbone: dense
-    const std::string backbone = json_field<std::string>(j, "backbone", file, "loft.halo.");
+  if (j.has("backbone")) {  // absent in records written before the NF4 backbone: dense
+    const std::string backbone = j.string("backbone");
     if (backbone != "dense" && backbone != "nf4")
-      throw Error(cat(file.string(), ": field 'loft.halo.backbone' must be dense or nf4, got '",
-                      backbone, "'"));
+      j.fail("backbone", cat("must be dense or nf4, got ", brief(backbone)));
     h.backbone = parse_halo_backbone(backbone);
   }
   return h;
@@ -66,49 +62,37 @@ nlohmann::json method_options_to_json(const MethodOptions& opt) {
   return j;
 }
 
-MethodOptions method_options_from_json(const nlohmann::json& j, const fs::path& file) {
-  if (!j.is_object()) throw Error(cat(file.string(), ": field 'loft' must be an object"));
-  if (!j.contains("format_version"))
-    throw Error(
-        cat(file.string(), ": field 'loft.format_version' is missing (a record from before ",
-            "loft recorded method options; delete the \"loft\" object to load it as LoRA)"));
-  const int version = json_field<int>(j, "format_version", file, "loft.");
+MethodOptions method_options_from_json(const nlohmann::json& record, const fs::path& file) {
+  if (!record.is_object()) throw Error(cat(file.string(), ": field loft must be an object"));
+  const JsonFields j(record, file.string(), "loft.");
+  if (!j.has("format_version"))
+    j.fail("format_version", "is missing (a record from before loft recorded method options; "
+                             "delete the \"loft\" object to load it as LoRA)");
+  const int version = j.int32("format_version");
   if (version < 1 || version > kMethodRecordVersion)
-    throw Error(cat(file.string(), ": field 'loft.format_version' is ", version,
-                    "; this loft reads 1 to ", kMethodRecordVersion));
+    j.fail("format_version", cat("is ", version, "; this loft reads 1 to ", kMethodRecordVersion));
   MethodOptions opt;
-  opt.method = json_field<std::string>(j, "method", file, "loft.");
+  opt.method = j.string("method");
   const auto& names = method_names();
   if (std::find(names.begin(), names.end(), opt.method) == names.end())
-    throw Error(cat(file.string(), ": field 'loft.method' is '", opt.method,
-                    "', not one of lora, qlora, falqon, halo"));
-  opt.lora.rank = json_field<int>(j, "rank", file, "loft.");
-  if (opt.lora.rank <= 0)
-    throw Error(cat(file.string(), ": field 'loft.rank' must be positive, got ", opt.lora.rank));
-  opt.lora.alpha = json_field<float>(j, "alpha", file, "loft.");
-  if (!std::isfinite(opt.lora.alpha))
-    throw Error(cat(file.string(), ": field 'loft.alpha' is not finite"));
+    j.fail("method", cat("is ", brief(opt.method), ", not one of lora, qlora, falqon, halo"));
+  opt.lora.rank = int(j.positive("rank", INT32_MAX));
+  opt.lora.alpha = j.float32("alpha");
   const auto& all = all_lora_targets();
-  for (const std::string& t : json_field<std::vector<std::string>>(j, "targets", file, "loft.")) {
+  for (const std::string& t : j.strings("targets")) {
     if (std::find(all.begin(), all.end(), t) == all.end())
-      throw Error(
-          cat(file.string(), ": field 'loft.targets' has '", t,
-              "', not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"));
+      j.fail("targets", cat("has ", brief(t),
+                            ", not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj"));
     opt.targets.insert(t);
   }
-  if (opt.targets.empty()) throw Error(cat(file.string(), ": field 'loft.targets' is empty"));
-  if (opt.method == "halo") opt.halo = halo_from_json(j, file);
+  if (opt.targets.empty()) j.fail("targets", "is empty");
+  if (opt.method == "halo") opt.halo = halo_from_json(j);
   if (opt.method == "falqon") {
-    if (!j.contains("falqon") || !j["falqon"].is_object())
-      throw Error(cat(file.string(), ": field 'loft.falqon' is missing or not an object"));
-    const nlohmann::json& f = j["falqon"];
-    opt.falqon.topk = json_field<int>(f, "topk", file, "loft.falqon.");
-    if (opt.falqon.topk < 0)
-      throw Error(cat(file.string(), ": field 'loft.falqon.topk' must be >= 0, got ", opt.falqon.topk));
-    const std::string buffer = json_field<std::string>(f, "buffer", file, "loft.falqon.");
+    const JsonFields f = j.object("falqon");
+    opt.falqon.topk = f.int32("topk", 0);
+    const std::string buffer = f.string("buffer");
     if (buffer != "reset" && buffer != "accumulate")
-      throw Error(cat(file.string(), ": field 'loft.falqon.buffer' must be reset or accumulate, got '",
-                      buffer, "'"));
+      f.fail("buffer", cat("must be reset or accumulate, got ", brief(buffer)));
     opt.falqon.buffer = parse_falqon_buffer(buffer);
   }
   return opt;

@@ -7,9 +7,11 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
-#include "engine/peft/json_field.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
 #include "engine/peft/method_state.h"
+#include "engine/tensor/finite.h"
 
 namespace loft {
 
@@ -18,71 +20,12 @@ namespace fs = std::filesystem;
 namespace {
 constexpr std::string_view kPrefix = "base_model.model.";
 
-// Rejects PEFT features whose tensors or maths loft does not implement, instead of silently
-// computing something else.
-void reject_unsupported(const nlohmann::json& j, const fs::path& file) {
-  auto truthy = [&](const char* k) { return j.contains(k) && !j[k].is_null() && j[k] != false; };
-  if (j.value("peft_type", "") != "LORA")
-    throw Error(cat(file.string(), ": peft_type '", j.value("peft_type", "?"),
-                    "' is not supported (LORA only)"));
-  for (const char* k : {"use_dora", "use_rslora", "use_qalora", "fan_in_fan_out"})
-    if (truthy(k)) throw Error(cat(file.string(), ": '", k, "' is not supported"));
-  if (j.value("bias", "none") != "none")
-    throw Error(cat(file.string(), ": bias '", j.value("bias", ""), "' is not supported (none only)"));
-  for (const char* k : {"rank_pattern", "alpha_pattern"})
-    if (j.contains(k) && j[k].is_object() && !j[k].empty())
-      throw Error(cat(file.string(), ": per-module '", k, "' is not supported"));
-  if (j.contains("modules_to_save") && !j["modules_to_save"].is_null() &&
-      !j["modules_to_save"].empty())
-    throw Error(cat(file.string(), ": modules_to_save is not supported"));
-}
-
-// The loft record restates r, lora_alpha and target_modules; a hand-edited config where they
-// disagree would rebuild a model the tensors do not fit.
-void check_record_matches_peft(const PeftAdapter& a, const fs::path& file) {
-  const MethodOptions& m = *a.method;
-  if (m.lora.rank != a.rank)
-    throw Error(cat(file.string(), ": field 'loft.rank' is ", m.lora.rank, " but r is ", a.rank));
-  if (m.lora.alpha != a.alpha)
-    throw Error(cat(file.string(), ": field 'loft.alpha' is ", m.lora.alpha, " but lora_alpha is ",
-                    a.alpha));
-  std::set<std::string> peft;
-  for (const std::string& t : a.target_modules) peft.insert(peft_target_leaf(t));
-  if (peft != m.targets)
-    throw Error(cat(file.string(), ": field 'loft.targets' names other projections than ",
-                    "target_modules"));
-}
-
 }  // namespace
-
-std::string peft_target_leaf(const std::string& t) {
-  const size_t dot = t.rfind('.');
-  return dot == std::string::npos ? t : t.substr(dot + 1);
-}
 
 PeftAdapter load_peft_adapter(const fs::path& dir) {
   const fs::path cfg_path = dir / "adapter_config.json";
-  std::ifstream in(cfg_path);
-  if (!in) throw Error(cat("adapter: cannot read ", cfg_path.string()));
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw Error(cat(cfg_path.string(), ": not a JSON object"));
-  reject_unsupported(j, cfg_path);
-
-  PeftAdapter a;
-  a.rank = json_field<int>(j, "r", cfg_path);
-  a.alpha = json_field<float>(j, "lora_alpha", cfg_path);
-  if (a.rank <= 0) throw Error(cat(cfg_path.string(), ": r must be positive, got ", a.rank));
-  const auto& targets = j.contains("target_modules") ? j["target_modules"] : nlohmann::json();
-  if (targets.is_string())
-    a.target_modules = {targets.get<std::string>()};
-  else
-    a.target_modules = json_field<std::vector<std::string>>(j, "target_modules", cfg_path);
-  a.base_model = j.value("base_model_name_or_path", "");
-  if (j.contains("loft")) {
-    a.method = method_options_from_json(j["loft"], cfg_path);
-    check_record_matches_peft(a, cfg_path);
-  }
+  if (!fs::exists(cfg_path)) throw Error(cat("adapter: cannot read ", cfg_path.string()));
+  PeftAdapter a = peft_adapter_config_from(read_json_file(cfg_path), cfg_path);
 
   const fs::path tensors_path = dir / "adapter_model.safetensors";
   const SafetensorsReader file = SafetensorsReader::open(tensors_path);
@@ -115,6 +58,8 @@ PeftAdapter load_peft_adapter(const fs::path& dir) {
       const auto v = t.to_float_vector();  // F16/BF16 adapters are widened exactly
       return Tensor::from_vector(v, t.shape());
     };
+    require_finite(at, module + ".lora_A", tensors_path.string());
+    require_finite(bt, module + ".lora_B", tensors_path.string());
     a.modules[module] = {to_f32(at), to_f32(bt)};
   }
   for (const auto& [module, bt] : b_of)

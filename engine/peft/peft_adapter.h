@@ -7,6 +7,7 @@
 #pragma once
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct PeftAdapter {
 // wrong type, rank mismatch, A without B, DoRA/bias/other PEFT features loft does not implement,
 // a loft record that contradicts r / lora_alpha / target_modules).
 PeftAdapter load_peft_adapter(const std::filesystem::path& dir);
+// adapter_config.json's part alone (no tensors): the fuzz target's entry point.
+PeftAdapter peft_adapter_config_from(const nlohmann::json& config, const std::filesystem::path& file);
 // Writes the files atomically (each is written to a temp name and renamed); a stale
 // loft_state.safetensors is removed when the adapter has no method state.
 void save_peft_adapter(const std::filesystem::path& dir, const PeftAdapter& adapter);

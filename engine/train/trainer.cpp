@@ -9,9 +9,12 @@
 #include <ostream>
 
 #include "engine/io/atomic_file.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
 #include "engine/peft/method_state.h"
+#include "engine/tensor/finite.h"
 
 namespace loft {
 
@@ -39,10 +42,9 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   if (!fs::exists(path)) return;
   std::ifstream in(path);
   std::string line, kept;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.contains("step") && j["step"].get<int64_t>() <= step) kept += line + "\n";
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    const auto s = metrics_line_step(line, cat(path.string(), ":", n));
+    if (s && *s <= step) kept += line + "\n";
   }
   write_file_atomic(path, kept);
 }
@@ -206,11 +208,8 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
     if (best < 0) throw Error(cat("--resume: no checkpoint under ", root.string()));
   }
   const fs::path state_path = ckpt / "trainer_state.json";
-  std::ifstream in(state_path);
-  if (!in) throw Error(cat("--resume: cannot read ", state_path.string()));
-  const auto state = nlohmann::json::parse(in, nullptr, false);
-  if (state.is_discarded() || !state.contains("step") || !state.contains("data"))
-    throw Error(cat("--resume: ", state_path.string(), " is not a loft trainer state"));
+  if (!fs::exists(state_path)) throw Error(cat("--resume: cannot read ", state_path.string()));
+  const TrainerState state = trainer_state_from(read_json_file(state_path), state_path.string());
 
   const SafetensorsReader adapter = SafetensorsReader::open(ckpt / "adapter.safetensors");
   for (Param* p : params_) {
@@ -219,14 +218,15 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
     const Tensor t = adapter.tensor(p->name);
     if (t.shape() != p->value.shape() || t.dtype() != DType::F32)
       throw Error(cat("--resume: tensor ", p->name, " is ", t.str(), ", expected ", p->value.str()));
+    require_finite(t, p->name, "--resume: " + (ckpt / "adapter.safetensors").string());
     p->value.copy_from(t);
   }
   const SafetensorsReader opt = SafetensorsReader::open(ckpt / "optimizer.safetensors");
   std::vector<std::pair<std::string, Tensor>> moments;
   for (const std::string& name : opt.names()) moments.emplace_back(name, opt.tensor(name));
-  optimizer_.load_state(moments, state.value("optimizer_steps", state["step"].get<int64_t>()));
-  data_.restore(state["data"]);
-  step_ = state["step"].get<int64_t>();
+  optimizer_.load_state(moments, state.optimizer_steps);
+  data_.restore(state.data);
+  step_ = state.step;
   model_.after_step();  // refresh derived copies of the loaded params
   // Method state last, so it is exactly what was saved even when after_step advances it. A model
   // whose method keeps state rejects a checkpoint without the file (restore_method_state).

@@ -45,6 +45,17 @@ struct StepMetrics {
   std::optional<double> val_loss;  // on evaluation steps
 };
 
+// What a checkpoint's trainer_state.json holds, read with typed fields (errors name `source`).
+struct TrainerState {
+  int64_t step = 0, optimizer_steps = 0;
+  nlohmann::json data;  // the BatchSource's position
+};
+TrainerState trainer_state_from(const nlohmann::json& state, const std::string& source);
+
+// The step of one metrics.jsonl line; nullopt for a line that is not JSON (the torn last line
+// of a killed run). Throws Error naming `where` when the line is JSON without a valid "step".
+std::optional<int64_t> metrics_line_step(std::string_view line, const std::string& where);
+
 class Trainer {
  public:
   Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,

@@ -5,7 +5,8 @@
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "models/llama/json_fields.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft::llama {
 
@@ -15,7 +16,7 @@ using nlohmann::json;
 
 // rope_scaling (transformers 4) or rope_parameters (transformers 5): same keys, the type under
 // "rope_type" (older files: "type").
-RopeScaling parse_rope_scaling(const Fields& f) {
+RopeScaling parse_rope_scaling(const JsonFields& f) {
   RopeScaling s;
   s.type = f.has("rope_type") ? f.string("rope_type", "default") : f.string("type", "default");
   if (s.type == "default") return s;
@@ -27,14 +28,14 @@ RopeScaling parse_rope_scaling(const Fields& f) {
     s.factor = f.positive_number("factor");
     s.low_freq_factor = f.positive_number("low_freq_factor");
     s.high_freq_factor = f.positive_number("high_freq_factor");
-    s.original_max_position_embeddings = int(f.positive("original_max_position_embeddings"));
+    s.original_max_position_embeddings = int(f.positive("original_max_position_embeddings", kMaxPositions));
     if (s.high_freq_factor <= s.low_freq_factor)
       f.fail("high_freq_factor", cat("(", s.high_freq_factor, ") must exceed low_freq_factor (",
                                      s.low_freq_factor, ")"));
     return s;
   }
   f.fail(f.has("rope_type") ? "rope_type" : "type",
-         cat("'", s.type, "' is not supported (default, linear, llama3)"));
+         cat(brief(s.type), " is not supported (default, linear, llama3)"));
 }
 
 }  // namespace
@@ -56,23 +57,18 @@ int64_t LlamaConfig::projection_params_per_layer() const {
 }
 
 LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(cat(source, ": not valid JSON (", e.what(), ")"));
-  }
+  const json j = parse_json(text, source);
   if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
-  const Fields f(j, source);
+  const JsonFields f(j, source);
 
   const std::string model_type = f.string("model_type", "llama");
   if (model_type != "llama")
-    f.fail("model_type", cat("is '", model_type, "'; loft reads Llama checkpoints only"));
+    f.fail("model_type", cat("is ", brief(model_type), "; loft reads Llama checkpoints only"));
   for (const char* key : {"attention_bias", "mlp_bias"})
     if (f.boolean(key, false))
       f.fail(key, "is true; Llama projections with biases are not supported");
   if (const std::string act = f.string("hidden_act", "silu"); act != "silu")
-    f.fail("hidden_act", cat("is '", act, "'; only silu is supported"));
+    f.fail("hidden_act", cat("is ", brief(act), "; only silu is supported"));
 
   LlamaConfig c;
   if (f.has("architectures")) {
@@ -81,13 +77,14 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
       f.fail("architectures", "must be a list of strings");
     if (!a.empty()) c.architecture = a[0].get<std::string>();
   }
-  c.hidden_size = f.positive("hidden_size");
-  c.intermediate_size = f.positive("intermediate_size");
-  c.num_layers = f.positive("num_hidden_layers");
-  c.num_heads = f.positive("num_attention_heads");
-  c.num_kv_heads = f.positive("num_key_value_heads", c.num_heads);
-  c.vocab_size = f.positive("vocab_size");
-  c.max_position_embeddings = f.positive("max_position_embeddings", c.max_position_embeddings);
+  c.hidden_size = f.positive("hidden_size", kMaxHidden);
+  c.intermediate_size = f.positive("intermediate_size", kMaxIntermediate);
+  c.num_layers = f.positive("num_hidden_layers", kMaxLayers);
+  c.num_heads = f.positive("num_attention_heads", kMaxHeads);
+  c.num_kv_heads = f.positive_or("num_key_value_heads", c.num_heads, kMaxHeads);
+  c.vocab_size = f.positive("vocab_size", kMaxVocab);
+  c.max_position_embeddings =
+      f.positive_or("max_position_embeddings", c.max_position_embeddings, kMaxPositions);
   c.rms_norm_eps = f.positive_number("rms_norm_eps", c.rms_norm_eps);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
   if (const auto bos = f.id_list("bos_token_id"); !bos.empty()) {
@@ -99,7 +96,7 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
   c.quantization = parse_fp8_checkpoint(j, source);
 
   if (f.has("head_dim")) {
-    c.head_dim = f.positive("head_dim");
+    c.head_dim = f.positive("head_dim", kMaxHidden);
   } else {
     if (c.hidden_size % c.num_heads != 0)
       f.fail("num_attention_heads", cat("(", c.num_heads, ") does not divide hidden_size (",
@@ -112,7 +109,7 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
            cat("(", c.num_kv_heads, ") does not divide num_attention_heads (", c.num_heads, ")"));
 
   if (f.has("rope_parameters")) {  // transformers 5
-    const Fields rp = f.object("rope_parameters");
+    const JsonFields rp = f.object("rope_parameters");
     c.rope_theta = rp.positive_number("rope_theta", f.positive_number("rope_theta", c.rope_theta));
     c.rope_scaling = parse_rope_scaling(rp);
   } else {
@@ -124,11 +121,7 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
 
 LlamaConfig load_llama_config(const std::filesystem::path& path) {
   const auto file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  std::ifstream in(file);
-  if (!in) throw Error(cat(file.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return LlamaConfig::from_json_text(text.str(), file.string());
+  return LlamaConfig::from_json_text(read_json_text(file), file.string());
 }
 
 }  // namespace loft::llama

@@ -22,6 +22,16 @@ struct ProjShape {
   int64_t out, in;
 };
 
+// Upper bounds on config.json's sizes, checked before anything is allocated (the largest Llama
+// checkpoints are far inside them: 405B has 126 layers, hidden 16384, vocab 128256). Together they
+// keep every size product (vocab x hidden, layers x projection params) inside int64.
+constexpr int64_t kMaxHidden = int64_t(1) << 17;        // hidden_size, head_dim
+constexpr int64_t kMaxIntermediate = int64_t(1) << 19;  // intermediate_size
+constexpr int64_t kMaxLayers = 1024;                    // num_hidden_layers
+constexpr int64_t kMaxHeads = 4096;                     // num_attention_heads, num_key_value_heads
+constexpr int64_t kMaxVocab = int64_t(1) << 24;         // vocab_size
+constexpr int64_t kMaxPositions = int64_t(1) << 24;     // max_position_embeddings
+
 struct LlamaConfig {
   std::string architecture;  // architectures[0] when given, e.g. "LlamaForCausalLM"
   int64_t hidden_size = 0;

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft::llama {
 
@@ -11,41 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-// One line naming config.json and the quantization_config field at fault.
-class QuantFields {
- public:
-  QuantFields(const json& qc, const std::string& source) : qc_(qc), source_(source) {}
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(cat(source_, ": field quantization_config.", key, " ", what));
-  }
-  const json& get(const std::string& key) const {
-    static const json null;
-    return qc_.contains(key) ? qc_[key] : null;
-  }
-  // A string field; `fallback` when absent or null.
-  std::string string(const std::string& key, const std::string& fallback = "") const {
-    const json& v = get(key);
-    if (v.is_null()) return fallback;
-    if (!v.is_string()) fail(key, cat("must be a string, got ", v.dump()));
-    return v.get<std::string>();
-  }
-  // A list of strings; empty when absent or null.
-  std::vector<std::string> strings(const std::string& key) const {
-    const json& v = get(key);
-    if (v.is_null()) return {};
-    std::vector<std::string> out;
-    if (!v.is_array()) fail(key, cat("must be a list of strings, got ", v.dump()));
-    for (const json& e : v) {
-      if (!e.is_string()) fail(key, cat("must be a list of strings, got ", v.dump()));
-      out.push_back(e.get<std::string>());
-    }
-    return out;
-  }
+using QuantFields = JsonFields;  // prefix "quantization_config."
 
- private:
-  const json& qc_;
-  const std::string& source_;
-};
+std::vector<std::string> optional_strings(const QuantFields& f, const std::string& key) {
+  return f.has(key) ? f.strings(key) : std::vector<std::string>{};
+}
+
+// Block sides beyond this are no real checkpoint's and would overflow scale-grid sizes.
+constexpr int64_t kMaxBlockSide = int64_t(1) << 20;
 
 Fp8Checkpoint parse_transformers_fp8(const QuantFields& f) {
   Fp8Checkpoint c;
@@ -53,19 +28,22 @@ Fp8Checkpoint parse_transformers_fp8(const QuantFields& f) {
   c.scale_name = "weight_scale_inv";
   c.granularity = Fp8Checkpoint::Granularity::Block;
   if (const std::string fmt = f.string("fmt", "e4m3"); fmt != "e4m3")
-    f.fail("fmt", cat("is '", fmt, "'; only E4M3 weights are supported"));
+    f.fail("fmt", cat("is ", brief(fmt), "; only E4M3 weights are supported"));
   if (const std::string sf = f.string("scale_fmt", "float"); sf != "float")
-    f.fail("scale_fmt", cat("is '", sf, "'; only float scales are supported"));
-  const json& b = f.get("weight_block_size");
-  const bool ok = b.is_array() && b.size() == 2 && b[0].is_number_integer() &&
-                  b[1].is_number_integer() && b[0].get<int64_t>() > 0 && b[1].get<int64_t>() > 0;
+    f.fail("scale_fmt", cat("is ", brief(sf), "; only float scales are supported"));
+  static const json null;
+  const json& b = f.has("weight_block_size") ? f.at("weight_block_size") : null;
+  auto side = [](const json& v) {
+    return v.is_number_integer() && v.get<int64_t>() > 0 && v.get<int64_t>() <= kMaxBlockSide;
+  };
+  const bool ok = b.is_array() && b.size() == 2 && side(b[0]) && side(b[1]);
   if (!ok)
     f.fail("weight_block_size",
-           cat("is ", b.dump(), "; this block size is not supported (expected [rows, cols] of ",
-               "two positive integers, e.g. [128, 128])"));
+           cat("is ", brief(b), "; this block size is not supported (expected [rows, cols] of ",
+               "two integers from 1 to ", kMaxBlockSide, ", e.g. [128, 128])"));
   c.block_rows = b[0].get<int64_t>();
   c.block_cols = b[1].get<int64_t>();
-  c.not_quantized = f.strings("modules_to_not_convert");
+  c.not_quantized = optional_strings(f, "modules_to_not_convert");
   return c;
 }
 
@@ -78,36 +56,32 @@ void check_ct_format(const QuantFields& f, const std::string& key, const std::st
   if (format == "int-quantized")
     f.fail(key, "is 'int-quantized' (int8 weights): not supported; loft reads FP8 weights "
                 "(float-quantized)");
-  f.fail(key, cat("is '", format, "': not supported; loft reads FP8 weights (float-quantized)"));
+  f.fail(key, cat("is ", brief(format), ": not supported; loft reads FP8 weights (float-quantized)"));
 }
 
 // One config group's weights: 8-bit float, symmetric, per tensor or per channel.
 Fp8Checkpoint::Granularity ct_group_strategy(const QuantFields& f, const std::string& group,
                                              const json& g) {
-  const std::string key = "config_groups." + group;
-  if (!g.is_object()) f.fail(key, cat("must be an object, got ", g.dump()));
-  if (g.contains("format") && !g["format"].is_null()) {
-    if (!g["format"].is_string()) f.fail(key + ".format", "must be a string");
-    check_ct_format(f, key + ".format", g["format"].get<std::string>());
-  }
-  if (!g.contains("weights") || g["weights"].is_null())
+  const std::string key = "config_groups." + (group.size() > 60 ? group.substr(0, 60) + "..." : group);
+  if (!g.is_object()) f.fail(key, cat("must be an object, got ", brief(g)));
+  const QuantFields gf(g, f.source(), "quantization_config." + key + ".");
+  if (gf.has("format")) check_ct_format(f, key + ".format", gf.string("format"));
+  if (!gf.has("weights"))
     f.fail(key + ".weights", "is null: activation-only quantization is not supported (loft reads "
                              "FP8 weights)");
-  const json& w = g["weights"];
-  if (!w.is_object()) f.fail(key + ".weights", cat("must be an object, got ", w.dump()));
-  const std::string type = w.value("type", std::string());
-  const std::string strategy = w.value("strategy", std::string());
-  const json& num_bits = w.contains("num_bits") ? w["num_bits"] : json();
-  const int64_t bits = num_bits.is_number_integer() ? num_bits.get<int64_t>() : 0;
+  const QuantFields w = gf.object("weights");
+  const std::string type = w.string("type", "");
+  const std::string strategy = w.string("strategy", "");
+  const int64_t bits = w.has("num_bits") ? w.integer("num_bits") : 0;
   if (type != "float" || bits != 8)
-    f.fail(key + ".weights", cat("are ", bits, "-bit ", type.empty() ? "?" : type,
+    f.fail(key + ".weights", cat("are ", bits, "-bit ", type.empty() ? "?" : type.substr(0, 40),
                                  ": not supported; loft reads 8-bit float (FP8 E4M3) weights"));
-  if (w.contains("symmetric") && w["symmetric"] == false)
+  if (!w.boolean("symmetric", true))
     f.fail(key + ".weights.symmetric", "is false: asymmetric FP8 weights are not supported");
   if (strategy == "tensor") return Fp8Checkpoint::Granularity::Tensor;
   if (strategy == "channel") return Fp8Checkpoint::Granularity::Channel;
   f.fail(key + ".weights.strategy",
-         cat("is '", strategy, "': not supported (FP8 weights per tensor or per channel)"));
+         cat("is ", brief(strategy), ": not supported (FP8 weights per tensor or per channel)"));
 }
 
 Fp8Checkpoint parse_compressed_tensors(const QuantFields& f) {
@@ -115,25 +89,27 @@ Fp8Checkpoint parse_compressed_tensors(const QuantFields& f) {
   c.quant_method = "compressed-tensors";
   c.scale_name = "weight_scale";
   c.zero_point_name = "weight_zero_point";
-  c.format = f.string("format");
+  c.format = f.string("format", "");
   if (!c.format.empty()) check_ct_format(f, "format", c.format);
-  const json& sparsity = f.get("sparsity_config");
-  if (sparsity.is_object() && sparsity.value("format", std::string("dense")) != "dense")
-    f.fail("sparsity_config", cat("is ", sparsity.dump(), ": sparse weights are not supported"));
-  const json& groups = f.get("config_groups");
+  if (f.has("sparsity_config") && f.at("sparsity_config").is_object() &&
+      f.object("sparsity_config").string("format", "dense") != "dense")
+    f.fail("sparsity_config",
+           cat("is ", brief(f.at("sparsity_config")), ": sparse weights are not supported"));
+  const json& groups = f.at("config_groups");
   if (!groups.is_object() || groups.empty())
-    f.fail("config_groups", cat("must be a non-empty object, got ", groups.dump()));
+    f.fail("config_groups", cat("must be a non-empty object, got ", brief(groups)));
   std::optional<Fp8Checkpoint::Granularity> strategy;
   for (const auto& [name, g] : groups.items()) {
     const auto s = ct_group_strategy(f, name, g);
     if (strategy && *strategy != s)
       f.fail("config_groups", "mix per-tensor and per-channel weights: not supported");
     strategy = s;
-    if (c.format.empty() && g.contains("format") && g["format"].is_string()) c.format = g["format"];
+    if (c.format.empty() && g.contains("format") && g["format"].is_string())
+      c.format = g["format"].get<std::string>();
   }
   if (c.format.empty()) f.fail("format", "is missing (expected float-quantized)");
   c.granularity = *strategy;
-  c.not_quantized = f.strings("ignore");
+  c.not_quantized = optional_strings(f, "ignore");
   return c;
 }
 
@@ -197,12 +173,12 @@ std::optional<Fp8Checkpoint> parse_fp8_checkpoint(const nlohmann::json& config,
     return std::nullopt;
   const json& qc = config["quantization_config"];
   if (!qc.is_object())
-    throw Error(cat(source, ": field quantization_config must be an object, got ", qc.dump()));
-  const QuantFields f(qc, source);
-  const std::string method = f.string("quant_method");
+    throw Error(cat(source, ": field quantization_config must be an object, got ", brief(qc)));
+  const QuantFields f(qc, source, "quantization_config.");
+  const std::string method = f.string("quant_method", "");
   const auto it = parsers().find(method);
   if (it == parsers().end())
-    f.fail("quant_method", cat(method.empty() ? "is missing" : "is '" + method + "'",
+    f.fail("quant_method", cat(method.empty() ? "is missing" : "is " + brief(method),
                                ": not supported; loft reads FP8 checkpoints (fp8, or "
                                "compressed-tensors float-quantized)"));
   return it->second(f);

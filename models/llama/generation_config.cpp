@@ -6,17 +6,17 @@
 
 #include "engine/core/error.h"
 #include "models/llama/config.h"
-#include "models/llama/json_fields.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
 
 namespace loft::llama {
 
 namespace fs = std::filesystem;
 
 GenerationConfig GenerationConfig::from_json_text(const std::string& text, const std::string& source) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(cat(source, ": not valid JSON"));
+  const nlohmann::json j = parse_json(text, source);
   if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
-  const Fields f(j, source);
+  const JsonFields f(j, source);
   GenerationConfig g;
   const auto single_id = [&](const char* key) -> std::optional<int64_t> {
     const std::vector<int64_t> ids = f.id_list(key);
@@ -36,10 +36,9 @@ GenerationConfig GenerationConfig::from_json_text(const std::string& text, const
     if (!(*g.top_p > 0 && *g.top_p <= 1)) f.fail("top_p", cat("must be in (0, 1], got ", *g.top_p));
   }
   if (f.has("top_k")) {
-    g.top_k = f.integer("top_k");
-    if (*g.top_k < 0) f.fail("top_k", cat("must be 0 or more, got ", *g.top_k));
+    g.top_k = f.integer("top_k", 0, INT32_MAX);
   }
-  if (f.has("max_new_tokens")) g.max_new_tokens = f.positive("max_new_tokens");
+  if (f.has("max_new_tokens")) g.max_new_tokens = f.positive("max_new_tokens", INT32_MAX);
   if (f.has("do_sample")) g.do_sample = f.boolean("do_sample", false);
   return g;
 }
@@ -79,14 +78,6 @@ nlohmann::json GenerationSettings::to_generation_config_json() const {
 
 namespace {
 
-std::string read_text(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) throw Error(cat(file.string(), ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Fails naming `source` and `field` when `id` cannot be a token of a vocabulary of `vocab` ids.
 void check_in_vocab(int64_t id, int64_t vocab, const std::string& vocab_from, const std::string& source,
                     const char* field) {
@@ -110,7 +101,7 @@ GenerationSettings load_generation_settings(const fs::path& model_dir, const Tok
   GenerationSettings s;
   const fs::path gen_file = model_dir / "generation_config.json";
   if (fs::exists(gen_file)) {
-    s.file = GenerationConfig::from_json_text(read_text(gen_file), gen_file.string());
+    s.file = GenerationConfig::from_json_text(read_json_text(gen_file), gen_file.string());
     const std::string src = gen_file.string();
     if (s.file->bos_token_id) check_in_vocab(*s.file->bos_token_id, vocab, vocab_from, src, "bos_token_id");
     if (s.file->pad_token_id) check_in_vocab(*s.file->pad_token_id, vocab, vocab_from, src, "pad_token_id");
@@ -136,7 +127,7 @@ GenerationSettings load_generation_settings(const fs::path& model_dir, const Tok
 void add_adapter_stops(GenerationSettings& settings, const fs::path& adapter_dir, int64_t vocab) {
   const fs::path file = adapter_dir / "generation_config.json";
   if (!fs::exists(file)) return;
-  const GenerationConfig g = GenerationConfig::from_json_text(read_text(file), file.string());
+  const GenerationConfig g = GenerationConfig::from_json_text(read_json_text(file), file.string());
   for (int64_t id : g.eos_token_ids) {
     check_in_vocab(id, vocab, "the model", file.string(), "eos_token_id");
     settings.add_stop(int32_t(id), "adapter generation_config.json");

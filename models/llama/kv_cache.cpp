@@ -6,13 +6,21 @@
 #include "engine/device/memory.h"
 #include "models/llama/model.h"
 
+#include <cstdint>
+#include <string>
+
+#include "engine/core/error.h"
+#include "engine/device/device_info.h"
+
 namespace loft::llama {
 
 KvCache::KvCache(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype,
                  Device device)
-    : max_len_(max_len), length_(size_t(std::max<int64_t>(slots, 0)), 0) {
+    : max_len_(max_len) {
   LOFT_CHECK(slots >= 1 && max_len >= 1, "KvCache: need at least one slot and one position, got ",
              slots, " slots of ", max_len);
+  check_fits(config, slots, max_len, dtype, device);
+  length_.assign(size_t(slots), 0);
   const Shape shape{slots, max_len, config.num_kv_heads, config.head_dim};
   for (int64_t l = 0; l < config.num_layers; ++l) {
     // Zeroed once so that no uninitialised (possibly NaN) bits are ever read, even by a kernel
@@ -27,8 +35,22 @@ KvCache KvCache::for_model(const LlamaModel& model, int64_t slots, int64_t max_l
 }
 
 size_t KvCache::bytes_for(const LlamaConfig& c, int64_t slots, int64_t max_len, DType dtype) {
-  return size_t(2 * c.num_layers) * size_t(slots) * size_t(max_len) * size_t(c.kv_dim()) *
-         dtype_size(dtype);
+  uint64_t n = 2 * uint64_t(c.num_layers);
+  for (const uint64_t f : {uint64_t(slots), uint64_t(max_len), uint64_t(c.kv_dim()), uint64_t(dtype_size(dtype))})
+    if (__builtin_mul_overflow(n, f, &n)) return SIZE_MAX;
+  return size_t(n);
+}
+
+void KvCache::check_fits(const LlamaConfig& c, int64_t slots, int64_t max_len, DType dtype,
+                         Device device) {
+  const size_t need = bytes_for(c, slots, max_len, dtype);
+  const int64_t have = device_memory_bytes(device);
+  if (have <= 0 || need <= size_t(have)) return;
+  const auto gib = [](double b) { return b / double(int64_t(1) << 30); };
+  throw UsageError(cat("the KV cache for ", slots, " slots x ", max_len, " positions needs ",
+                       need == SIZE_MAX ? std::string("more than 2^64 bytes") : cat(gib(double(need)), " GiB"),
+                       ", more than the ", gib(double(have)), " GiB of ", device.str(),
+                       "; lower --slots or the tokens to generate"));
 }
 
 int64_t KvCache::slots_that_fit(const LlamaModel& model, int64_t want, int64_t max_len, int64_t step_tokens) {

@@ -25,13 +25,19 @@ class KvCache {
   KvCache(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype, Device device);
   // In `model`'s compute dtype on its device.
   static KvCache for_model(const LlamaModel& model, int64_t slots, int64_t max_len);
-  // Bytes such a cache holds: 2 · layers · slots · max_len · kv_heads · head_dim · dtype size.
+  // Bytes such a cache holds: 2 · layers · slots · max_len · kv_heads · head_dim · dtype size
+  // (SIZE_MAX when that overflows).
   static size_t bytes_for(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype);
   // How many of `want` slots of max_len positions fit in what the model's device has free (driver
   // free + the allocator's cached blocks, 10% kept back), each slot also feeding up to
   // `step_tokens` tokens through one forward step (their activations). At least 1; `want` on the
   // CPU, whose memory is not budgeted here.
   static int64_t slots_that_fit(const LlamaModel& model, int64_t want, int64_t max_len, int64_t step_tokens);
+  // Throws UsageError, before anything is allocated, when such a cache exceeds the memory of
+  // `device` (the GPU's, or the host's RAM): --slots 1e9 or a 2^24-position context is refused
+  // with one line instead of dying of out-of-memory. The constructor calls it.
+  static void check_fits(const LlamaConfig& config, int64_t slots, int64_t max_len, DType dtype,
+                         Device device);
 
   KvCache(KvCache&&) = default;
   KvCache& operator=(KvCache&&) = default;

@@ -1,6 +1,7 @@
 #include "models/llama/weights.h"
 
 #include "engine/core/error.h"
+#include "engine/tensor/finite.h"
 #include "engine/peft/weight_source.h"
 #include "models/llama/fp8_checkpoint.h"
 
@@ -137,6 +138,13 @@ LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaCo
   }
   for (size_t i = 0; i < wanted.size(); ++i) {
     const WeightSlot& x = wanted[i];
+    const std::string file = ckpt.file_of(x.name).path().string();
+    if (scaled[i].defined()) {
+      require_finite(scaled[i].codes, x.name, file);
+      require_finite(scaled[i].scales, x.name + " (its scales)", file);
+    } else {
+      require_finite(ckpt.tensor(x.name), x.name, file);
+    }
     if (!scaled[i].defined())
       *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
     else if (fp8 == Fp8Load::keep && x.fp8)

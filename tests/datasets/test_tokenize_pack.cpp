@@ -5,6 +5,7 @@
 #include "datasets/packer.h"
 #include "datasets/tokenize.h"
 #include "engine/core/error.h"
+#include "tests/common/test_util.h"
 #include "tests/datasets/fake_tokenizer.h"
 
 namespace loft::data {
@@ -125,6 +126,34 @@ TEST(Packer, StateRoundTripAndMismatchedOptions) {
   EXPECT_EQ(a.flush(), b.flush());
   Packer other_seq(16, 2, true, 0);
   EXPECT_THROW(other_seq.restore(a.state()), UsageError);
+}
+
+// A saved example is read back exactly or refused naming the field: ids beyond int32, negative
+// ids, fractional ids and flags other than 0/1 were once narrowed into range silently.
+TEST(Packer, SavedExamplesOutOfRangeAreRefused) {
+  EXPECT_EQ(tokenized_example_from_json(nlohmann::json::parse(R"({"ids": [1, 2], "trained": [0, 1]})")).ids,
+            (std::vector<int32_t>{1, 2}));
+  for (const char* bad : {R"({"ids": [1099511627776], "trained": [0]})", R"({"ids": [-3], "trained": [0]})",
+                          R"({"ids": [1.5], "trained": [0]})", R"({"ids": [1], "trained": [300]})",
+                          R"({"ids": [1, 2], "trained": [0]})", R"({"ids": "12", "trained": []})",
+                          R"({"trained": []})", R"([1, 2])"}) {
+    try {
+      tokenized_example_from_json(nlohmann::json::parse(bad));
+      ADD_FAILURE() << bad;
+    } catch (const Error& e) {
+      EXPECT_TRUE(test::contains(e.what(), "the saved data position: field example.")) << e.what();
+    }
+  }
+  // The packer's own numbers are typed too: a seq of 1.6e87 (found by fuzz_trainer_state) was
+  // converted to an integer with undefined behaviour.
+  Packer p(16, 2, true, 0);
+  try {
+    p.restore(nlohmann::json::parse(
+        R"({"seq": 1.6e87, "batch_rows": 2, "packing": true, "rows": [], "current": []})"));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(test::contains(e.what(), "field packer.seq must be an integer")) << e.what();
+  }
 }
 
 }  // namespace

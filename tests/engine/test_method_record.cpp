@@ -143,7 +143,7 @@ void expect_refused(const std::function<void(nlohmann::json&)>& edit, const std:
   } catch (const Error& e) {
     const std::string msg = e.what();
     EXPECT_TRUE(test::contains(msg, cfg.string())) << msg;
-    EXPECT_TRUE(test::contains(msg, "'" + field + "'")) << msg;
+    EXPECT_TRUE(test::contains(msg, "field " + field + " ")) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
 }

@@ -103,8 +103,8 @@ TEST(SafetensorsErrors, MissingFieldsAndBadTypes) {
       {R"({"t":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "bad dimension"},
       {R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", "two non-negative integers"},
       {R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", "two non-negative integers"},
-      {R"({"t":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", "unsupported dtype F64"},
-      {R"({"t":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]}})", "unsupported dtype BOOL"},
+      {R"({"t":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", "unsupported dtype 'F64'"},
+      {R"({"t":{"dtype":"BOOL","shape":[1],"data_offsets":[0,1]}})", "unsupported dtype 'BOOL'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.header);

@@ -97,6 +97,16 @@ TEST(Decode, RequestsBeyondTheCacheAreClearErrors) {
   EXPECT_THROW(decode_step(*model, cache, {Feed::last(0, {1}), Feed::last(0, {2})}), Error);
   EXPECT_THROW(decode_step(*model, cache, {Feed::last(0, {512})}), Error);  // not in the vocab
   EXPECT_THROW(KvCache::for_model(*model, 0, 8), Error);
+  // A cache beyond the machine's memory (or 2^64 bytes) is refused before anything is allocated.
+  for (const int64_t slots : {int64_t(1) << 40, int64_t(1) << 62}) {
+    try {
+      KvCache::for_model(*model, slots, 1 << 20);
+      ADD_FAILURE() << slots;
+    } catch (const UsageError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "the KV cache for ")) << e.what();
+      EXPECT_TRUE(test::contains(e.what(), "lower --slots")) << e.what();
+    }
+  }
 }
 
 // A slot forked from another's prefix continues exactly as the original does.

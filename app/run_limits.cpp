@@ -1,0 +1,48 @@
+#include "app/run_limits.h"
+
+#include "engine/core/error.h"
+#include "engine/device/device_info.h"
+
+namespace loft::app {
+
+namespace {
+
+const char* estimate_name(const MethodOptions& m) {
+  if (m.method == "qlora") return "qlora-nf4";
+  if (m.method == "falqon") return "falqon-fp8";
+  if (m.method == "halo") {
+    if (m.halo.backbone == HaloBackbone::Nf4) return "halo-nf4";
+    return m.halo.format == quant::LowpFormat::INT8 ? "halo-int8" : "halo-fp8";
+  }
+  return "lora-bf16";
+}
+
+double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
+
+}  // namespace
+
+llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
+                                    int64_t micro, int64_t seq) {
+  llama::MemoryEstimateOptions eo;
+  eo.batch = micro;
+  eo.seq = seq;
+  eo.lora_rank = m.lora.rank;
+  for (llama::MethodMemory& e : llama::estimate_training_memory(cfg, eo))
+    if (e.method == estimate_name(m)) return e;
+  throw Error(cat("no memory estimate for method ", m.method));
+}
+
+void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
+                    int64_t seq, Device device) {
+  if (seq > cfg.max_position_embeddings)
+    throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
+                         cfg.max_position_embeddings, " in config.json)"));
+  const llama::MethodMemory e = method_estimate(cfg, m, micro, seq);
+  const int64_t per_batch = e.activations + e.logits, machine = device_memory_bytes(device);
+  if (machine > 0 && per_batch > machine)
+    throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),
+                         " GiB of activations, more than the ", gib(machine), " GiB of ",
+                         device.str(), "; lower --micro-batch or --seq"));
+}
+
+}  // namespace loft::app

@@ -1,0 +1,23 @@
+// Sizes checked against the checkpoint and the machine before finetune allocates anything: a
+// --seq beyond the model's positions, or a micro-batch whose activations alone exceed the
+// device's memory, is a one-line usage error instead of an out-of-memory crash or a hang.
+#pragma once
+#include <cstdint>
+
+#include "engine/peft/method.h"
+#include "engine/tensor/device.h"
+#include "models/llama/config.h"
+#include "models/llama/memory_estimate.h"
+
+namespace loft::app {
+
+// The estimate_training_memory entry of method `m` (batch rows `micro`, `seq` tokens each).
+llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
+                                    int64_t micro, int64_t seq);
+
+// Throws UsageError when `seq` exceeds max_position_embeddings or the estimated activations of
+// one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU).
+void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
+                    int64_t seq, Device device);
+
+}  // namespace loft::app

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Seeds for the fuzz targets, from the test data and the examples: writes OUT/<target>/* .
+
+usage: tests/fuzz/make_corpus.py OUT [DATA_DIR]   (DATA_DIR defaults to ../shared/data)
+Only small files are taken (the first bytes of big ones), so the corpus stays a few MB.
+"""
+import json, os, struct, sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parents[2]
+out = Path(sys.argv[1])
+data = Path(sys.argv[2]) if len(sys.argv) > 2 else root.parent / "shared" / "data"
+MAX = 64 << 10
+
+
+def put(target, name, blob):
+    d = out / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(blob if isinstance(blob, bytes) else blob.encode())
+
+
+def files(pattern):
+    for base in (root / "examples", data, root / "tests"):
+        if base.exists():
+            yield from sorted(base.rglob(pattern))
+
+
+n = 0
+for f in files("config.json"):
+    put("config_json", f"c{n}", f.read_bytes()[:MAX]); n += 1
+    try:
+        qc = json.loads(f.read_text()).get("quantization_config")
+        if qc: put("fp8_config", f"q{n}", json.dumps(qc))
+    except Exception:
+        pass
+for f in files("generation_config.json"):
+    put("config_json", f"g{n}", f.read_bytes()[:MAX]); n += 1
+put("fp8_config", "fp8", '{"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}')
+put("fp8_config", "ct", json.dumps({"quant_method": "compressed-tensors", "format": "float-quantized",
+    "config_groups": {"group_0": {"weights": {"type": "float", "num_bits": 8, "strategy": "channel", "symmetric": True}}}}))
+for f in files("tokenizer.json"):
+    if f.stat().st_size <= 4 * MAX: put("tokenizer_json", f"t{n}", f.read_bytes()); n += 1
+for f in files("tokenizer_config.json"):
+    put("tokenizer_json", f"tc{n}", f.read_bytes()[:MAX]); n += 1
+put("tokenizer_json", "mini", json.dumps({"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},
+    "merges": ["a b"]}, "added_tokens": [{"id": 3, "content": "<s>", "special": True}],
+    "pre_tokenizer": {"type": "ByteLevel"}, "decoder": {"type": "ByteLevel"}}))
+for f in files("adapter_config.json"):
+    put("adapter_config", f"a{n}", f.read_bytes()[:MAX]); n += 1
+put("adapter_config", "loft", json.dumps({"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj"],
+    "loft": {"format_version": 1, "method": "halo", "rank": 8, "alpha": 16, "targets": ["q_proj"],
+             "halo": {"level": 2, "format": "fp8", "backbone": "dense"}}}))
+put("trainer_state", "state", json.dumps({"step": 5, "optimizer_steps": 5, "data": {"packer": {"seq": 16,
+    "batch_rows": 2, "packing": True, "rows": [[{"ids": [1, 2, 3], "trained": [0, 1, 1]}]], "current": []}}}))
+put("trainer_state", "metrics", '{"step": 3, "loss": 2.5, "lr": 0.001}')
+for f in list(files("*.jsonl"))[:40]:
+    for i, line in enumerate(f.read_bytes().splitlines()[:3]):
+        put("record", f"r{n}_{i}", line[:MAX])
+    n += 1
+for f in list(files("*.json")):
+    if f.stat().st_size < MAX and f.name.startswith(("alpaca", "sharegpt", "messages")):
+        put("record", f"j{n}", f.read_bytes()); n += 1
+put("record", "messages", json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}))
+put("record", "sharegpt", json.dumps({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}))
+for f in list(files("*.csv"))[:20]:
+    put("csv", f"v{n}", f.read_bytes()[:MAX]); n += 1
+put("csv", "quoted", 'q,"a, b","c ""d""",x,y,A\n')
+for f in list(files("*.safetensors")):
+    if f.stat().st_size <= 1 << 20: put("safetensors_header", f"s{n}", f.read_bytes()); n += 1
+hdr = json.dumps({"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
+put("safetensors_header", "mini", struct.pack("<Q", len(hdr)) + hdr + bytes(16))
+
+
+def safetensors(tensors):
+    """tensors: [(name, dtype, shape, bytes)] -> a safetensors file."""
+    header, blob = {}, b""
+    for name, dtype, shape, data in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
+        blob += data
+    h = json.dumps(header).encode()
+    return struct.pack("<Q", len(h)) + h + blob
+
+
+codes = bytes(range(0x30, 0x30 + 24))  # 4 x 6 E4M3 codes
+f32 = lambda *v: struct.pack(f"<{len(v)}f", *v)
+put("fp8_weights", "block", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                         ("m.weight_scale_inv", "F32", [1, 1], f32(0.5))]))
+put("fp8_weights", "block13", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                           ("m.weight_scale_inv", "F32", [4, 2], f32(*[0.25] * 8))]))
+put("fp8_weights", "channel", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                           ("m.weight_scale", "F32", [4, 1], f32(1, 2, 3, 4)),
+                                           ("m.weight_zero_point", "F8_E4M3", [4, 1], bytes(4))]))
+put("fp8_weights", "tensor", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
+                                          ("m.weight_scale", "BF16", [1], b"\x80\x3f"),
+                                          ("n.weight", "F32", [2], f32(1, 2))]))
+print(f"corpus written to {out}")
