@@ -94,8 +94,6 @@ json bench_gsm8k(const EvalBenchOptions& o, llama::LlamaModel& model, const Toke
 }
 
 json bench_decode(const EvalBenchOptions& o, llama::LlamaModel& model, Device device) {
-  if (o.batch < 1 || o.seq < 1 || o.max_gen_toks < 1)
-    throw UsageError("--batch, --seq and --max-gen-toks must be >= 1");
   std::mt19937_64 rng(o.seed + 1);
   const int64_t vocab = model.config().vocab_size;
   std::vector<std::vector<int32_t>> prompts(size_t(o.batch), std::vector<int32_t>(size_t(o.seq)));
@@ -134,6 +132,10 @@ void run_eval_bench(const EvalBenchOptions& o, Device device, std::ostream& out)
     throw UsageError(cat("--eval ", o.task, " is not one of mmlu, gsm8k, decode"));
   if (o.shape.empty() == o.model.empty()) throw UsageError("--eval needs --shape NAME or --model DIR");
   if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
+  if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
+  if (o.limit < -1 || o.limit == 0) throw UsageError(cat("--limit must be >= 1, not ", o.limit));
+  if (o.task == "decode" && (o.batch < 1 || o.seq < 1))
+    throw UsageError(cat("--batch and --seq must be >= 1, not ", o.batch, " and ", o.seq));
   const std::string tok_dir = o.tokenizer.empty() ? o.model : o.tokenizer;
   if (tok_dir.empty() && o.task != "decode")
     throw UsageError(cat("--eval ", o.task, " with --shape needs --tokenizer DIR"));

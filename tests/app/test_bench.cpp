@@ -220,6 +220,12 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--alpha", "0"}, {"--alpha"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
+      {{"--shape", "tiny", "--eval", "hellaswag"}, {"--eval", "hellaswag"}},
+      {{"--shape", "tiny", "--eval", "decode", "--slots", "0"}, {"--slots", "0"}},
+      {{"--shape", "tiny", "--eval", "decode", "--max-gen-toks", "-2"}, {"--max-gen-toks", "-2"}},
+      {{"--shape", "tiny", "--eval", "gsm8k", "--limit", "-5"}, {"--limit", "-5"}},
+      {{"--shape", "tiny", "--eval", "decode", "--batch", "0"}, {"--batch", "0"}},
+      {{"--shape", "tiny", "--eval", "mmlu"}, {"--tokenizer"}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"bench"};
