@@ -9,6 +9,7 @@ mkdir -p "$OUT"
 run=$PWD/.gpurun
 [ -f "$run/gpurun.tgz" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
 export LOFT_TEST_DATA=$run/data
+export LOFT_SOURCE_DIR=$PWD
 export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0

@@ -102,7 +102,7 @@ TEST(AdapterMethod, PeftMadeAdapterStillEvaluatesAsLora) {
 
 std::vector<std::string> finetune_args(const fs::path& out) {
   const fs::path demo =
-      fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "demo.jsonl";
+      test::source_dir() / "examples" / "demo.jsonl";
   return {"finetune",
           "--model",
           model_dir().string(),

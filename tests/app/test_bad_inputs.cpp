@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 std::string model_dir() { return (test::data_dir() / "models" / "stories260K-hf").string(); }
 std::string demo() {
-  return (fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "demo.jsonl").string();
+  return (test::source_dir() / "examples" / "demo.jsonl").string();
 }
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());

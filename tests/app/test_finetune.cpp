@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 std::string model_dir() { return (test::data_dir() / "models" / "stories260K-hf").string(); }
 // The demo set ships with the project (examples/), found from the test binary's source tree.
 std::string demo() {
-  const fs::path here = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path here = test::source_dir();
   return (here / "examples" / "demo.jsonl").string();
 }
 

@@ -22,7 +22,7 @@ fs::path reference() { return test::data_dir() / "reference" / "fp8-block-transf
 
 // The demo set that ships with the project (examples/).
 std::string demo() {
-  const fs::path here = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path here = test::source_dir();
   return (here / "examples" / "demo.jsonl").string();
 }
 

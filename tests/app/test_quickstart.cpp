@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kRoot = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kRoot = test::source_dir();
 
 // The quick-start command: the README line that starts with "scripts/setup.sh && ".
 std::string quickstart_command() {

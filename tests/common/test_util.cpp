@@ -12,6 +12,11 @@ std::filesystem::path data_dir() {
   return LOFT_DEFAULT_TEST_DATA;
 }
 
+std::filesystem::path source_dir() {
+  if (const char* env = std::getenv("LOFT_SOURCE_DIR"); env && *env) return env;
+  return LOFT_SOURCE_DIR;
+}
+
 TempDir::TempDir() {
   static std::mt19937_64 rng{std::random_device{}()};
   path_ = std::filesystem::temp_directory_path() / ("loft-test-" + std::to_string(rng()));

@@ -13,6 +13,9 @@ namespace loft::test {
 
 // $LOFT_TEST_DATA, else ../shared/data beside the checkout.
 std::filesystem::path data_dir();
+// The checkout's root (README.md, examples/, tests/): $LOFT_SOURCE_DIR, else the source folder
+// CMake configured. Never __FILE__: ccache's base_dir makes that relative.
+std::filesystem::path source_dir();
 // A fresh, empty temporary directory removed when the object goes away.
 class TempDir {
  public:

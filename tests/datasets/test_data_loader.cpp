@@ -354,7 +354,7 @@ namespace {
 
 TEST(DataLoader, DemoDatasetLoadsAsAlpaca) {
   // The checkout this test was built from (tests/datasets/ is two levels below its root).
-  const auto demo = std::filesystem::path(__FILE__).parent_path() / "../../examples/demo.jsonl";
+  const auto demo = test::source_dir() / "examples" / "demo.jsonl";
   test::ByteTokenizer tok;
   DataConfig c;
   c.train = {{demo}};

@@ -102,7 +102,7 @@ TEST(Fp8BaseCuda, FinetuneTheReferenceWithLoraAndFalqon) {
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
     fs::copy_file(reference() / f, model / f);
   fs::copy_file(test::data_dir() / "models" / "wide-random" / "tokenizer.model", model / "tokenizer.model");
-  const fs::path demo = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "demo.jsonl";
+  const fs::path demo = test::source_dir() / "examples" / "demo.jsonl";
   for (const char* method : {"lora", "falqon"}) {
     const auto r = test::run_cli_captured({"finetune", "--model", model.string(), "--data",
                                            demo.string(), "--out", (dir / method).string(),

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "tests/common/test_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft::test {
@@ -30,7 +31,7 @@ inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& file)
 
 // This folder's data/ (reference outputs made for these tests).
 inline std::filesystem::path tokenizer_test_data(const std::string& name) {
-  return std::filesystem::path(__FILE__).parent_path() / "data" / name;
+  return source_dir() / "tests" / "tokenizer" / "data" / name;
 }
 
 // Every push() and finish() of a fresh stream decoder, joined.

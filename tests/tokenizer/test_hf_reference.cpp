@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 std::vector<nlohmann::json> reference() {
   const fs::path file =
-      fs::path(__FILE__).parent_path().parent_path() / "tokenizer" / "data" / "hf_tokenizer_reference.jsonl.zst";
+      test::source_dir() / "tests" / "tokenizer" / "data" / "hf_tokenizer_reference.jsonl.zst";
   const auto in = data::open_byte_stream(file);
   std::string all, buf(1 << 16, '\0');
   for (size_t n; (n = in->read(buf.data(), buf.size())) > 0;) all.append(buf, 0, n);
