@@ -89,7 +89,8 @@ void epilogue_cpu(const Tensor& acc, const HotCodes& a, const HotCodes& b, const
 }  // namespace
 
 HotGemmPath hot_resolve_path(HotGemmPath path, Device device) {
-  if (device.is_cpu() || path != HotGemmPath::Auto) return path;
+  if (device.is_cpu()) return HotGemmPath::Auto;  // one path: the int32 loop
+  if (path != HotGemmPath::Auto) return path;
 #ifdef LOFT_WITH_CUDA
   return cuda::hot_has_int4_tensor_cores(device.index) ? HotGemmPath::S4 : HotGemmPath::Int8;
 #else

@@ -19,7 +19,8 @@ enum class HotGemmPath : uint8_t {
   S4,       // packed s4 mma.sync (4-bit codes only)
 };
 
-// The path Auto takes for `device` (CPU: Auto itself).
+// The path `path` means on `device`: Auto resolved by the GPU's INT4 support; on the CPU always
+// Auto (the int32 loop, whatever was asked).
 HotGemmPath hot_resolve_path(HotGemmPath path, Device device);
 
 // 4-bit codes packed two per byte: element k in nibble k & 1 of byte k >> 1, low nibble first,

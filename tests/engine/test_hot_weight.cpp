@@ -45,6 +45,15 @@ TEST(HotWeight, ForwardIsTheBackbonesAndDxIsTheHotPipeline) {
     EXPECT_EQ(dx.to_float_vector(), ref.to_float_vector()) << "micro-step " << step;
   }
   EXPECT_EQ(hw.micro_step(), 3u);
+  // A GPU path asked for on the CPU is the CPU loop: same bits.
+  HotOptions s4 = opt;
+  s4.gemm = quant::HotGemmPath::S4;
+  HotWeight hw_s4(WeightSource(w), s4, {3, 4});
+  Tensor a = Tensor::empty({5, 32}, DType::F32), b = Tensor::empty({5, 32}, DType::F32);
+  hw.set_micro_step(0);
+  hw.backward_input(dy, a, false);
+  hw_s4.backward_input(dy, b, false);
+  EXPECT_EQ(a.to_float_vector(), b.to_float_vector());
   // accumulate adds to dx
   Tensor dx = Tensor::zeros({5, 32}, DType::F32), once = Tensor::empty({5, 32}, DType::F32);
   hw.set_micro_step(7);

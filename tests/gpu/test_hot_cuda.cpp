@@ -3,12 +3,15 @@
 // packed s4), the epilogue (F32 and BF16 dx, with dx_lora and accumulate), at Llama shapes and odd
 // ones; the overflow flag; LQS's errors; and a whole HotWeight on the GPU against the CPU one.
 // The CPU GEMM runs on a sample of rows for the large shapes (rows are independent).
+#include <array>
 #include <chrono>
+#include <cstring>
 
 #include "engine/device/memory.h"
 #include "engine/peft/hot_weight.h"
 #include "engine/quant/hot_gemm.h"
 #include "engine/quant/hot_lqs.h"
+#include "engine/quant/hot_numerics.h"
 #include "tests/gpu/test_ops_cuda_util.h"
 
 namespace loft::test {
@@ -34,7 +37,7 @@ Pair bf16_pair(int64_t rows, int64_t cols, std::mt19937& rng, float scale, bool 
 }
 
 std::vector<int64_t> ints(const Tensor& t) { return t.to(Device::cpu()).to_int_vector(); }
-std::vector<uint32_t> float_bits(const Tensor& t) {
+std::vector<uint32_t> bits_of(const Tensor& t) {
   const Tensor h = t.to(Device::cpu());
   std::vector<uint32_t> b(size_t(h.numel()));
   std::memcpy(b.data(), h.data(), b.size() * 4);
@@ -43,7 +46,7 @@ std::vector<uint32_t> float_bits(const Tensor& t) {
 
 ::testing::AssertionResult same_codes(const HotCodes& gpu, const HotCodes& cpu) {
   if (gpu.codes.shape() != cpu.codes.shape()) return ::testing::AssertionFailure() << "shapes differ";
-  if (float_bits(gpu.scale) != float_bits(cpu.scale))
+  if (bits_of(gpu.scale) != bits_of(cpu.scale))
     return ::testing::AssertionFailure() << "scales differ";
   const auto a = ints(gpu.codes), b = ints(cpu.codes);
   for (size_t i = 0; i < a.size(); ++i)
@@ -67,7 +70,7 @@ HotCodes rows_of(const HotCodes& c, const std::vector<int64_t>& rows) {
 
 std::vector<int64_t> sample_rows(int64_t t) {
   if (t <= 64) {
-    std::vector<int64_t> all(size_t(t));
+    std::vector<int64_t> all(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) all[size_t(i)] = i;
     return all;
   }
@@ -189,8 +192,8 @@ TEST(HotCuda, F32InputsAndOverflowFlagMatchCpu) {
   EXPECT_TRUE(same_codes(quant::hot_quantize_dy(clean.to(kGpu), {}, &flag),
                          quant::hot_quantize_dy(clean, {})));
   EXPECT_EQ(ints(flag)[0], 0);
-  EXPECT_EQ(float_bits(quant::hot_rotate_rows(clean.to(kGpu))),
-            float_bits(quant::hot_rotate_rows(clean)));
+  EXPECT_EQ(bits_of(quant::hot_rotate_rows(clean.to(kGpu))),
+            bits_of(quant::hot_rotate_rows(clean)));
 }
 
 TEST(HotCuda, LqsErrorsAgreeWithCpu) {
