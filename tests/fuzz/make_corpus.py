@@ -93,4 +93,41 @@ put("fp8_weights", "channel", safetensors([("m.weight", "F8_E4M3", [4, 6], codes
 put("fp8_weights", "tensor", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
                                           ("m.weight_scale", "BF16", [1], b"\x80\x3f"),
                                           ("n.weight", "F32", [2], f32(1, 2))]))
+
+
+def gguf(kv, tensors, alignment=32):
+    """kv: [(key, type, value)], tensors: [(name, ne, ggml_type, nbytes)] -> a GGUF v3 file (the
+    layout export/gguf/gguf_writer.h documents; type 9 values are (elem_type, [items]))."""
+    fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+    s = lambda b: struct.pack("<Q", len(b)) + b
+    val = lambda t, v: s(v.encode()) if t == 8 else struct.pack("<" + fmt[t], v)
+    h = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for key, t, v in kv:
+        h += s(key.encode()) + struct.pack("<I", t)
+        if t == 9:
+            h += struct.pack("<IQ", v[0], len(v[1])) + b"".join(val(v[0], x) for x in v[1])
+        else:
+            h += val(t, v)
+    blob = b""
+    for name, ne, t, n in tensors:
+        h += s(name.encode()) + struct.pack(f"<I{len(ne)}QIQ", len(ne), *ne, t, len(blob))
+        blob += bytes(n) + bytes(-n % alignment)
+    return h + bytes(-len(h) % alignment) + blob
+
+
+put("gguf", "empty", gguf([], []))
+put("gguf", "every_type", gguf(
+    [("u8", 0, 200), ("i8", 1, -100), ("u16", 2, 60000), ("i16", 3, -30000), ("u32", 4, 4000000000),
+     ("i32", 5, -2000000000), ("f32", 6, 1.5), ("bool", 7, True), ("str", 8, "héllo"), ("u64", 10, 1 << 60),
+     ("i64", 11, -(1 << 60)), ("f64", 12, -0.125), ("a.i32", 9, (5, [1, -2, 3])), ("a.f32", 9, (6, [0.5, -1.0])),
+     ("a.str", 9, (8, ["a", "", "ccc"])), ("a.bool", 9, (7, [True, False])), ("a.empty", 9, (0, []))],
+    [("t.f32", [5, 3], 0, 60), ("t.q8", [32, 2], 8, 68), ("t.f16", [4], 1, 8), ("t.bf16", [2, 1, 1, 2], 30, 8)]))
+put("gguf", "align64", gguf([("general.alignment", 4, 64)], [("x", [3], 0, 12), ("y", [3], 0, 12)], 64))
+put("gguf", "llama", gguf(
+    [("general.architecture", 8, "llama"), ("general.file_type", 4, 1), ("llama.block_count", 4, 1),
+     ("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, (8, ["<unk>", "<s>", "</s>", "a"])),
+     ("tokenizer.ggml.scores", 9, (6, [0.0, 0.0, 0.0, -1.0])), ("tokenizer.ggml.token_type", 9, (5, [2, 3, 3, 1])),
+     ("general.quantization_version", 4, 2)],
+    [("token_embd.weight", [256, 4], 12, 4 * 144), ("blk.0.attn_q.weight", [64, 64], 2, 64 * 36),
+     ("output_norm.weight", [256], 0, 1024)]))
 print(f"corpus written to {out}")
