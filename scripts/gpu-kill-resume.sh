@@ -38,11 +38,12 @@ fail() { report "FAIL: $*"; failures=$((failures + 1)); }
 : >"$res/summary.txt"
 exec 9<> <(:)  # a pipe nothing writes to: `read -t` on it is a sleep without a fork
 nap() { read -r -t "$1" -u 9 || true; }
+calc() { awk "BEGIN { printf \"%.4f\", $1 }"; }  # float arithmetic without bc (the GPU image may lack it)
 
 # Uninterrupted runs: the reference, and a second one to see whether the device is deterministic.
 t0=$(date +%s.%N)
 "$LOFT" "${args[@]}" --out "$work/ref" >"$work/ref.log" 2>&1 || { fail "reference run failed: $(tail -1 "$work/ref.log")"; }
-ref_s=$(echo "$(date +%s.%N) - $t0" | bc)
+ref_s=$(calc "$(date +%s.%N) - $t0")
 "$LOFT" "${args[@]}" --out "$work/ref2" >"$work/ref2.log" 2>&1 || fail "second reference run failed"
 report "gpu-kill-resume: $LOFT on $DEVICE, $STEPS steps, a checkpoint every $SAVE_EVERY, uninterrupted run $(printf %.2f "$ref_s")s"
 
@@ -98,9 +99,9 @@ for i in $(seq 1 "$KILLS"); do
   elif [ $kind -eq 2 ]; then    # a random delay (up to 2 checkpoint intervals) after a new checkpoint
     have=$(newest)
     while alive && [ "$(newest)" = "$have" ] && [ "$(date +%s)" -lt $deadline ]; do nap 0.001; done
-    nap "$(echo "scale=4; $ref_s * $SAVE_EVERY * 2 / $STEPS * $RANDOM / 32767" | bc)"
+    nap "$(calc "$ref_s * $SAVE_EVERY * 2 / $STEPS * $RANDOM / 32767")"
   else                          # a random moment within this start's share of the time left
-    nap "$(echo "scale=4; $ref_s * ($STEPS - $resumed) / $STEPS / ($KILLS - $i + 1) * 2 * $RANDOM / 32767" | bc)"
+    nap "$(calc "$ref_s * ($STEPS - $resumed) / $STEPS / ($KILLS - $i + 1) * $RANDOM / 32767")"
   fi
   alive || break
   kill -9 "$pid"; wait "$pid" 2>/dev/null
