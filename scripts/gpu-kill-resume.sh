@@ -2,9 +2,9 @@
 # kill -9 and --resume on the GPU machine (the CPU twin is the test Finetune.KilledRunResumesTo-
 # TheSameMetrics): `loft finetune` on examples/stories260K + examples/demo.jsonl, checkpointing
 # every SAVE_EVERY steps, is killed with SIGKILL KILLS times and resumed each time, the moments
-# cycling through three kinds: while a checkpoint is being written (its .tmp-step-* folder seen),
-# a random delay after a checkpoint appeared, and a random time since the (re)start (within its
-# share of the time left, so every kill lands before the run ends). After each
+# spread over the run and cycling through three kinds: while a checkpoint is being written (its
+# .tmp-step-* folder seen), a random delay after a checkpoint appeared, and a random time since the
+# (re)start. After each
 # kill: every checkpoints/step-N is complete (safetensors and trainer_state.json parse, sizes add
 # up, the step matches), and the resume starts at the newest of them, so only the steps since it
 # are lost. At the end: metrics.jsonl has every step once, no temporaries are left, and the
@@ -48,10 +48,21 @@ ref_s=$(calc "$(date +%s.%N) - $t0")
 report "gpu-kill-resume: $LOFT on $DEVICE, $STEPS steps, a checkpoint every $SAVE_EVERY, uninterrupted run $(printf %.2f "$ref_s")s"
 
 # The newest complete checkpoint's step (0: none) and the last step metrics.jsonl holds.
-newest() {
-  local n
-  n=$(ls "$work/run/checkpoints" 2>/dev/null | grep -E '^step-[0-9]+$' | sed 's/step-//' | sort -n | tail -1)
-  echo "${n:-0}"
+newest() {  # bash builtins only: it is polled every millisecond
+  local f n best=0
+  for f in "$work/run/checkpoints"/step-*; do
+    n=${f##*/step-}
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -gt "$best" ] && best=$n
+  done
+  echo "$best"
+}
+writing() {  # a checkpoint of step $1 or later is being written
+  local f n
+  for f in "$work/run/checkpoints"/.tmp-step-*; do
+    n=${f##*/.tmp-step-}; n=${n%%-*}
+    [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge "$1" ] && return 0
+  done
+  return 1
 }
 last_metric() { python3 -c 'import json,sys
 n=0
@@ -93,15 +104,16 @@ starts=0 during_write=0 lost_max=0 resumed=0
 start
 for i in $(seq 1 "$KILLS"); do
   kind=$(( i % 3 ))
+  goal=$(( i * STEPS / (KILLS + 1) ))  # kills spread over the run: this one near step $goal
   deadline=$(( $(date +%s) + 120 ))
   if [ $kind -eq 1 ]; then      # while a checkpoint is written
-    while alive && ! compgen -G "$work/run/checkpoints/.tmp-step-*" >/dev/null && [ "$(date +%s)" -lt $deadline ]; do nap 0.0005; done
-  elif [ $kind -eq 2 ]; then    # a random delay (up to 2 checkpoint intervals) after a new checkpoint
+    while alive && ! writing "$goal" && [ "$(date +%s)" -lt $deadline ]; do nap 0.0005; done
+  elif [ $kind -eq 2 ]; then    # a random delay (up to 2 checkpoint intervals) after a checkpoint
     have=$(newest)
-    while alive && [ "$(newest)" = "$have" ] && [ "$(date +%s)" -lt $deadline ]; do nap 0.001; done
+    while alive && { [ "$(newest)" = "$have" ] || [ "$(newest)" -lt "$goal" ]; } && [ "$(date +%s)" -lt $deadline ]; do nap 0.001; done
     nap "$(calc "$ref_s * $SAVE_EVERY * 2 / $STEPS * $RANDOM / 32767")"
-  else                          # a random moment within this start's share of the time left
-    nap "$(calc "$ref_s * ($STEPS - $resumed) / $STEPS / ($KILLS - $i + 1) * $RANDOM / 32767")"
+  else                          # a random moment before the run reaches the goal
+    nap "$(calc "$ref_s * ($goal > $resumed + $SAVE_EVERY ? $goal - $resumed : $SAVE_EVERY) / $STEPS * $RANDOM / 32767")"
   fi
   alive || break
   kill -9 "$pid"; wait "$pid" 2>/dev/null
