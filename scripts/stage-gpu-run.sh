@@ -17,13 +17,7 @@ for b in "$build"/loft "$build"/tests/loft_tests_*; do
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
 # Libraries from the distribution that the GPU image may not have (OpenBLAS, SentencePiece...).
-ldd "$dst"/bin/* | awk '/=> \//{print $3}' | sort -u | while read -r lib; do
-  case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread*|libdl.so*|librt.so*|ld-linux*|libstdc++*|libgcc_s*) ;;
-    libcuda.so*|libcudart*|libcublas*|libnvidia*) ;;
-    *) cp -L "$lib" "$dst/lib/";;
-  esac
-done
+scripts/runtime-libs.sh "$dst/lib" "$dst"/bin/*
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
 mkdir -p "$dst/data/models"
 # STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/bench-eval.sh).

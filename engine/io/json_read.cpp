@@ -1,5 +1,6 @@
 #include "engine/io/json_read.h"
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -10,19 +11,25 @@ namespace loft {
 namespace {
 
 // Byte offset of the first place nesting exceeds kMaxJsonDepth, or npos. Brackets inside
-// strings do not count; a malformed text is left for the parser to describe.
+// strings do not count; a malformed text is left for the parser to describe. A string's content
+// is skipped with memchr to its closing quote (one not preceded by an odd run of backslashes),
+// so the scan costs little beside the parse even for a large vocabulary.
 size_t too_deep_at(std::string_view text) {
   int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
+  const char* const begin = text.data();
+  const char* const end = begin + text.size();
+  for (const char* p = begin; p < end; ++p) {
+    const char c = *p;
+    if (c == '"') {
+      for (;;) {  // p is on the opening quote or on an escaped one
+        p = static_cast<const char*>(std::memchr(p + 1, '"', size_t(end - p - 1)));
+        if (!p) return std::string_view::npos;  // unterminated: the parser will say so
+        size_t backslashes = 0;
+        while (p[-1 - std::ptrdiff_t(backslashes)] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) break;
+      }
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
+      if (++depth > kMaxJsonDepth) return size_t(p - begin);
     } else if (c == ']' || c == '}') {
       --depth;
     }

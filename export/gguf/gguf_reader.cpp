@@ -4,6 +4,8 @@
 #include <limits>
 #include <set>
 
+#include "engine/io/json_read.h"
+
 namespace loft::gguf {
 
 namespace {
@@ -52,7 +54,7 @@ ValueType value_type(Cursor& c, uint32_t code, const std::string& what) {
 }
 
 Value read_value(Cursor& c, const std::string& key) {
-  const std::string what = cat("value of '", key, "'");
+  const std::string what = cat("value of ", brief(key));
   Value v;
   v.type = value_type(c, c.get<uint32_t>(cat(what, " type")), what);
   if (v.type == ValueType::String) {
@@ -152,7 +154,7 @@ File parse_gguf(std::istream& in, uint64_t size, const std::string& source) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.string(cat("metadata key ", i));
     if (key.empty()) c.fail(cat("metadata key ", i, " is empty"));
-    if (!keys.insert(key).second) c.fail(cat("metadata key '", key, "' appears twice"));
+    if (!keys.insert(key).second) c.fail(cat("metadata key ", brief(key), " appears twice"));
     Value v = read_value(c, key);
     f.kv.emplace_back(std::move(key), std::move(v));
   }

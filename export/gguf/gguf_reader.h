@@ -4,7 +4,8 @@
 // general.alignment must be a uint32 power of two; tensor names are unique, 1..63 bytes; dims
 // 1..4, non-negative, rows a multiple of the type's block, sizes without overflow; tensors are
 // packed in info order at aligned offsets (as ggml's loader requires) and their data lies inside
-// the file. Errors are one line naming the file, the field and its byte offset.
+// the file. Errors are one line naming the file, the field and its byte offset (keys quoted
+// through brief(): at most 80 bytes).
 #pragma once
 #include <filesystem>
 #include <istream>

@@ -76,7 +76,10 @@ uint64_t tensor_bytes(TensorType t, std::span<const int64_t> ne) {
     throw Error(cat("a ", layout->name, " tensor needs rows of a multiple of ", layout->block,
                     " elements, got ", ne.empty() ? 0 : ne[0]));
   constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
-  uint64_t bytes = uint64_t(ne[0] / layout->block) * uint64_t(layout->block_bytes);
+  const uint64_t blocks = uint64_t(ne[0] / layout->block);
+  if (blocks > kMax / uint64_t(layout->block_bytes))
+    throw Error(cat("a ", layout->name, " tensor's size overflows (dimension 0 is ", ne[0], ")"));
+  uint64_t bytes = blocks * uint64_t(layout->block_bytes);
   for (size_t i = 1; i < ne.size(); ++i) {
     if (ne[i] < 0 || (ne[i] != 0 && bytes > kMax / uint64_t(ne[i])))
       throw Error(cat("a ", layout->name, " tensor's size overflows (dimension ", i, " is ", ne[i], ")"));

@@ -10,6 +10,26 @@ std::vector<int64_t> gguf_dims(std::span<const int64_t> row_major_shape) {
   return std::vector<int64_t>(row_major_shape.rbegin(), row_major_shape.rend());
 }
 
+std::string header_bytes(const std::vector<std::pair<std::string, Value>>& kv, const std::vector<TensorInfo>& tensors) {
+  std::string head;
+  put<uint32_t>(head, kMagic);
+  put<uint32_t>(head, kVersion);
+  put<uint64_t>(head, tensors.size());
+  put<uint64_t>(head, kv.size());
+  for (const auto& [key, value] : kv) {
+    put_string(head, key);
+    value.serialize(head);
+  }
+  for (const TensorInfo& t : tensors) {
+    put_string(head, t.name);
+    put<uint32_t>(head, uint32_t(t.ne.size()));
+    for (const int64_t d : t.ne) put<uint64_t>(head, uint64_t(d));
+    put<uint32_t>(head, uint32_t(t.type));
+    put<uint64_t>(head, t.offset);
+  }
+  return head;
+}
+
 Writer::Writer(std::filesystem::path path) : path_(std::move(path)) {}
 Writer::~Writer() = default;
 
@@ -59,25 +79,12 @@ size_t Writer::tensor_index(const std::string& name) const {
 
 void Writer::begin() {
   LOFT_CHECK(!begun_, "GGUF ", path_, ": begin() called twice");
-  std::string head;
-  put<uint32_t>(head, kMagic);
-  put<uint32_t>(head, kVersion);
-  put<uint64_t>(head, tensors_.size());
-  put<uint64_t>(head, kv_.size());
-  for (const auto& [key, value] : kv_) {
-    put_string(head, key);
-    value.serialize(head);
-  }
   uint64_t offset = 0;
   for (TensorInfo& t : tensors_) {
     t.offset = offset;
     offset += align_up(t.bytes, alignment_);
-    put_string(head, t.name);
-    put<uint32_t>(head, uint32_t(t.ne.size()));
-    for (const int64_t d : t.ne) put<uint64_t>(head, uint64_t(d));
-    put<uint32_t>(head, uint32_t(t.type));
-    put<uint64_t>(head, t.offset);
   }
+  std::string head = header_bytes(kv_, tensors_);
   data_offset_ = align_up(head.size(), alignment_);
   head.resize(data_offset_, '\0');
   file_ = std::make_unique<AtomicFile>(path_);

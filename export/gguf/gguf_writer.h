@@ -35,6 +35,11 @@ struct TensorInfo {
 // ne (GGUF order) of a row-major shape.
 std::vector<int64_t> gguf_dims(std::span<const int64_t> row_major_shape);
 
+// The header as stored before the alignment padding: magic, version, counts, every KV, every
+// tensor info (with the offsets as given). The reader's fuzz target checks that what it accepts
+// serializes back to the same bytes.
+std::string header_bytes(const std::vector<std::pair<std::string, Value>>& kv, const std::vector<TensorInfo>& tensors);
+
 class Writer {
  public:
   explicit Writer(std::filesystem::path path);

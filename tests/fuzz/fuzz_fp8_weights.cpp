@@ -4,6 +4,7 @@
 // in /dev/shm first, as SafetensorsCheckpoint maps files.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,15 +35,26 @@ const std::vector<loft::llama::Fp8Checkpoint>& schemes() {
   return all;
 }
 
+// This process's scratch folder, removed at a normal exit (libFuzzer's -max_total_time/-runs end);
+// never destroyed, so the exit handler can still read it.
+const std::filesystem::path& scratch_dir() {
+  static const std::filesystem::path* dir = [] {
+    const std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+    auto* d = new std::filesystem::path(base / ("loft-fuzz-fp8-" + std::to_string(::getpid())));
+    std::filesystem::create_directories(*d);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch_dir(), ec);
+    });
+    return d;
+  }();
+  return *dir;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::filesystem::path dir = [] {
-    const std::filesystem::path base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
-    std::filesystem::path d = base / ("loft-fuzz-fp8-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
+  const std::filesystem::path& dir = scratch_dir();
   {
     std::ofstream out(dir / "model.safetensors", std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), std::streamsize(size));

@@ -5,6 +5,7 @@ usage: tests/fuzz/make_corpus.py OUT [DATA_DIR]   (DATA_DIR defaults to ../share
 Only small files are taken (the first bytes of big ones), so the corpus stays a few MB.
 """
 import json, os, struct, sys
+from math import prod
 from pathlib import Path
 
 root = Path(__file__).resolve().parents[2]
@@ -65,20 +66,34 @@ put("record", "sharegpt", json.dumps({"conversations": [{"from": "human", "value
 for f in list(files("*.csv"))[:20]:
     put("csv", f"v{n}", f.read_bytes()[:MAX]); n += 1
 put("csv", "quoted", 'q,"a, b","c ""d""",x,y,A\n')
-for f in list(files("*.safetensors")):
-    if f.stat().st_size <= 1 << 20: put("safetensors_header", f"s{n}", f.read_bytes()); n += 1
-hdr = json.dumps({"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}).encode()
-put("safetensors_header", "mini", struct.pack("<Q", len(hdr)) + hdr + bytes(16))
 
 
-def safetensors(tensors):
+def safetensors(tensors, metadata=None):
     """tensors: [(name, dtype, shape, bytes)] -> a safetensors file."""
-    header, blob = {}, b""
+    header, blob = ({"__metadata__": metadata} if metadata else {}), b""
     for name, dtype, shape, data in tensors:
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(blob), len(blob) + len(data)]}
         blob += data
     h = json.dumps(header).encode()
     return struct.pack("<Q", len(h)) + h + blob
+
+
+# Real headers (names, dtypes, metadata, every tensor of the checkpoint) with each dim cut to at
+# most 2, so the data area is a few bytes per tensor: the header parser never reads the data, and
+# megabytes of it per input only slowed the fuzzer (and, cut at -max_len, made the seeds invalid).
+DTYPE_BYTES = {"F64": 8, "I64": 8, "U64": 8, "F32": 4, "I32": 4, "U32": 4, "F16": 2, "BF16": 2, "I16": 2,
+               "U16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I8": 1, "U8": 1, "BOOL": 1}
+for f in list(files("*.safetensors")):
+    with open(f, "rb") as fh:
+        size = struct.unpack("<Q", fh.read(8))[0]
+        if size > MAX: continue
+        header = json.loads(fh.read(size))
+    meta = header.pop("__metadata__", None)
+    cut = lambda shape: [min(d, 2) for d in shape]
+    put("safetensors_header", f"s{n}", safetensors(
+        [(k, v["dtype"], cut(v["shape"]), bytes(DTYPE_BYTES.get(v["dtype"], 4) * prod(cut(v["shape"]))))
+         for k, v in header.items()], meta)); n += 1
+put("safetensors_header", "mini", safetensors([("w", "F32", [2, 2], bytes(16))], {"format": "pt"}))
 
 
 codes = bytes(range(0x30, 0x30 + 24))  # 4 x 6 E4M3 codes
@@ -93,4 +108,41 @@ put("fp8_weights", "channel", safetensors([("m.weight", "F8_E4M3", [4, 6], codes
 put("fp8_weights", "tensor", safetensors([("m.weight", "F8_E4M3", [4, 6], codes),
                                           ("m.weight_scale", "BF16", [1], b"\x80\x3f"),
                                           ("n.weight", "F32", [2], f32(1, 2))]))
+
+
+def gguf(kv, tensors, alignment=32):
+    """kv: [(key, type, value)], tensors: [(name, ne, ggml_type, nbytes)] -> a GGUF v3 file (the
+    layout export/gguf/gguf_writer.h documents; type 9 values are (elem_type, [items]))."""
+    fmt = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+    s = lambda b: struct.pack("<Q", len(b)) + b
+    val = lambda t, v: s(v.encode()) if t == 8 else struct.pack("<" + fmt[t], v)
+    h = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for key, t, v in kv:
+        h += s(key.encode()) + struct.pack("<I", t)
+        if t == 9:
+            h += struct.pack("<IQ", v[0], len(v[1])) + b"".join(val(v[0], x) for x in v[1])
+        else:
+            h += val(t, v)
+    blob = b""
+    for name, ne, t, n in tensors:
+        h += s(name.encode()) + struct.pack(f"<I{len(ne)}QIQ", len(ne), *ne, t, len(blob))
+        blob += bytes(n) + bytes(-n % alignment)
+    return h + bytes(-len(h) % alignment) + blob
+
+
+put("gguf", "empty", gguf([], []))
+put("gguf", "every_type", gguf(
+    [("u8", 0, 200), ("i8", 1, -100), ("u16", 2, 60000), ("i16", 3, -30000), ("u32", 4, 4000000000),
+     ("i32", 5, -2000000000), ("f32", 6, 1.5), ("bool", 7, True), ("str", 8, "héllo"), ("u64", 10, 1 << 60),
+     ("i64", 11, -(1 << 60)), ("f64", 12, -0.125), ("a.i32", 9, (5, [1, -2, 3])), ("a.f32", 9, (6, [0.5, -1.0])),
+     ("a.str", 9, (8, ["a", "", "ccc"])), ("a.bool", 9, (7, [True, False])), ("a.empty", 9, (0, []))],
+    [("t.f32", [5, 3], 0, 60), ("t.q8", [32, 2], 8, 68), ("t.f16", [4], 1, 8), ("t.bf16", [2, 1, 1, 2], 30, 8)]))
+put("gguf", "align64", gguf([("general.alignment", 4, 64)], [("x", [3], 0, 12), ("y", [3], 0, 12)], 64))
+put("gguf", "llama", gguf(
+    [("general.architecture", 8, "llama"), ("general.file_type", 4, 1), ("llama.block_count", 4, 1),
+     ("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, (8, ["<unk>", "<s>", "</s>", "a"])),
+     ("tokenizer.ggml.scores", 9, (6, [0.0, 0.0, 0.0, -1.0])), ("tokenizer.ggml.token_type", 9, (5, [2, 3, 3, 1])),
+     ("general.quantization_version", 4, 2)],
+    [("token_embd.weight", [256, 4], 12, 4 * 144), ("blk.0.attn_q.weight", [64, 64], 2, 64 * 36),
+     ("output_norm.weight", [256], 0, 1024)]))
 print(f"corpus written to {out}")

@@ -221,6 +221,11 @@ TEST(GgufFormat, ReaderValidatesEveryField) {
   EXPECT_TRUE(test::contains(parse_error(patched<uint64_t>(good, 92, 31)), "multiple of 32"));
   EXPECT_TRUE(test::contains(parse_error(patched<uint64_t>(good, 100, 1ull << 40)), "runs past the end"));
   EXPECT_TRUE(test::contains(parse_error(patched<uint64_t>(good, 100, ~0ull)), "beyond int64"));
+  // fuzz_gguf: an F32 row of 2^62+3 elements is 2^64+12 bytes, which wrapped to 12 and was accepted.
+  std::string f32 = patched<uint32_t>(patched<uint64_t>(patched<uint64_t>(good, 92, (1ull << 62) + 3), 100, 1), 108, 0);
+  EXPECT_TRUE(test::contains(parse_error(f32), "F32 tensor's size overflows (dimension 0 is 4611686018427387907)"));
+  EXPECT_THROW(tensor_bytes(TensorType::F64, std::vector<int64_t>{int64_t(1) << 61}), Error);
+  EXPECT_EQ(tensor_bytes(TensorType::F64, std::vector<int64_t>{(int64_t(1) << 60) - 1}), ((uint64_t(1) << 60) - 1) * 8);
   EXPECT_TRUE(test::contains(parse_error(patched<uint32_t>(good, 108, 5)), "unknown ggml type 5"));
   EXPECT_TRUE(test::contains(parse_error(patched<uint64_t>(good, 112, 32)), "has offset 32, expected 0"));
   EXPECT_TRUE(test::contains(parse_error(good.substr(0, good.size() - 40)), "runs past the end"));
@@ -249,6 +254,19 @@ TEST(GgufFormat, ReaderRefusesDuplicatesAndBadBools) {
   // key "aa" at 24 (len) / 32 (text); its bool at 38; key "ab" text at 47.
   EXPECT_TRUE(test::contains(parse_error(patched<uint8_t>(b, 38, 2)), "is bool but holds 2"));
   EXPECT_TRUE(test::contains(parse_error(patched<char>(b, 48, 'a')), "metadata key 'aa' appears twice"));
+  // Keys are quoted at most 80 bytes long: a 100 KB key, twice, or with a truncated value.
+  Writer w2(dir / "long.gguf");
+  w2.set(std::string(100000, 'k'), Value::of<uint32_t>(1));
+  w2.set(std::string(99999, 'k') + "j", Value::of<uint32_t>(2));
+  w2.begin();
+  w2.finish();
+  const std::string l = file_bytes(dir / "long.gguf");
+  const std::string twice = parse_error(patched<char>(l, 24 + 100008 + 8 + 8 + 99999, 'k'));
+  EXPECT_TRUE(test::contains(twice, "appears twice")) << twice.substr(0, 300);
+  EXPECT_LT(twice.size(), 300u);
+  const std::string cut = parse_error(l.substr(0, 24 + 100008 + 6));
+  EXPECT_TRUE(test::contains(cut, "value of 'kkk")) << cut.substr(0, 300);
+  EXPECT_LT(cut.size(), 300u);
 }
 
 // Random corruptions of a valid file: the reader either accepts the bytes or throws loft::Error,

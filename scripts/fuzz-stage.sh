@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Packs the fuzz targets for long runs on the GPU machine's CPU cores (scripts/fuzz-device.sh
+# there, with .fuzzrun carried): .fuzzrun/fuzzrun.tgz holds bin/ (the instrumented targets, debug
+# info stripped: ASan still names functions; symbolize with the unstripped build-fuzz/fuzz/
+# binaries here), lib/ (the shared libraries scripts/runtime-libs.sh picks), dict/ and corpus/
+# (build-fuzz/corpus: the seeds plus whatever local runs found). Refuses to leave more than 50 MiB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
+[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/fuzz-build.sh
+[ -d "$BUILD/corpus/gguf" ] || python3 tests/fuzz/make_corpus.py "$BUILD/corpus" "${LOFT_TEST_DATA:-../shared/data}"
+dst=.fuzzrun
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin" "$tmp/dict"
+for b in "$BUILD"/fuzz/fuzz_*; do strip --strip-debug -o "$tmp/bin/$(basename "$b")" "$b"; done
+scripts/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
+cp tests/fuzz/*.dict "$tmp/dict/"
+cp -r "$BUILD/corpus" "$tmp/corpus"
+rm -rf "$dst" && mkdir -p "$dst"
+tar -C "$tmp" -czf "$dst/fuzzrun.tgz" bin lib dict corpus
+size=$(stat -c %s "$dst/fuzzrun.tgz")
+if [ "$size" -gt $((50 << 20)) ]; then
+  echo "fuzz-stage: $dst/fuzzrun.tgz is $((size >> 20)) MiB, over 50 MiB: shrink $BUILD/corpus (libFuzzer -merge=1)" >&2
+  exit 1
+fi
+echo "fuzz-stage: $dst/fuzzrun.tgz, $((size >> 20)) MiB: $(ls "$tmp/bin" | wc -l) targets, libs: $(ls "$tmp/lib" | tr '\n' ' ')"
