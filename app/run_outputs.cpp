@@ -30,6 +30,16 @@ void RunOutputs::write_config(const std::map<std::string, nlohmann::json>& resol
   write_file_atomic(run_dir_ / "config.yaml", resolved_config_yaml(*options_.command, values));
 }
 
+std::optional<fs::path> save_eval_in_run(const fs::path& adapter, const std::string& task, const nlohmann::json& report) {
+  if (adapter.empty()) return std::nullopt;
+  const fs::path run = fs::weakly_canonical(adapter).parent_path();
+  if (!fs::exists(run / "run_config.json")) return std::nullopt;
+  fs::create_directories(run / "eval");
+  const fs::path file = run / "eval" / (task + ".json");
+  write_file_atomic(file, report.dump(2) + "\n");
+  return file;
+}
+
 report::Scalars step_scalars(const StepMetrics& m) {
   report::Scalars s = {{"train/loss", m.loss},
                        {"train/lr", m.lr},

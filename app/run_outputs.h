@@ -42,6 +42,12 @@ class RunOutputs {
   std::optional<report::TensorBoardWriter> tb_;
 };
 
+// `loft evaluate --adapter RUN/adapter` keeps its report beside the run, as RUN/eval/<task>.json
+// (replacing an earlier one of the task), where `loft report` finds it. Returns the file, or
+// nothing when the adapter's parent is not a finetune run folder (no run_config.json).
+std::optional<std::filesystem::path> save_eval_in_run(const std::filesystem::path& adapter, const std::string& task,
+                                                      const nlohmann::json& report);
+
 // The TensorBoard scalars of one step: train/loss, train/lr, train/grad_norm, train/tokens_per_s,
 // train/step_seconds, train/peak_memory_gib and, on evaluation steps, val/loss.
 report::Scalars step_scalars(const StepMetrics& m);

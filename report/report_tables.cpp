@@ -52,7 +52,17 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
-std::string int_text(const json& v) { return v.is_number() ? short_number(v.get<double>(), 6) : ""; }
+// Counts in full with thousands separators (29,022), other numbers compactly.
+std::string int_text(const json& v) {
+  if (!v.is_number_integer()) return v.is_number() ? short_number(v.get<double>(), 6) : "";
+  const std::string digits = std::to_string(v.get<int64_t>());
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && digits[i] != '-' && digits[i - 1] != '-' && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 std::string median_tokens_per_s(const RunData& r) {
   std::vector<double> v;
@@ -201,6 +211,7 @@ std::vector<Row> eval_rows(const std::vector<RunData>& runs) {
         flat.emplace_back("acc", group_text(metrics));
         for (const char* k : {"acc", "correct", "questions", "subjects"}) metrics.erase(k);
       }
+      if (metrics.is_object() && metrics.contains("exact_match")) metrics.erase("correct");  // GSM8K: the rates say it
       flatten_metrics(metrics, "", flat);
       for (const auto& [path, text] : flat) {
         const std::string label = task_label(e.json) + " · " + path;
