@@ -21,11 +21,6 @@ std::string demo() { return (src() / "examples" / "demo.jsonl").string(); }
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
 std::vector<double> losses(const fs::path& run) {
   std::vector<double> out;
   for (const auto& m : test::read_jsonl(run / "metrics.jsonl")) out.push_back(m["loss"]);
@@ -67,7 +62,7 @@ TEST(Recipe, DocsRecipeTrainsWithCommandLineOverrides) {
   EXPECT_TRUE(test::contains(r.out, "batch      8 rows = 4 x 2 accumulation, seq 128"));
   EXPECT_TRUE(test::contains(r.out, "schedule   cosine lr 0.005, warmup 3, 6 steps"));
   EXPECT_TRUE(test::contains(r.out, "lora r=16 alpha=32 on 4 projection kinds"));
-  const std::string cfg = read(dir / "run" / "config.yaml");
+  const std::string cfg = test::read_text(dir / "run" / "config.yaml");
   for (const char* line : {"format: alpaca\n", "lora_targets: q_proj,k_proj,v_proj,o_proj\n", "micro_batch: 4\n",
                            "batch: 8\n", "val_fraction: 0.2\n", "seed: 42\n", "steps: 6\n", "report: false\n"})
     EXPECT_TRUE(test::contains(cfg, line));
@@ -80,7 +75,7 @@ TEST(Recipe, ResolvedConfigRepeatsTheRun) {
                                              "--batch", "4", "--seq", "128", "--lora-rank", "4", "--seed", "3",
                                              "--val-fraction", "0.25", "--out", (dir / "a").string(), "--device", "cpu"});
   ASSERT_EQ(first.code, 0) << first.err;
-  const std::string cfg = read(dir / "a" / "config.yaml");
+  const std::string cfg = test::read_text(dir / "a" / "config.yaml");
   // Values the run decided (the method's defaults) are written out, run control is not.
   for (const char* line : {"lr: ", "schedule: ", "warmup: ", "lora_alpha: ", "method: lora\n", "max_grad_norm: "})
     EXPECT_TRUE(test::contains(cfg, line));
@@ -89,7 +84,7 @@ TEST(Recipe, ResolvedConfigRepeatsTheRun) {
       {"finetune", "--config", (dir / "a" / "config.yaml").string(), "--out", (dir / "b").string()});
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(losses(dir / "a"), losses(dir / "b"));
-  std::string cfg_b = read(dir / "b" / "config.yaml");
+  std::string cfg_b = test::read_text(dir / "b" / "config.yaml");
   cfg_b.replace(cfg_b.find((dir / "b").string()), (dir / "b").string().size(), (dir / "a").string());
   EXPECT_EQ(cfg_b, cfg) << "the repeated run's config is the first one's";
 }

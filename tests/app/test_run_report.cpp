@@ -17,11 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
 // stories260K on the demo data, validation on a tenth of it, on the CPU.
 test::CliResult train(const fs::path& run, int steps, int eval_every) {
   const fs::path src = test::source_dir();
@@ -68,7 +63,7 @@ TEST(RunReport, RealRunPageTextAndChromiumRendering) {
   EXPECT_TRUE(test::contains(trained.out, "report written to " + (run / "report.html").string()));
   EXPECT_TRUE(test::contains(evals[0].err, "report saved to " + (run / "eval" / "mmlu.json").string()));
   EXPECT_TRUE(fs::exists(run / "eval" / "gsm8k.json"));
-  const std::string h = read(run / "report.html");
+  const std::string h = test::read_text(run / "report.html");
   for (const char* part :
        {"<title>loft report: stories-lora</title>", "<tr><th>steps</th><td>200</td></tr>",
         "<tr><th>batch × seq</th><td>2 × 128</td></tr>", "final validation loss", "(step 200)",
@@ -88,7 +83,7 @@ TEST(RunReport, RealRunPageTextAndChromiumRendering) {
   const std::string url = "file://" + (run / "report.html").string();
   const fs::path png = dir / "report.png", dom = dir / "dom.html";
   ASSERT_EQ(std::system((browser + flags + "--screenshot=" + png.string() + " " + url + " >/dev/null 2>&1").c_str()), 0);
-  const std::string image = read(png);
+  const std::string image = test::read_text(png);
   ASSERT_GT(image.size(), 20000u) << "a screenshot of the charts and tables";
   EXPECT_EQ(image.substr(0, 8), "\x89PNG\r\n\x1a\n");
   auto be32 = [&](size_t at) {
@@ -98,7 +93,7 @@ TEST(RunReport, RealRunPageTextAndChromiumRendering) {
   EXPECT_EQ(be32(16), 1280u);  // IHDR width and height
   EXPECT_EQ(be32(20), 2200u);
   ASSERT_EQ(std::system((browser + flags + "--dump-dom " + url + " > " + dom.string() + " 2>/dev/null").c_str()), 0);
-  const std::string text = read(dom);
+  const std::string text = test::read_text(dom);
   for (const char* part : {"loft run report", "stories-lora", "Summary", "Evaluation", "Configuration",
                            "mmlu 1-shot, limit 2", "<svg class=\"chart\"", "<polyline"})
     EXPECT_TRUE(test::contains(text, part));
@@ -148,7 +143,7 @@ TEST(RunReport, SeveralRunsShareOnePage) {
   fs::copy(run, copy, fs::copy_options::recursive);
   const auto r = test::run_cli_captured({"report", run.string(), copy.string(), "--out", (dir / "both.html").string()});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string h = read(dir / "both.html");
+  const std::string h = test::read_text(dir / "both.html");
   EXPECT_TRUE(test::contains(h, "<th>stories-lora</th><th>copy-of-run</th>"));
   EXPECT_TRUE(test::contains(h, "copy-of-run training smoothed"));
   const auto bad = test::run_cli_captured({"report", (dir / "nothing-here").string()});

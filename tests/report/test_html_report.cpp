@@ -48,16 +48,11 @@ fs::path make_run(const fs::path& dir, const std::string& method, double loss0) 
   return dir;
 }
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
 TEST(HtmlReport, OneRunHoldsEverySection) {
   test::TempDir dir;
   const fs::path run = make_run(dir / "halo-run", "halo", 4.0);
   report::write_report({run}, dir / "r.html");
-  const std::string h = read(dir / "r.html");
+  const std::string h = test::read_text(dir / "r.html");
   for (const char* part :
        {"<!DOCTYPE html>", "prefers-color-scheme: dark", "<h2>Summary</h2>", "<h2>Curves</h2>", "<h2>Evaluation</h2>",
         "<h2>Method</h2>", "<h2>Data</h2>", "<h2>Configuration</h2>", "halo-run", "m/&lt;tiny&gt;",
@@ -82,7 +77,7 @@ TEST(HtmlReport, SeveralRunsOverlayAndCompare) {
   make_run(dir / "a", "lora", 4.0);
   make_run(dir / "b", "qlora", 6.0);
   report::write_report({dir / "a", dir / "b"}, dir / "cmp.html");
-  const std::string h = read(dir / "cmp.html");
+  const std::string h = test::read_text(dir / "cmp.html");
   EXPECT_TRUE(test::contains(h, "<thead><tr><th></th><th>a</th><th>b</th></tr></thead>"));
   EXPECT_TRUE(test::contains(h, "<tr><th>method</th><td>lora</td><td>qlora</td></tr>"));
   EXPECT_TRUE(test::contains(h, "class=\"line s1\""));  // the second run's smoothed curve
