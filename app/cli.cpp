@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "app/commands.h"
+#include "app/recipe.h"
 #include "engine/core/failure.h"
 #include "engine/io/json_read.h"
 #include "datasets/record.h"
@@ -18,7 +19,7 @@ CLI::Option* add_device_option(CLI::App& cmd, std::string& device) {
 void build_cli(CLI::App& root) {
   root.description("loft: LoRA fine-tuning of Llama models on one GPU (FALQON, HALO, QLoRA, LoRA)");
   root.set_version_flag("--version", std::string("loft ") + LOFT_VERSION);
-  root.set_config("--config", "", "read options from a TOML/INI file ([command] sections)");
+  root.set_config("--config", "", "read options from a TOML/INI file ([command] sections), or a YAML recipe for finetune");
   root.require_subcommand(1);
   root.fallthrough();
   add_info_command(root);
@@ -29,14 +30,16 @@ void build_cli(CLI::App& root) {
   add_tokenize_command(root);
   add_bench_command(root);
   add_export_command(root);
+  add_report_command(root);
   add_pending_commands(root);
 }
 
 namespace {
 
 // CLI11 silently ignores a --config file it cannot read as TOML/INI lines (a binary file gave
-// no options at all); refuse anything that is not UTF-8 text.
-void check_config_files(int argc, const char* const* argv) {
+// no options at all); refuse anything that is not UTF-8 text. A .yaml/.yml file is a finetune
+// recipe, read by YamlRecipe instead of CLI11's TOML reader.
+void check_config_files(CLI::App& root, int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i], file;
     if (a == "--config" && i + 1 < argc) file = argv[i + 1];
@@ -46,7 +49,9 @@ void check_config_files(int argc, const char* const* argv) {
     if (!in) continue;  // CLI11 reports a missing file
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (text.find('\0') != std::string::npos || data::find_invalid_utf8(text))
-      throw UsageError(cat("--config ", brief(file), ": not a text TOML/INI file"));
+      throw UsageError(cat("--config ", brief(file), ": not a text TOML/INI/YAML file"));
+    if (is_yaml_config(file))
+      root.config_formatter(std::make_shared<YamlRecipe>(std::string(file), root.get_subcommand("finetune")));
   }
 }
 
@@ -56,7 +61,7 @@ int run_cli(int argc, const char* const* argv) {
   CLI::App root;
   build_cli(root);
   try {
-    check_config_files(argc, argv);
+    check_config_files(root, argc, argv);
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return root.exit(e);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/run_outputs.h"
 #include "app/model_loading.h"
 #include "eval/gsm8k.h"
 #include "eval/harness.h"
@@ -83,6 +84,8 @@ void emit_report(const EvaluateOptions& o, const json& report, const std::string
     if (!f) throw Error(cat("cannot write --report ", o.report));
     f << report.dump(2) << "\n";
   }
+  if (const auto saved = save_eval_in_run(o.adapter, o.task, report))
+    std::cerr << "report saved to " << saved->string() << " (loft report shows it)\n";
   if (o.json)
     std::cout << report.dump() << "\n";
   else

@@ -9,6 +9,7 @@
 #include "app/data_options.h"
 #include "app/model_loading.h"
 #include "app/option_checks.h"
+#include "app/run_outputs.h"
 #include "datasets/data_loader.h"
 #include "app/run_limits.h"
 #include "engine/io/atomic_file.h"
@@ -159,7 +160,7 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
                          "; this command line builds ", brief(method_options_to_json(m))));
 }
 
-void run_finetune(const FinetuneOptions& in) {
+void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs) {
   FinetuneOptions o = in;
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const Device device = resolve_device(o.device, &std::cerr);
@@ -244,7 +245,11 @@ void run_finetune(const FinetuneOptions& in) {
                      // what `generate --chat` renders prompts with for this run's adapter
                      {"chat_template", std::string(chat_template_name(source.loader().sources().front()->chat_template()))}}
               .dump(2) + "\n");
-  trainer.run();
+  RunOutputs outputs(run_outputs, tc.run_dir);
+  outputs.write_config({{"lr", o.lr}, {"schedule", o.schedule}, {"warmup", o.warmup}, {"batch", o.batch},
+                        {"max-grad-norm", o.max_grad_norm}, {"lora-rank", m.lora.rank}, {"lora-alpha", m.lora.alpha},
+                        {"method", o.init_adapter.empty() ? nlohmann::json(m.method) : nlohmann::json()}});
+  trainer.run([&](const StepMetrics& s) { outputs.on_step(s); });
   const fs::path adapter_dir = tc.run_dir / "adapter";
   save_peft_adapter(adapter_dir, llama::extract_adapter(*model, m, o.model));
   write_file_atomic(adapter_dir / "generation_config.json", gen.to_generation_config_json().dump(2) + "\n");
@@ -252,6 +257,7 @@ void run_finetune(const FinetuneOptions& in) {
             << " steps\n";
   const auto stats = source.loader().stats();
   if (stats.skipped_bad) std::cout << stats.summary() << "\n";
+  outputs.finish(stats);
 }
 
 }  // namespace
@@ -297,7 +303,8 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing, "keep only block inputs; recompute in backward");
   cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->check(int_in(1));
   add_device_option(*cmd, o->device);
-  cmd->callback([o] { run_finetune(*o); });
+  auto run_outputs = add_run_output_options(*cmd);
+  cmd->callback([o, run_outputs] { run_finetune(*o, *run_outputs); });
 }
 
 }  // namespace loft::app

@@ -121,6 +121,9 @@ void DataLoader::add_example(const SourceRecord& rec) {
   }
   drops_in_a_row_ = 0;
   ++stats_.examples;
+  const int64_t trained = ex.trained_count();
+  stats_.trained_tokens += trained;
+  stats_.masked_tokens += int64_t(ex.size()) - trained;
   packer_.add(std::move(ex));
 }
 
@@ -181,6 +184,8 @@ nlohmann::json DataLoader::state() const {
             {"truncated", stats_.truncated},
             {"dropped_untrained", stats_.dropped_untrained},
             {"batches", stats_.batches},
+            {"trained_tokens", stats_.trained_tokens},
+            {"masked_tokens", stats_.masked_tokens},
             {"records_read", records_read_},
             {"records_per_pass", records_per_pass_}}}};
 }
@@ -228,6 +233,8 @@ void DataLoader::restore(const nlohmann::json& state) {
     stats_.truncated = st.integer("truncated", 0);
     stats_.dropped_untrained = st.integer("dropped_untrained", 0);
     stats_.batches = st.integer("batches", 0);
+    stats_.trained_tokens = st.has("trained_tokens") ? st.integer("trained_tokens", 0) : 0;
+    stats_.masked_tokens = st.has("masked_tokens") ? st.integer("masked_tokens", 0) : 0;
     records_per_pass_ = st.has("records_per_pass") ? st.integer("records_per_pass", 0) : 0;
     records_read_ = st.has("records_read") ? st.integer("records_read", 0) : 0;
     drops_in_a_row_ = 0;

@@ -28,6 +28,8 @@ struct DataStats {
   int64_t dropped_untrained = 0;  // examples left with no trained token (e.g. the response was cut off)
   int64_t skipped_bad = 0;        // bad records skipped (--on-bad-record skip), all files
   int64_t batches = 0;
+  int64_t trained_tokens = 0;     // tokens of the packed examples that are targets
+  int64_t masked_tokens = 0;      // tokens of the packed examples that are context only (prompts)
   // One line for the end-of-run report, e.g. "skipped 3 bad records (first: a.jsonl:7: ...)".
   std::string summary() const;
   std::string first_skip_reason;

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libcli11-dev
-          nlohmann-json3-dev libzstd-dev zstd libgtest-dev libopenblas-dev libpcre2-dev)
+          nlohmann-json3-dev libzstd-dev zstd libgtest-dev libopenblas-dev libpcre2-dev
+          libyaml-cpp-dev protobuf-compiler)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,6 +19,13 @@ if ((${#missing[@]})); then
   sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# Optional: headless Chromium renders a run report in a test (which skips without it). Debian
+# packages it (~40 s to install); Ubuntu ships Chromium only as a snap.
+if ! command -v chromium-headless-shell >/dev/null && ! command -v chromium >/dev/null; then
+  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq chromium-headless-shell >/dev/null ||
+    echo "setup: chromium-headless-shell is not available; the report rendering test will skip"
 fi
 
 # nvcc usually lives outside PATH.

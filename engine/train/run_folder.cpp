@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kRunEntries[] = {"metrics.jsonl", "run_config.json", "checkpoints", "adapter"};
+// What a run writes (the report's files and evaluate results saved in the folder included).
+constexpr const char* kRunEntries[] = {"metrics.jsonl", "run_config.json", "checkpoints", "adapter", "config.yaml",
+                                       "data_stats.json", "report.html", "tb", "eval"};
 
 bool holds_run(const fs::path& dir) {
   for (const char* e : kRunEntries)

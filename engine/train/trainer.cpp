@@ -115,6 +115,7 @@ std::optional<StepMetrics> Trainer::train_step() {
   m.tokens = targets;
   m.seconds = secs;
   m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
+  if (!params_.empty()) m.peak_memory = int64_t(memory_stats(params_.front()->value.device()).peak_allocated);
   return m;
 }
 
@@ -124,7 +125,7 @@ void Trainer::log(const StepMetrics& m) {
     nlohmann::json j = {{"step", m.step},         {"loss", m.loss},
                         {"lr", m.lr},             {"grad_norm", m.grad_norm},
                         {"tokens", m.tokens},     {"tokens_per_s", m.tokens_per_s},
-                        {"step_seconds", m.seconds}};
+                        {"step_seconds", m.seconds}, {"peak_memory", m.peak_memory}};
     if (m.val_loss) j["val_loss"] = *m.val_loss;
     std::ofstream f(config_.run_dir / "metrics.jsonl", std::ios::app);
     f << j.dump() << '\n';
@@ -141,10 +142,7 @@ void Trainer::log(const StepMetrics& m) {
        << std::setprecision(0) << m.tokens_per_s << " tok/s | ETA "
        << duration_str(per_step * double(config_.steps - m.step));
     if (m.val_loss) os << " | val " << std::setprecision(4) << *m.val_loss;
-    if (!params_.empty()) {
-      const MemoryStats mem = memory_stats(params_.front()->value.device());
-      os << " | peak " << std::setprecision(2) << double(mem.peak_allocated) / (1 << 30) << " GiB";
-    }
+    if (!params_.empty()) os << " | peak " << std::setprecision(2) << double(m.peak_memory) / (1 << 30) << " GiB";
     *progress_ << os.str() << '\n' << std::flush;
   }
 }

@@ -42,6 +42,7 @@ struct StepMetrics {
   int64_t step = 0;  // 1-based optimizer step just taken
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
   int64_t tokens = 0;  // target tokens in this step
+  int64_t peak_memory = 0;  // device bytes allocated at the high-water mark so far (the report's memory curve)
   std::optional<double> val_loss;  // on evaluation steps
 };
 

@@ -158,7 +158,7 @@ TEST(BadInputs, BinaryConfigFileAndTrailingJunk) {
   write(dir / "bin.toml", std::string("\x7f" "ELF\x02\x01\x01\0\0\0", 10));
   auto args = finetune(dir / "run");
   args.insert(args.begin() + 1, {"--config", (dir / "bin.toml").string()});
-  expect_one_line(test::run_cli_captured(args), 2, "not a text TOML/INI file");
+  expect_one_line(test::run_cli_captured(args), 2, "not a text TOML/INI/YAML file");
   write(dir / "data.json", R"([{"text": "hello there"}] trailing)");
   auto junk = finetune(dir / "run3");
   junk[4] = (dir / "data.json").string();

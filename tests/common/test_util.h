@@ -47,6 +47,8 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b);
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 // The whole file as bytes (empty when it cannot be read).
 std::vector<unsigned char> read_bytes(const std::filesystem::path& path);
+// The whole file as a string (empty when it cannot be read).
+std::string read_text(const std::filesystem::path& path);
 
 // True when a CUDA GPU is usable; GPU tests call GTEST_SKIP() otherwise.
 bool have_gpu();

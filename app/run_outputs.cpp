@@ -1,0 +1,78 @@
+#include "app/run_outputs.h"
+
+#include <iostream>
+
+#include "app/resolved_config.h"
+#include "engine/io/atomic_file.h"
+#include "report/html_report.h"
+
+namespace loft::app {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<RunOutputOptions> add_run_output_options(CLI::App& cmd) {
+  auto o = std::make_shared<RunOutputOptions>();
+  o->command = &cmd;
+  cmd.add_flag("--tensorboard", o->tensorboard, "write TensorBoard event files (scalars per step) to RUN/tb/");
+  cmd.add_flag("--report,!--no-report", o->report, "write RUN/report.html at the end (default on)");
+  return o;
+}
+
+RunOutputs::RunOutputs(const RunOutputOptions& options, fs::path run_dir)
+    : options_(options), run_dir_(std::move(run_dir)) {
+  if (options_.tensorboard) tb_.emplace(run_dir_ / "tb");
+}
+
+void RunOutputs::write_config(const std::map<std::string, nlohmann::json>& resolved) const {
+  std::map<std::string, std::string> values;
+  for (const auto& [name, v] : resolved)
+    if (!v.is_null()) values[name] = v.is_string() ? v.get<std::string>() : v.dump();
+  write_file_atomic(run_dir_ / "config.yaml", resolved_config_yaml(*options_.command, values));
+}
+
+std::optional<fs::path> save_eval_in_run(const fs::path& adapter, const std::string& task, const nlohmann::json& report) {
+  if (adapter.empty()) return std::nullopt;
+  const fs::path run = fs::weakly_canonical(adapter).parent_path();
+  if (!fs::exists(run / "run_config.json")) return std::nullopt;
+  fs::create_directories(run / "eval");
+  const fs::path file = run / "eval" / (task + ".json");
+  write_file_atomic(file, report.dump(2) + "\n");
+  return file;
+}
+
+report::Scalars step_scalars(const StepMetrics& m) {
+  report::Scalars s = {{"train/loss", m.loss},
+                       {"train/lr", m.lr},
+                       {"train/grad_norm", m.grad_norm},
+                       {"train/tokens_per_s", m.tokens_per_s},
+                       {"train/step_seconds", m.seconds},
+                       {"train/peak_memory_gib", double(m.peak_memory) / double(1 << 30)}};
+  if (m.val_loss) s.emplace_back("val/loss", *m.val_loss);
+  return s;
+}
+
+void RunOutputs::on_step(const StepMetrics& m) {
+  if (tb_) tb_->write(m.step, step_scalars(m));
+}
+
+void RunOutputs::finish(const data::DataStats& stats) const {
+  write_file_atomic(run_dir_ / "data_stats.json",
+                    nlohmann::json{{"examples", stats.examples},
+                                   {"truncated", stats.truncated},
+                                   {"dropped_untrained", stats.dropped_untrained},
+                                   {"skipped_bad", stats.skipped_bad},
+                                   {"batches", stats.batches},
+                                   {"trained_tokens", stats.trained_tokens},
+                                   {"masked_tokens", stats.masked_tokens}}
+                            .dump(2) + "\n");
+  if (!options_.report) return;
+  try {
+    const fs::path out = run_dir_ / "report.html";
+    report::write_report({run_dir_}, out);
+    std::cout << "report written to " << out.string() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "warning: report.html not written: " << e.what() << "\n";
+  }
+}
+
+}  // namespace loft::app

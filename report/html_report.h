@@ -1,0 +1,21 @@
+// `loft report` and the report.html every finetune run writes: one self-contained HTML page (inline
+// SVG charts and CSS, no scripts, nothing fetched) for one run or several side by side: loss
+// curves (training smoothed and raw, validation), learning rate, grad norm, tokens/s and memory
+// over steps; a summary; the method and its options; data statistics; `loft evaluate` results
+// saved in the run folders; each run's resolved configuration. Light and dark themes follow the
+// reader's prefers-color-scheme.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report/run_data.h"
+
+namespace loft::report {
+
+std::string render_report(const std::vector<RunData>& runs);
+// Loads every run folder and writes the page to `out` (atomically). Throws loft::Error naming a
+// folder that is not a run.
+void write_report(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& out);
+
+}  // namespace loft::report

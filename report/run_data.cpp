@@ -1,0 +1,88 @@
+#include "report/run_data.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "engine/core/error.h"
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
+
+namespace loft::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<MetricPoint> read_metrics(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw Error(cat(file.string(), ": not a run folder (no metrics.jsonl)"));
+  std::vector<MetricPoint> out;
+  std::string line, error;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    const auto j = try_parse_json(line, error);
+    if (!j) continue;  // blank, or the torn last line of a killed run
+    const JsonFields f(*j, cat(file.string(), ":", n));
+    MetricPoint p;
+    p.step = f.integer("step", 0);
+    p.loss = f.number("loss");
+    p.lr = f.number("lr");
+    p.grad_norm = f.number("grad_norm");
+    p.tokens_per_s = f.has("tokens_per_s") ? f.number("tokens_per_s") : 0.0;
+    p.seconds = f.has("step_seconds") ? f.number("step_seconds") : 0.0;
+    if (f.has("peak_memory")) p.peak_memory = f.number("peak_memory");
+    if (f.has("val_loss")) p.val_loss = f.number("val_loss");
+    out.push_back(p);
+  }
+  // A resumed run appends after truncating, so steps ascend; keep the last line of any repeat.
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+  std::vector<MetricPoint> unique;
+  for (const auto& p : out) {
+    if (!unique.empty() && unique.back().step == p.step) unique.back() = p;
+    else unique.push_back(p);
+  }
+  return unique;
+}
+
+bool is_eval_report(const nlohmann::json& j) {
+  return j.is_object() && j.contains("task") && j["task"].is_string() && j.contains("metrics") &&
+         j["metrics"].is_object();
+}
+
+void add_eval_reports(const fs::path& folder, const fs::path& run, std::vector<EvalReport>& out) {
+  if (!fs::is_directory(folder)) return;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(folder))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    nlohmann::json j;
+    try {
+      j = read_json_file(f);
+    } catch (const Error&) {
+      continue;  // not every JSON file of the folder is ours to judge
+    }
+    if (is_eval_report(j)) out.push_back({fs::relative(f, run).string(), std::move(j)});
+  }
+}
+
+}  // namespace
+
+RunData load_run(const fs::path& dir) {
+  RunData r;
+  r.dir = dir;
+  r.name = fs::weakly_canonical(dir).filename().string();
+  r.metrics = read_metrics(dir / "metrics.jsonl");
+  if (fs::exists(dir / "run_config.json")) r.run_config = read_json_file(dir / "run_config.json");
+  if (fs::exists(dir / "data_stats.json")) r.data_stats = read_json_file(dir / "data_stats.json");
+  if (std::ifstream y(dir / "config.yaml"); y) {
+    std::ostringstream s;
+    s << y.rdbuf();
+    r.config_yaml = s.str();
+  }
+  add_eval_reports(dir, dir, r.evals);
+  add_eval_reports(dir / "eval", dir, r.evals);
+  return r;
+}
+
+}  // namespace loft::report
