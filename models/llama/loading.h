@@ -30,10 +30,11 @@ MethodOptions method_options_for(PeftAdapter& adapter, const std::string& reques
                                  const std::filesystem::path& from, std::ostream& note);
 
 // Loads an adapter into a model built for it (method_options_for). The rule, per projection:
-//  - a LoraLinear (lora, qlora, halo) takes the adapter's lora_A/lora_B, which must be present;
-//  - any other trainable projection (a method that is not a LoraLinear, e.g. FALQON) is rebuilt
-//    from its method state alone (loft_state.safetensors), which must be present; its lora_A/B,
-//    the PEFT export of the same model, are not read;
+//  - one that imports a PEFT pair (AdaptedLinear::imports_peft_pair: the LoRA family) takes the
+//    adapter's lora_A/lora_B, which must be present;
+//  - any other trainable projection (e.g. FALQON's) is rebuilt from its method state alone
+//    (loft_state.safetensors), which must be present; its lora_A/B, the PEFT export of the same
+//    model, are not read;
 //  - then every projection whose method keeps state (AdaptedLinear::method_state()) is restored
 //    from it, after A/B, so state wins (engine/peft/method_state.h: each stateful projection must
 //    be restored, with exactly the keys its method keeps);
