@@ -26,8 +26,9 @@ struct MethodDefaults {
   int64_t batch = 16;
 };
 
-// The registered method names, in registry order.
+// The registered method names, in registry order; the first is the default.
 const std::vector<std::string>& method_names();
+const std::string& default_method();
 // UsageError naming --method for an unknown name.
 MethodDefaults method_defaults(const std::string& method);
 
@@ -37,7 +38,7 @@ const std::vector<std::string>& all_lora_targets();
 std::set<std::string> parse_lora_targets(const std::string& spec);
 
 struct MethodOptions {
-  std::string method = "lora";  // the registry's first method
+  std::string method = default_method();
   LoraOptions lora;
   std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
   uint64_t seed = 0;              // a method's own random choices (FALQON's SVD directions)
@@ -56,7 +57,7 @@ struct MethodOptions {
     auto it = own.find(std::type_index(typeid(T)));
     return it == own.end() ? defaults : std::any_cast<const T&>(it->second);
   }
-  std::map<std::type_index, std::any> own;
+  std::map<std::type_index, std::any> own = {};
 };
 
 // Settles what a method fixes regardless of the command line (FALQON: alpha = rank, so its

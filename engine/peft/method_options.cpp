@@ -17,6 +17,8 @@ const std::vector<std::string>& method_names() {
   return names;
 }
 
+const std::string& default_method() { return method_names().front(); }
+
 MethodDefaults method_defaults(const std::string& method) { return method_spec(method).defaults(); }
 
 const std::vector<std::string>& all_lora_targets() {

@@ -80,10 +80,10 @@ class MethodSpec {
   }
 
   // The adapter record ("loft" in adapter_config.json): the method's own object, if any.
-  virtual void write_record(const MethodOptions&, nlohmann::json& loft) const {}
+  virtual void write_record(const MethodOptions&, nlohmann::json& /*loft*/) const {}
   // `loft` is the record; errors name the field. Records written before a field existed must
   // still read (a missing field keeps its old meaning).
-  virtual void read_record(const JsonFields& loft, MethodOptions&) const {}
+  virtual void read_record(const JsonFields& /*loft*/, MethodOptions&) const {}
 
   // Descriptions: finetune's plan ("level 2, fp8, backbone nf4"), an adapter note ("level 1,
   // int8"), bench's options object. Empty: nothing beyond the name.
@@ -107,6 +107,13 @@ class MethodSpec {
   // The adapter trained against a quantized backbone (an export gap warning says so).
   virtual bool quantized_backbone() const { return false; }
 };
+
+// Defines name##_spec(), the registry's entry point to the method's one spec object.
+#define LOFT_DEFINE_METHOD_SPEC(name, Spec) \
+  const MethodSpec& name##_spec() {         \
+    static const Spec spec;                 \
+    return spec;                            \
+  }
 
 // Every registered method, in registry order (the order `loft info` and the help list them).
 const std::vector<const MethodSpec*>& method_specs();

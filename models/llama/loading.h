@@ -23,8 +23,8 @@ std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device 
 MethodOptions method_options_for(const PeftAdapter& adapter);
 // method_options_for, unless `requested` (an explicit --method; empty: not given) names another
 // method. That is allowed — e.g. a HALO- or FALQON-trained adapter evaluated on a bf16 backbone as
-// a plain PEFT merge — and gives `requested` with the adapter's rank/alpha/targets (and recorded
-// HALO options). Only the recorded method can use the adapter's method state, so it is dropped from
+// a plain PEFT merge — and gives `requested` with the adapter's rank/alpha/targets (and the recorded
+// method's own options). Only the recorded method can use the adapter's method state, so it is dropped from
 // `adapter`; one "note:" line to `note` says what was overridden. `from` names the adapter folder.
 MethodOptions method_options_for(PeftAdapter& adapter, const std::string& requested,
                                  const std::filesystem::path& from, std::ostream& note);

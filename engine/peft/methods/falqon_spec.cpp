@@ -95,9 +95,6 @@ class FalqonSpec : public MethodSpec {
 
 }  // namespace
 
-const MethodSpec& falqon_spec() {
-  static const FalqonSpec spec;
-  return spec;
-}
+LOFT_DEFINE_METHOD_SPEC(falqon, FalqonSpec)
 
 }  // namespace loft

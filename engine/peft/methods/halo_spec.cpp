@@ -156,9 +156,6 @@ class HaloSpec : public MethodSpec {
 
 }  // namespace
 
-const MethodSpec& halo_spec() {
-  static const HaloSpec spec;
-  return spec;
-}
+LOFT_DEFINE_METHOD_SPEC(halo, HaloSpec)
 
 }  // namespace loft

@@ -34,9 +34,6 @@ class LoraSpec : public MethodSpec {
 
 }  // namespace
 
-const MethodSpec& lora_spec() {
-  static const LoraSpec spec;
-  return spec;
-}
+LOFT_DEFINE_METHOD_SPEC(lora, LoraSpec)
 
 }  // namespace loft

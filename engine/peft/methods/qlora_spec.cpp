@@ -28,9 +28,6 @@ class QloraSpec : public MethodSpec {
 
 }  // namespace
 
-const MethodSpec& qlora_spec() {
-  static const QloraSpec spec;
-  return spec;
-}
+LOFT_DEFINE_METHOD_SPEC(qlora, QloraSpec)
 
 }  // namespace loft
