@@ -17,7 +17,8 @@ status=0
 # The CPU-only folders run in CI; their data is not carried.
 for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models}; do
   t=$run/bin/$name
-  "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1
+  # GPU_TEST_TIMEOUT (seconds) bounds a binary, so a hung kernel cannot eat the whole call.
+  timeout "${GPU_TEST_TIMEOUT:-3000}" "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ]; then
     echo "$name: $(grep -E '^\[  PASSED' "$OUT/$name.log" | tail -1)"

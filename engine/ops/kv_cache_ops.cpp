@@ -100,4 +100,19 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
 #endif
 }
 
+void argmax_rows(const Tensor& x, Tensor& out) {
+  const char* op = "argmax_rows";
+  one_device(op, {&x, &out});
+  need(x.dim() == 2 && x.dtype() == DType::F32 && x.size(1) > 0, op, "x", x, "F32 [rows, vocab > 0]");
+  need(out.dim() == 1 && out.size(0) == x.size(0) && out.dtype() == DType::I32, op, "out", out,
+       cat("I32 [", x.size(0), "]"));
+  if (x.size(0) == 0) return;
+  if (x.device().is_cpu()) return cpu::argmax_rows(x, out);
+#ifdef LOFT_WITH_CUDA
+  cuda_kv::argmax_rows(x, out);
+#else
+  throw Error(cat(op, ": ", x.str(), " is on a device this build cannot run on"));
+#endif
+}
+
 }  // namespace loft::ops

@@ -1,4 +1,4 @@
-// The two ops of KV-cache decoding (models/llama/decode.h), each with a float32 CPU reference
+// The ops of KV-cache decoding (models/llama/decode.h), each with a float32 CPU reference
 // (engine/ops/cpu/kv_cache_cpu.cpp) and a CUDA kernel (engine/ops/cuda/kv_cache_cuda.cu). They
 // validate here and dispatch on the tensors' device, as engine/peft/falqon_ops.h does, so the op
 // table of backend.h stays the training ops.
@@ -37,6 +37,11 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
                       const Tensor* tiles = nullptr);
+
+// Greedy decoding's choice for each row of logits x (F32 [R, V]): out[r] (I32 [R], x's device) =
+// the lowest id among the row's largest values; NaN is never chosen unless the whole row is NaN
+// (then 0). On the GPU only the R ids cross to the host, not the R × V logits.
+void argmax_rows(const Tensor& x, Tensor& out);
 
 // The tile rows for tokens given per run: run r has count[r] tokens from position start[r] of
 // slot[r], packed in order; runs longer than 64 tokens split. Host vector of 4·n ints.

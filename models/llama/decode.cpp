@@ -70,6 +70,10 @@ Tensor ints(const std::vector<int32_t>& v, Device device) {
 }  // namespace
 
 Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& feeds) {
+  return decode_logits(model, cache, feeds).to(Device::cpu());
+}
+
+Tensor decode_logits(LlamaModel& model, KvCache& cache, const std::vector<Feed>& feeds) {
   const LlamaConfig& c = model.config();
   LOFT_CHECK(cache.layers() == c.num_layers && cache.k(0).size(2) == c.num_kv_heads &&
                  cache.k(0).size(3) == c.head_dim && cache.k(0).dtype() == model.compute_dtype() &&
@@ -78,7 +82,7 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
              " layers does not fit the model (", c.num_layers, " layers, ", c.num_kv_heads,
              " kv heads of ", c.head_dim, ", ", dtype_name(model.compute_dtype()), " on ",
              model.device().str(), ")");
-  if (feeds.empty()) return Tensor::empty({0, c.vocab_size}, DType::F32);
+  if (feeds.empty()) return Tensor::empty({0, c.vocab_size}, DType::F32, model.device());
   const StepLayout s = layout_of(cache, feeds, c.vocab_size);
   const Device dev = model.device();
   const int64_t T = int64_t(s.ids.size());
@@ -109,7 +113,7 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
   for (const Feed& f : feeds) cache.advance(f.slot, int64_t(f.tokens.size()));
 
   const int64_t R = int64_t(s.rows.size());
-  if (R == 0) return Tensor::empty({0, c.vocab_size}, DType::F32);
+  if (R == 0) return Tensor::empty({0, c.vocab_size}, DType::F32, dev);
   Tensor picked = hidden;
   bool all_in_order = R == T;
   for (int64_t r = 0; all_in_order && r < R; ++r) all_in_order = s.rows[size_t(r)] == r;
@@ -117,7 +121,7 @@ Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& f
     picked = Tensor::empty({R, c.hidden_size}, hidden.dtype(), dev);
     ops::embedding(hidden, ints(s.rows, dev), picked);
   }
-  return model.head_logits(picked).to(Device::cpu());
+  return model.head_logits(picked);
 }
 
 }  // namespace loft::llama

@@ -36,5 +36,8 @@ struct Feed {
 // the cache changes. When a step fails midway, no slot's length has changed (the positions past it
 // may hold partial keys; they are overwritten by the next step).
 Tensor decode_step(LlamaModel& model, KvCache& cache, const std::vector<Feed>& feeds);
+// The same step with the logits left on the model's device (greedy decoding takes their argmax
+// there: ops::argmax_rows).
+Tensor decode_logits(LlamaModel& model, KvCache& cache, const std::vector<Feed>& feeds);
 
 }  // namespace loft::llama

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "engine/ops/kv_cache_ops.h"
 #include "models/llama/decode.h"
 
 namespace loft::llama {
@@ -56,7 +57,7 @@ class Generator {
       fresh.push_back({seq, slot, 0});
     }
     if (feeds.empty()) return;
-    take(decode_step(model_, cache_, feeds), fresh);
+    take(choose(decode_logits(model_, cache_, feeds), fresh), fresh);
   }
 
   // One token for every running sequence.
@@ -66,20 +67,35 @@ class Generator {
     for (const Running& r : running_) feeds.push_back(Feed::last(r.slot, {r.last}));
     std::vector<Running> batch;
     batch.swap(running_);
-    take(decode_step(model_, cache_, feeds), batch);
+    take(choose(decode_logits(model_, cache_, feeds), batch), batch);
   }
 
-  // Row i of logits continues batch[i]: choose, report, and keep it running or finish it.
-  void take(const Tensor& logits, const std::vector<Running>& batch) {
-    const int64_t vocab = logits.size(1);
+  // The next token of each row of logits (row i continues batch[i]). Greedy: the argmax on the
+  // logits' device, so only the ids come back; otherwise a draw on the host.
+  std::vector<int32_t> choose(const Tensor& logits, const std::vector<Running>& batch) {
+    const int64_t rows = logits.size(0), vocab = logits.size(1);
+    if (opt_.sampling.greedy() || opt_.sampling.top_k == 1) {
+      Tensor ids = Tensor::empty({rows}, DType::I32, logits.device());
+      ops::argmax_rows(logits, ids);
+      const Tensor host = ids.to(Device::cpu());
+      return {host.ptr<int32_t>(), host.ptr<int32_t>() + rows};
+    }
+    const Tensor host = logits.to(Device::cpu());
+    std::vector<int32_t> tokens(static_cast<size_t>(rows), 0);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const Generation& g = out_[batch[i].seq];
+      const double u = sampling_uniform(opt_.sampling.seed, batch[i].seq, g.tokens.size());
+      tokens[i] = sample_token(host.ptr<float>() + int64_t(i) * vocab, vocab, opt_.sampling, u);
+    }
+    return tokens;
+  }
+
+  // Reports token i for batch[i], and keeps that sequence running or finishes it.
+  void take(const std::vector<int32_t>& tokens, const std::vector<Running>& batch) {
     for (size_t i = 0; i < batch.size(); ++i) {
       Running r = batch[i];
       Generation& g = out_[r.seq];
-      const double u = opt_.sampling.greedy()
-                           ? 0.0
-                           : sampling_uniform(opt_.sampling.seed, r.seq, g.tokens.size());
-      const int32_t tok =
-          sample_token(logits.ptr<float>() + int64_t(i) * vocab, vocab, opt_.sampling, u);
+      const int32_t tok = tokens[i];
       g.tokens.push_back(tok);
       const bool go_on = !on_token_ || on_token_(r.seq, tok);
       const bool eos = std::find(opt_.eos_ids.begin(), opt_.eos_ids.end(), tok) != opt_.eos_ids.end();

@@ -7,6 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/ops/counter_rng.h"
+#include "engine/ops/cpu/kv_cache_cpu.h"
 
 namespace loft::llama {
 
@@ -25,12 +26,7 @@ double sampling_uniform(uint64_t seed, uint64_t sequence, uint64_t step) {
   return double(h >> 11) * 0x1p-53;  // 53 random bits
 }
 
-int32_t argmax(const float* logits, int64_t vocab) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < vocab; ++i)
-    if (logits[i] > logits[best] || (std::isnan(logits[best]) && !std::isnan(logits[i]))) best = i;
-  return int32_t(best);
-}
+int32_t argmax(const float* logits, int64_t vocab) { return ops::cpu::argmax(logits, vocab); }
 
 namespace {
 

@@ -95,6 +95,20 @@ TEST(KvCacheOps, OutOfRangePlacesAndBadShapesAreErrors) {
 namespace loft {
 namespace {
 
+TEST(KvCacheOps, ArgmaxRowsTakesTheLowestIdOfTheMaximumAndNeverNaN) {
+  const float nan = std::nanf("");
+  const std::vector<float> v = {1, 3, 3, 2,         // tie: the lower id
+                                nan, 1, nan, -1,    // NaN never wins
+                                nan, nan, nan, nan, // all NaN: id 0
+                                -INFINITY, -INFINITY, -INFINITY, -5};
+  const Tensor x = Tensor::from_vector(v, {4, 4});
+  Tensor out = Tensor::empty({4}, DType::I32);
+  ops::argmax_rows(x, out);
+  EXPECT_EQ(out.to_int_vector(), (std::vector<int64_t>{1, 1, 0, 3}));
+  Tensor wrong = Tensor::empty({3}, DType::I32);
+  EXPECT_THROW(ops::argmax_rows(x, wrong), Error);
+}
+
 TEST(KvCacheOps, QueryTilesSplitRunsAt64Rows) {
   // Runs: slot 3 from position 10 (1 token), slot 0 from 0 (130 tokens), slot 5 from 70 (64).
   const std::vector<int32_t> t = ops::make_query_tiles({3, 0, 5}, {10, 0, 70}, {1, 130, 64});

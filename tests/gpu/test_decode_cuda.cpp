@@ -24,10 +24,13 @@ TEST(DecodeCuda, CachedAttentionAndWriteMatchTheCpu) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(9);
   for (DType dt : {DType::F32, DType::BF16}) {
-    // BF16 at head dims 64/128: the decode kernel, keys split over blocks for few queries (the
-    // first three cases) and not for many (the last: 320 queries × 4 KV heads).
+    // BF16 at head dims 64/128: the decode kernel, keys split over blocks for few queries and
+    // not for many (320 queries × 4 KV heads; 160 × 32 heads), splits of 512 keys over a long
+    // cache (1,500 positions), query groups of 1, 2, 3 (served by the 4-head instance), 4 and 8.
     for (const OpCase& c : {OpCase{8, 4, 8, 3, 40}, OpCase{8, 2, 64, 5, 300}, OpCase{4, 4, 128, 2, 70},
-                            OpCase{16, 4, 128, 80, 200}}) {
+                            OpCase{16, 4, 128, 80, 200}, OpCase{32, 4, 128, 3, 1500},
+                            OpCase{12, 4, 64, 4, 700}, OpCase{32, 32, 128, 40, 130},
+                            OpCase{16, 8, 128, 2, 600}}) {
       SCOPED_TRACE(cat(test::name(dt), " hq=", c.hq, " hkv=", c.hkv, " d=", c.d));
       // Fill every slot to a random length, then query a few positions of each.
       const int64_t T = c.slots * c.max_len;
@@ -57,6 +60,37 @@ TEST(DecodeCuda, CachedAttentionAndWriteMatchTheCpu) {
       ops::cached_attention(test::to_gpu(q, dt), gkc, gvc, qsl.to(test::kGpu), qps.to(test::kGpu), 0.5f, got);
       EXPECT_LT(test::rel_error(got, want), test::tol(dt));
     }
+  }
+}
+
+// Greedy choice on the device equals the host's argmax: ties (lowest id), -inf, NaN (never chosen
+// unless the row is all NaN), vocabularies of 1, odd sizes and Llama 3's 128,256.
+TEST(DecodeCuda, ArgmaxRowsMatchesTheCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (int64_t vocab : {int64_t(1), int64_t(7), int64_t(300), int64_t(32000), int64_t(128256)}) {
+    SCOPED_TRACE(cat("vocab ", vocab));
+    const int64_t rows = 9;
+    Tensor x = test::random_tensor({rows, vocab}, rng, -4, 4);
+    float* p = x.ptr<float>();
+    std::uniform_int_distribution<int64_t> at(0, vocab - 1);
+    for (int64_t i = 0; i < vocab; ++i) p[1 * vocab + i] = 2.0f;                   // all tied
+    for (int64_t i = 0; i < vocab; ++i) p[2 * vocab + i] = std::nanf("");           // all NaN
+    for (int64_t i = 0; i < vocab; ++i) p[3 * vocab + i] = -INFINITY;               // all -inf
+    for (int k = 0; k < 5; ++k) p[4 * vocab + at(rng)] = std::nanf("");              // NaN among values
+    p[4 * vocab] = std::nanf("");
+    const int64_t a = at(rng), b = at(rng);                                          // two equal maxima
+    p[5 * vocab + a] = p[5 * vocab + b] = 9.0f;
+    p[6 * vocab + vocab - 1] = 9.0f;                                                 // the last id
+    p[7 * vocab + at(rng)] = INFINITY;
+    Tensor want = Tensor::empty({rows}, DType::I32), got = Tensor::empty({rows}, DType::I32, test::kGpu);
+    ops::argmax_rows(x, want);
+    ops::argmax_rows(x.to(test::kGpu), got);
+    EXPECT_EQ(got.to_int_vector(), want.to_int_vector());
+    EXPECT_EQ(want.ptr<int32_t>()[1], 0);
+    EXPECT_EQ(want.ptr<int32_t>()[2], 0);
+    EXPECT_EQ(want.ptr<int32_t>()[5], int32_t(std::min(a, b)));
+    EXPECT_EQ(want.ptr<int32_t>()[6], int32_t(vocab - 1));
   }
 }
 

@@ -3,6 +3,7 @@
 // scores and weights a full forward gives it.
 #include "engine/ops/cpu/kv_cache_cpu.h"
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -64,6 +65,18 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
       attend_row(Q + (t * hq + h) * d, n, d, scale, key, value, p.data(), O + (t * hq + h) * d);
     }
   }
+}
+
+int32_t argmax(const float* row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (row[i] > row[best] || (std::isnan(row[best]) && !std::isnan(row[i]))) best = i;
+  return int32_t(best);
+}
+
+void argmax_rows(const Tensor& x, Tensor& out) {
+  const int64_t n = x.size(1);
+  for (int64_t r = 0; r < x.size(0); ++r) out.ptr<int32_t>()[r] = argmax(x.ptr<float>() + r * n, n);
 }
 
 }  // namespace loft::ops::cpu

@@ -1,15 +1,18 @@
 // Decode attention (one new query per sequence attending to its KV cache) at HBM bandwidth.
 //
-// The cache read is the whole cost of a decode step's attention (batch 64 × 1,200 cached positions
-// of llama-7b: 40 GB a step), so the kernel is built around keeping many loads in flight: one warp
-// per block, serving one (token, KV head) and all of that KV head's query heads (grouped-query
-// attention reads each KV head once), walking 32-key tiles of K and V double-buffered by cp.async
-// in shared memory (the next tile lands while this one is used). Small blocks let six of them share
-// an SM. Lane j scores key j of a tile against every query head of the group (16-byte shared
-// reads, rows padded so the lanes of a phase hit distinct banks); the online softmax stays in the
-// log2 domain; lane l owns head dims l·D/32.. of the output. When there are few (token, KV head)
-// pairs (a single stream), the keys are split over several blocks and a second kernel merges their
-// partial (max, sum, output) rows, as flash-decoding does.
+// The cache read is the whole cost of a decode step's attention (batch 64 × 1,100 cached positions
+// of llama-7b: 36 GB a step). The first version (one warp per block walking cp.async tiles staged
+// in 40 KB of shared memory) ran at about a third of HBM bandwidth: five warps per SM could not hide
+// the latency of its per-tile math. This one keeps the cache out of shared memory and many warps
+// per SM, as vLLM's paged attention and flash-decoding do:
+// - a block of 4 warps serves one (token, KV head, split of at most kMaxPart keys) and every query
+//   head of that KV head (grouped-query attention reads the KV head once);
+// - scores: D/8 lanes hold a key's row (16 bytes each, coalesced loads straight into registers,
+//   kUnroll keys in flight per lane) and sum their partial dot products with shuffles; the scores
+//   of the split go to shared memory (log2 domain), then one max and one exp2 pass;
+// - values: each warp takes every 4th key, each lane D/32 dims of the row (coalesced), and the
+//   warps add their partial outputs in shared memory;
+// - with several splits, a second kernel merges their (output, max, sum) rows as flash-decoding.
 #include "engine/ops/cuda/attention_flash.cuh"
 #include "engine/ops/cuda/kv_cache_cuda.h"
 
@@ -18,149 +21,196 @@ namespace loft::ops::cuda_kv {
 namespace {
 
 using cuda_kernels::bf16;
-using namespace cuda_attention::flash;  // cp.async helpers, exp2_fast, kWarp
+using cuda_attention::flash::exp2_fast;
+using cuda_attention::flash::kLog2e;
 
-constexpr int kTile = 32;      // keys per tile: one per lane
-constexpr int kMaxGroup = 8;   // query heads per KV head served by one block
-constexpr int kStages = 2;
+constexpr int kWarps = 4, kThreads = kWarps * 32;
+constexpr int kMaxPart = 512;  // keys per split (shared scores: kMaxPart × group floats)
+constexpr int kMaxGroup = 8;   // query heads per KV head
+constexpr int kUnroll = 8;     // key loads in flight per lane
 
 struct DecodeArgs {
   const bf16 *q, *kc, *vc;
   const int32_t *slots, *pos;
-  bf16* out;         // splits == 1
-  float* part;       // splits > 1: [T, Hq, splits, D + 2] = unnormalised output, max (log2), sum
+  bf16* out;    // splits == 1
+  float* part;  // splits > 1: [T, Hq, splits, D + 2] = unnormalised output, max (log2), sum
   int64_t n_slots;
-  int max_len, hq, hkv, group, splits;
+  int max_len, hq, hkv, group, splits, part_len;
   float scale_log2;
 };
 
-template <int D>
-__global__ void __launch_bounds__(kWarp) decode_kernel(DecodeArgs a) {
-  constexpr int ld = D + 8;           // padded row (bf16): 16-byte aligned, bank-spread
-  constexpr int kPer = D / kWarp;     // output dims per lane
-  constexpr int kChunks = D / 8;      // 16-byte chunks per row
-  __shared__ alignas(16) bf16 sk[kStages][kTile * ld];
-  __shared__ alignas(16) bf16 sv[kStages][kTile * ld];
-  __shared__ float sq[kMaxGroup][D];
-  __shared__ float sp[kMaxGroup][kTile];
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(~0u, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(~0u, v, o);
+  return v;
+}
+
+// 8 bf16 (one 16-byte load) as floats.
+__device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 x = __bfloat1622float2(h[e]);
+    f[2 * e] = x.x, f[2 * e + 1] = x.y;
+  }
+}
+
+// G = the largest group the instance serves (1, 2, 4 or 8); a.group ≤ G.
+template <int D, int G>
+__global__ void __launch_bounds__(kThreads) decode_kernel(DecodeArgs a) {
+  constexpr int kLanesPerKey = D / 8;              // 16-byte pieces of a row
+  constexpr int kKeysPerPass = 32 / kLanesPerKey;  // keys a warp scores per load
+  constexpr int kPer = D / 32;                     // output dims per lane
+  __shared__ float s_score[G][kMaxPart];
+  __shared__ float s_out[kWarps][G][D];
+  __shared__ float s_red[G][kWarps];
 
   const int64_t t = blockIdx.x / a.hkv;
-  const int kh = int(blockIdx.x % a.hkv), lane = threadIdx.x, G = a.group;
+  const int kh = int(blockIdx.x % a.hkv), tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int32_t slot = a.slots[t], p = a.pos[t];
   const int n = (slot >= 0 && slot < a.n_slots && p >= 0 && p < a.max_len) ? p + 1 : 0;
-  const int tiles = (n + kTile - 1) / kTile, per_split = (tiles + a.splits - 1) / a.splits;
-  const int tile0 = blockIdx.y * per_split, tile1 = min(tiles, tile0 + per_split);
-
-  for (int i = lane; i < G * D; i += kWarp)
-    sq[i / D][i % D] = __bfloat162float(a.q[(t * a.hq + int64_t(kh) * G + i / D) * D + i % D]) * a.scale_log2;
-
-  const int64_t row_stride = int64_t(a.hkv) * D;  // elements between consecutive positions
-  const int64_t base = (int64_t(max(slot, 0)) * a.max_len) * row_stride + int64_t(kh) * D;
-  auto load = [&](int tile, int stage) {
-    for (int idx = lane; idx < kTile * kChunks; idx += kWarp) {
-      const int r = idx / kChunks, col = idx % kChunks * 8, j = tile * kTile + r;
-      const bool in = j < n;
-      const int64_t at = base + int64_t(in ? j : 0) * row_stride + col;
-      cp_async_16(&sk[stage][r * ld + col], a.kc + at, in ? 16 : 0);
-      cp_async_16(&sv[stage][r * ld + col], a.vc + at, in ? 16 : 0);
+  const int k0 = blockIdx.y * a.part_len, k1 = min(n, k0 + a.part_len), len = k1 - k0;
+  const int64_t h0 = int64_t(kh) * a.group;
+  if (len <= 0) {  // no keys here: an empty partial, or a zero row when nothing is cached
+    for (int i = tid; i < a.group * D; i += kThreads) {
+      const int64_t h = h0 + i / D;
+      if (a.splits == 1) a.out[(t * a.hq + h) * D + i % D] = __float2bfloat16(0.0f);
+      else if (i % D == 0) a.part[((t * a.hq + h) * a.splits + blockIdx.y) * (D + 2) + D + 1] = 0.0f;
     }
-    cp_async_commit();
-  };
+    return;
+  }
+  const int64_t row_stride = int64_t(a.hkv) * D;  // elements between consecutive positions
+  const bf16* kbase = a.kc + int64_t(slot) * a.max_len * row_stride + int64_t(kh) * D;
+  const bf16* vbase = a.vc + int64_t(slot) * a.max_len * row_stride + int64_t(kh) * D;
 
-  float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][kPer];
+  // Scores. Lane l holds dims (l % kLanesPerKey)·8.. of key (l / kLanesPerKey) of each pass.
+  const int piece = lane % kLanesPerKey, sub = lane / kLanesPerKey;
+  float qf[G][8];
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    m[g] = -INFINITY, l[g] = 0.0f;
+  for (int g = 0; g < G; ++g) {
+    uint4 u = make_uint4(0, 0, 0, 0);
+    if (g < a.group) u = *reinterpret_cast<const uint4*>(a.q + ((t * a.hq + h0 + g) * D + piece * 8));
+    unpack8(u, qf[g]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qf[g][e] *= a.scale_log2;
+  }
+  constexpr int kStride = kWarps * kKeysPerPass;  // keys between one lane's consecutive loads
+  // The loop bound is the same for the whole warp: every lane reaches the shuffles.
+  for (int j0 = warp * kKeysPerPass; j0 < len; j0 += kStride * kUnroll) {
+    uint4 kv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + sub + u * kStride;
+      kv[u] = j < len ? __ldcs(reinterpret_cast<const uint4*>(kbase + int64_t(k0 + j) * row_stride + piece * 8))
+                      : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float kf[8];
+      unpack8(kv[u], kf);
+      const int j = j0 + sub + u * kStride;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) s0 += qf[g][e] * kf[e], s1 += qf[g][e + 1] * kf[e + 1];
+        float s = s0 + s1;
+#pragma unroll
+        for (int o = kLanesPerKey / 2; o > 0; o >>= 1) s += __shfl_xor_sync(~0u, s, o);
+        if (piece == 0 && j < len) s_score[g][j] = s;
+      }
+    }
+  }
+  __syncthreads();
+
+  // Softmax numerators over the split, in place; m and l per head.
+  float m[G], l[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    float mx = -INFINITY;
+    for (int j = tid; j < len; j += kThreads) mx = fmaxf(mx, s_score[g][j]);
+    mx = warp_max(mx);
+    if (lane == 0) s_red[g][warp] = mx;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = fmaxf(fmaxf(s_red[g][0], s_red[g][1]), fmaxf(s_red[g][2], s_red[g][3]));
+    float sum = 0.0f;
+    for (int j = tid; j < len; j += kThreads) {
+      const float e = exp2_fast(s_score[g][j] - m[g]);
+      s_score[g][j] = e;
+      sum += e;
+    }
+    l[g] = warp_sum(sum);
+  }
+  __syncthreads();  // every s_red max read before the sums overwrite it
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+    if (lane == 0) s_red[g][warp] = l[g];
+  __syncthreads();  // numerators and partial sums visible
+#pragma unroll
+  for (int g = 0; g < G; ++g) l[g] = s_red[g][0] + s_red[g][1] + s_red[g][2] + s_red[g][3];
+
+  // Values: warp w takes keys w, w + 4, ...; lane l owns dims l·kPer...
+  float acc[G][kPer];
+#pragma unroll
+  for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int e = 0; e < kPer; ++e) acc[g][e] = 0.0f;
-  }
-  if (tile0 < tile1) load(tile0, 0);
-  __syncwarp();  // sq written
-  for (int tile = tile0; tile < tile1; ++tile) {
-    const int stage = (tile - tile0) % kStages;
-    if (tile + 1 < tile1) {
-      load(tile + 1, (stage + 1) % kStages);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
+  using Vec = std::conditional_t<kPer == 4, uint2, uint32_t>;
+  for (int j0 = warp; j0 < len; j0 += kWarps * kUnroll) {
+    Vec vv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + u * kWarps;
+      vv[u] = j < len ? __ldcs(reinterpret_cast<const Vec*>(vbase + int64_t(k0 + j) * row_stride + lane * kPer))
+                      : Vec{};
     }
-    __syncwarp();
-    // Lane j: key tile·32 + j against every query head of the group.
-    float s[kMaxGroup];
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
-    const bf16* krow = &sk[stage][lane * ld];
-#pragma unroll 4
-    for (int c = 0; c < kChunks; ++c) {
-      const uint4 u = *reinterpret_cast<const uint4*>(krow + c * 8);
-      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-      float kf[8];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = __bfloat1622float2(h[e]);
-        kf[2 * e] = f.x, kf[2 * e + 1] = f.y;
-      }
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < G)
-#pragma unroll
-          for (int e = 0; e < 8; ++e) s[g] += sq[g][c * 8 + e] * kf[e];
-    }
-    const bool valid = tile * kTile + lane < n;
-#pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= G) break;
-      float sg = valid ? s[g] : -INFINITY, mx = sg;
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, o));
-      const float m_new = fmaxf(m[g], mx);  // finite: key tile·32 is valid
-      const float corr = exp2_fast(m[g] - m_new), pj = exp2_fast(sg - m_new);
-      m[g] = m_new;
-      l[g] = l[g] * corr + pj;  // lane-partial; summed over lanes at the end
-#pragma unroll
-      for (int e = 0; e < kPer; ++e) acc[g][e] *= corr;
-      sp[g][lane] = pj;
-    }
-    __syncwarp();
-    // Lane l: output dims l·kPer.. += Σ_j p_j · V[j].
-#pragma unroll 4
-    for (int j = 0; j < kTile; ++j) {
-      const bf16* vrow = &sv[stage][j * ld + lane * kPer];
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + u * kWarps;
+      if (j >= len) break;
       float vf[kPer];
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&vv[u]);
 #pragma unroll
-      for (int e = 0; e < kPer; e += 2) {
-        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(vrow + e));
-        vf[e] = f.x, vf[e + 1] = f.y;
+      for (int e = 0; e < kPer / 2; ++e) {
+        const float2 x = __bfloat1622float2(h[e]);
+        vf[2 * e] = x.x, vf[2 * e + 1] = x.y;
       }
 #pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g)
-        if (g < G) {
-          const float pj = sp[g][j];
+      for (int g = 0; g < G; ++g) {
+        const float pj = s_score[g][j];
 #pragma unroll
-          for (int e = 0; e < kPer; ++e) acc[g][e] += pj * vf[e];
-        }
+        for (int e = 0; e < kPer; ++e) acc[g][e] += pj * vf[e];
+      }
     }
-    __syncwarp();  // this stage's buffers and sp are free for the tile after next
   }
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) s_out[warp][g][lane * kPer + e] = acc[g][e];
+  __syncthreads();
 
+  for (int i = tid; i < a.group * D; i += kThreads) {
+    const int g = i / D, e = i % D;
+    const float o = s_out[0][g][e] + s_out[1][g][e] + s_out[2][g][e] + s_out[3][g][e];
+    const int64_t h = h0 + g;
+    float lg = 0.0f, mg = 0.0f;
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g >= G) break;
-    float sum = l[g];
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(~0u, sum, o);
-    const int64_t h = int64_t(kh) * G + g;
+    for (int gg = 0; gg < G; ++gg)
+      if (gg == g) lg = l[gg], mg = m[gg];
     if (a.splits == 1) {
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-#pragma unroll
-      for (int e = 0; e < kPer; e += 2)
-        *reinterpret_cast<__nv_bfloat162*>(a.out + (t * a.hq + h) * D + lane * kPer + e) =
-            __floats2bfloat162_rn(acc[g][e] * inv, acc[g][e + 1] * inv);
+      a.out[(t * a.hq + h) * D + e] = __float2bfloat16(o / lg);
     } else {
       float* row = a.part + ((t * a.hq + h) * a.splits + blockIdx.y) * (D + 2);
-#pragma unroll
-      for (int e = 0; e < kPer; ++e) row[lane * kPer + e] = acc[g][e];
-      if (lane == 0) row[D] = m[g], row[D + 1] = sum;
+      row[e] = o;
+      if (e == 0) row[D] = mg, row[D + 1] = lg;
     }
   }
 }
@@ -186,6 +236,14 @@ __global__ void merge_kernel(const float* part, bf16* out, int splits) {
   }
 }
 
+template <int D>
+void launch(const dim3& grid, cudaStream_t stream, const DecodeArgs& args) {
+  if (args.group == 1) decode_kernel<D, 1><<<grid, kThreads, 0, stream>>>(args);
+  else if (args.group == 2) decode_kernel<D, 2><<<grid, kThreads, 0, stream>>>(args);
+  else if (args.group <= 4) decode_kernel<D, 4><<<grid, kThreads, 0, stream>>>(args);
+  else decode_kernel<D, 8><<<grid, kThreads, 0, stream>>>(args);
+}
+
 }  // namespace
 
 bool decode_attention_supports(const Tensor& q, const Tensor& k_cache) {
@@ -198,11 +256,15 @@ bool decode_attention_supports(const Tensor& q, const Tensor& k_cache) {
 void decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& slots,
                       const Tensor& pos, float scale, Tensor& out) {
   const int dev = cuda_kernels::use_device(q);
-  const int64_t tokens = q.size(0), hkv = k_cache.size(2), d = q.size(2);
-  // Enough blocks for every SM to hold several: split the keys when (token, KV head) pairs are few.
-  const int64_t blocks = tokens * hkv, want = int64_t(cuda_kernels::sm_count(dev)) * 8;
-  const int64_t tiles = (k_cache.size(1) + kTile - 1) / kTile;
-  const int splits = int(std::clamp<int64_t>((want + blocks - 1) / blocks, 1, std::min<int64_t>(tiles, 32)));
+  LOFT_CHECK(cuda_kernels::aligned16(v_cache.data()), "decode_attention: the V cache is not 16-byte aligned");
+  const int64_t tokens = q.size(0), hkv = k_cache.size(2), d = q.size(2), max_len = k_cache.size(1);
+  // Splits of at most kMaxPart keys (shared scores), more when (token, KV head) pairs are too few
+  // to give every SM several blocks (a single stream), never under 64 keys each.
+  const int64_t pairs = tokens * hkv, want = int64_t(cuda_kernels::sm_count(dev)) * 8;
+  int64_t splits = (max_len + kMaxPart - 1) / kMaxPart;
+  if (pairs * splits < want) splits = std::min((want + pairs - 1) / pairs, (max_len + 63) / 64);
+  const int64_t part_len = ((max_len + splits - 1) / splits + 63) / 64 * 64;
+  splits = (max_len + part_len - 1) / part_len;
   Tensor part;
   if (splits > 1) part = Tensor::empty({tokens, q.size(1), splits, d + 2}, DType::F32, q.device());
   const DecodeArgs args{q.ptr<bf16>(),
@@ -213,21 +275,22 @@ void decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                         out.ptr<bf16>(),
                         splits > 1 ? part.ptr<float>() : nullptr,
                         k_cache.size(0),
-                        int(k_cache.size(1)),
+                        int(max_len),
                         int(q.size(1)),
                         int(hkv),
                         int(q.size(1) / hkv),
-                        splits,
+                        int(splits),
+                        int(part_len),
                         scale * kLog2e};
   const cudaStream_t stream = cuda::stream(dev);
-  const dim3 grid{unsigned(blocks), unsigned(splits)};
-  if (d == 64) decode_kernel<64><<<grid, kWarp, 0, stream>>>(args);
-  else decode_kernel<128><<<grid, kWarp, 0, stream>>>(args);
+  const dim3 grid{unsigned(pairs), unsigned(splits)};
+  if (d == 64) launch<64>(grid, stream, args);
+  else launch<128>(grid, stream, args);
   cuda::check_launch("decode_attention");
   if (splits == 1) return;
   const unsigned rows = unsigned(tokens * q.size(1));
-  if (d == 64) merge_kernel<64><<<rows, 64, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), splits);
-  else merge_kernel<128><<<rows, 128, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), splits);
+  if (d == 64) merge_kernel<64><<<rows, 64, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), int(splits));
+  else merge_kernel<128><<<rows, 128, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), int(splits));
   cuda::check_launch("decode_attention merge");
 }
 

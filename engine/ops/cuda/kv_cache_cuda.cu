@@ -98,6 +98,40 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// (value, id) a comes before b: a total order whose first element is the sequential argmax.
+__device__ __forceinline__ bool before(float av, int ai, float bv, int bi) {
+  const bool an = isnan(av), bn = isnan(bv);
+  if (an != bn) return bn;
+  if (!an && av != bv) return av > bv;
+  return ai < bi;
+}
+
+constexpr int kArgmaxThreads = 256;
+
+__global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* x, int64_t n, int32_t* out) {
+  __shared__ float s_v[kArgmaxThreads / 32];
+  __shared__ int s_i[kArgmaxThreads / 32];
+  const float* row = x + int64_t(blockIdx.x) * n;
+  float bv = NAN;
+  int bi = INT32_MAX;
+  for (int64_t i = threadIdx.x; i < n; i += kArgmaxThreads)
+    if (before(row[i], int(i), bv, bi)) bv = row[i], bi = int(i);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_xor_sync(~0u, bv, o);
+    const int oi = __shfl_xor_sync(~0u, bi, o);
+    if (before(ov, oi, bv, bi)) bv = ov, bi = oi;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) s_v[warp] = bv, s_i[warp] = bi;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kArgmaxThreads / 32; ++w)
+      if (before(s_v[w], s_i[w], bv, bi)) bv = s_v[w], bi = s_i[w];
+    out[blockIdx.x] = bi;
+  }
+}
+
 CacheDims dims_of(const Tensor& cache) {
   return {cache.size(0), cache.size(1), int(cache.size(2)), int(cache.size(3))};
 }
@@ -143,6 +177,14 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
         scale_log2);
     cuda::check_launch("cached_attention");
   });
+}
+
+void argmax_rows(const Tensor& x, Tensor& out) {
+  const int dev = use_device(x);
+  LOFT_CHECK(x.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX, "argmax_rows: ", x.str(), " too large for one launch");
+  argmax_kernel<<<unsigned(x.size(0)), kArgmaxThreads, 0, cuda::stream(dev)>>>(x.ptr<float>(), x.size(1),
+                                                                             out.ptr<int32_t>());
+  cuda::check_launch("argmax_rows");
 }
 
 }  // namespace loft::ops::cuda_kv

@@ -20,8 +20,13 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
                       const Tensor* tiles = nullptr);
 
-// The decode kernel (decode_attention.cu): one warp per (token, KV head) over double-buffered
-// 32-key tiles, keys split over blocks when the pairs are few. Same semantics as cached_attention.
+// The decode kernel (decode_attention.cu): a block of 4 warps per (token, KV head, split of at
+// most 512 keys) for all the KV head's query heads, cache rows loaded straight into registers.
+// Same semantics as cached_attention.
+// One block per row: each thread scans a stride, then a tree of (value, id) under one total order
+// (non-NaN over NaN, larger value, lower id), so the result is the CPU's sequential argmax.
+void argmax_rows(const Tensor& x, Tensor& out);
+
 bool decode_attention_supports(const Tensor& q, const Tensor& k_cache);
 void decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& slots,
                       const Tensor& pos, float scale, Tensor& out);

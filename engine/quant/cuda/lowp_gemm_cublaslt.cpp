@@ -3,7 +3,8 @@
 // transposed; its B = our A), the only layout its FP8 kernels take.
 // FP8: fp32 accumulation (FAST_ACCUM off: Hopper's FP8 tensor cores are promoted to full fp32),
 // the scales passed as device pointers (A/B_SCALE_POINTER) so no host sync, alpha on the host.
-// INT8: int32 accumulation into a scratch tensor, then apply_scales.
+// INT8: int32 accumulation into a scratch tensor (igemm_i32, which HOT's dX GEMM uses as it is),
+// then apply_scales.
 // Anything cuBLASLt cannot take (no FP8 before compute capability 8.9, dims not multiples of 16,
 // operands not 16-byte aligned, no algorithm found) returns false and gemm_lowp falls back.
 #include <map>
@@ -113,52 +114,69 @@ std::unique_ptr<LowpPlan> make_plan(const Key& key) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// The cached plan for one shape and dtype triple, or nullptr when cuBLASLt has none. Plans live
+// for the process; plans_mu serialises lookups and the launches that use the descriptors.
+std::mutex plans_mu;
+const LowpPlan* find_plan(const Key& key) {
+  static std::map<Key, std::unique_ptr<LowpPlan>> plans;
+  auto it = plans.find(key);
+  if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
+  return it->second->ok ? it->second.get() : nullptr;
+}
+
+bool fits(int64_t m, int64_t n, int64_t k, const void* a, const void* b, const void* c) {
+  return m % 16 == 0 && n % 16 == 0 && k % 16 == 0 && aligned16(a) && aligned16(b) && aligned16(c);
+}
+
 }  // namespace
+
+bool igemm_i32(const Tensor& a, const Tensor& b, Tensor& acc) {
+  const int dev = acc.device().index;
+  loft::cuda::set_device(dev);
+  const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
+  if (!fits(m, n, k, a.data(), b.data(), acc.data())) return false;
+  std::lock_guard lock(plans_mu);
+  const LowpPlan* plan = find_plan(Key{dev, m, n, k, DType::I8, DType::I8, DType::I32});
+  if (!plan) return false;
+  size_t ws_bytes = 0;
+  void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
+  const int32_t one = 1, zero = 0;
+  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan->desc, &one, b.data(),
+                                   plan->lt_a, a.data(), plan->lt_b, &zero, acc.data(), plan->lt_c,
+                                   acc.data(), plan->lt_c, &plan->algo, ws, plan->workspace,
+                                   loft::cuda::stream(dev)));
+  return true;
+}
 
 bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
                     float alpha) {
   const int dev = c.device().index;
   loft::cuda::set_device(dev);
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
-  const bool int8 = a.dtype() == DType::I8;
-  if (m % 16 || n % 16 || k % 16 || !aligned16(a.data()) || !aligned16(b.data()) ||
-      !aligned16(c.data()))
-    return false;
-  if (!int8 && !has_fp8(dev)) return false;
-  const Key key{dev, m, n, k, a.dtype(), b.dtype(), int8 ? DType::I32 : c.dtype()};
-
-  static std::mutex mu;
-  static std::map<Key, std::unique_ptr<LowpPlan>> plans;
-  std::lock_guard lock(mu);
-  auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
-  const LowpPlan& plan = *it->second;
-  if (!plan.ok) return false;
-
-  size_t ws_bytes = 0;
-  void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
-  cudaStream_t st = loft::cuda::stream(dev);
-  cublasLtHandle_t h = loft::cuda::cublaslt_handle(dev);
-  if (int8) {
+  if (a.dtype() == DType::I8) {
     Tensor acc = Tensor::empty({m, n}, DType::I32, c.device());
-    const int32_t one = 1, zero = 0;
-    LOFT_CUBLAS_CHECK(cublasLtMatmul(h, plan.desc, &one, b.data(), plan.lt_a, a.data(), plan.lt_b,
-                                     &zero, acc.data(), plan.lt_c, acc.data(), plan.lt_c, &plan.algo,
-                                     ws, plan.workspace, st));
+    if (!aligned16(c.data()) || !igemm_i32(a, b, acc)) return false;
     apply_scales(acc, sa, sb, alpha, c);
     return true;
   }
+  if (!fits(m, n, k, a.data(), b.data(), c.data()) || !has_fp8(dev)) return false;
+  std::lock_guard lock(plans_mu);
+  const LowpPlan* plan = find_plan(Key{dev, m, n, k, a.dtype(), b.dtype(), c.dtype()});
+  if (!plan) return false;
+  size_t ws_bytes = 0;
+  void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
   // cuBLASLt's A is our B: its scale is sb.
   const void* scale_a = sb.data();
   const void* scale_b = sa.data();
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                                                    &scale_a, sizeof scale_a));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                    &scale_b, sizeof scale_b));
   const float beta = 0.0f;
-  LOFT_CUBLAS_CHECK(cublasLtMatmul(h, plan.desc, &alpha, b.data(), plan.lt_a, a.data(), plan.lt_b,
-                                   &beta, c.data(), plan.lt_c, c.data(), plan.lt_c, &plan.algo, ws,
-                                   plan.workspace, st));
+  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan->desc, &alpha, b.data(),
+                                   plan->lt_a, a.data(), plan->lt_b, &beta, c.data(), plan->lt_c,
+                                   c.data(), plan->lt_c, &plan->algo, ws, plan->workspace,
+                                   loft::cuda::stream(dev)));
   return true;
 }
 

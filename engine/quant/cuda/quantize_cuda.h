@@ -15,5 +15,8 @@ void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float a
 // GPU, the formats, the shapes or the alignments do not allow it.
 bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
                     float alpha);
+// acc I32 [M, N] = a·bᵀ for INT8 a [M, K] and b [N, K] through cuBLASLt's IGEMM (exact int32);
+// false (nothing done) when the shapes (multiples of 16), alignments or cuBLASLt do not allow it.
+bool igemm_i32(const Tensor& a, const Tensor& b, Tensor& acc);
 
 }  // namespace loft::quant::cuda
