@@ -31,7 +31,7 @@ namespace loft::app {
 namespace {
 
 struct BenchOptions {
-  std::string shape, model, methods = MethodOptions().method, device;
+  std::string shape, model, methods = default_method(), device;
   std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
   std::string eval;             // --eval mmlu|gsm8k|decode: the evaluator's bench instead
   int64_t limit = -1, slots = 64, max_gen_toks = 256;  // --eval

@@ -33,7 +33,7 @@ constexpr int64_t kMaxRows = int64_t(1) << 20;  // --batch / --micro-batch rows
 constexpr int64_t kMaxRank = int64_t(1) << 16;  // --lora-rank
 
 struct FinetuneOptions {
-  std::string model, out = "runs/latest", method, device;  // method "": lora or the init adapter's
+  std::string model, out = "runs/latest", method, device;  // method "": the default or the init adapter's
   DataOptions data;
   int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
   double lr = 0, max_grad_norm = -1, weight_decay = 0;
@@ -258,7 +258,7 @@ void add_finetune_command(CLI::App& root) {
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
   cmd->add_option("--method", o->method,
-                  cat(method_name_list(" or "), "; default ", MethodOptions().method,
+                  cat(method_name_list(" or "), "; default ", default_method(),
                       ", or the --init-adapter's recorded method"));
   add_method_flags(*cmd, o->method_flags, MethodFlagUse::finetune);
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->check(int_in(1));
