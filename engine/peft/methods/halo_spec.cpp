@@ -144,7 +144,7 @@ class HaloSpec : public MethodSpec {
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64& rng) const override {
     const HaloOptions h = m.get<HaloOptions>();
     // HALO takes the WeightSource itself: an FP8 checkpoint's codes or exact values.
-    return lora_family_factory(m, rng, [h](const WeightSource& w) { return halo_weight(w, h); });
+    return lora_family_factory(m, rng, [h](const std::string&, const WeightSource& w) { return halo_weight(w, h); });
   }
   Tensor export_backbone(const Tensor& w, const MethodOptions& m) const override {
     // Dense codes are undone (the adapter merges onto W); an NF4 backbone is kept.

@@ -8,7 +8,7 @@ LinearFactory lora_family_factory(const MethodOptions& opt, std::mt19937_64& rng
   // Every frozen projection, adapted or not, is stored the method's way.
   return [opt, &rng, store](const std::string& name, const std::string& target,
                             WeightSource weight) -> std::unique_ptr<AdaptedLinear> {
-    auto frozen = store(weight);
+    auto frozen = store(name, weight);
     if (!opt.targets.count(target)) return std::make_unique<FrozenLinear>(std::move(frozen));
     return std::make_unique<LoraLinear>(name, std::move(frozen), opt.lora, rng);
   };
@@ -28,7 +28,7 @@ class LoraSpec : public MethodSpec {
   }
   std::string memory_row(const MethodOptions&) const override { return "lora-bf16"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
-    return lora_family_factory(opt, rng, [](const WeightSource& w) { return dense_weight(w.dense()); });
+    return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return dense_weight(w.dense()); });
   }
 };
 

@@ -18,7 +18,7 @@ class QloraSpec : public MethodSpec {
   }
   std::string memory_row(const MethodOptions&) const override { return "qlora-nf4"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
-    return lora_family_factory(opt, rng, [](const WeightSource& w) { return nf4_weight(w.dense()); });
+    return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return nf4_weight(w.dense()); });
   }
   Tensor export_backbone(const Tensor& w, const MethodOptions&) const override {
     return frozen_weight_f32(*nf4_weight(w));
