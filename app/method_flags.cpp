@@ -34,6 +34,10 @@ void add_method_flags(CLI::App& cmd, MethodFlagValues& given, MethodFlagUse use)
     }
   for (const MethodFlag& f : order) {
     const std::string name = f.name;
+    if (f.is_switch) {
+      cmd.add_flag_callback(name, [&given, name] { given[name] = "true"; }, helps[name]);
+      continue;
+    }
     CLI::Option* o = cmd.add_option_function<std::string>(
         name, [&given, name](const std::string& v) { given[name] = v; }, helps[name]);
     if (f.int_range) o->type_name("INT")->check(int_in(f.int_range->first, f.int_range->second));

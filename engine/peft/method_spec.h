@@ -23,11 +23,13 @@ struct MethodFlag {
   std::string help;          // what it sets; the command adds its default
   std::string default_text;  // "2", "the rank"
   // Integer options: the accepted range, checked as the command line is read.
-  std::optional<std::pair<int64_t, int64_t>> int_range;
+  std::optional<std::pair<int64_t, int64_t>> int_range = std::nullopt;
+  // A switch takes no value: given, `set` receives "true".
+  bool is_switch = false;
   // Stores a value into the options; UsageError naming the option for a bad one.
-  std::function<void(MethodOptions&, const std::string&)> set;
+  std::function<void(MethodOptions&, const std::string&)> set = nullptr;
   // The value the options hold, as `set` reads it.
-  std::function<std::string(const MethodOptions&)> get;
+  std::function<std::string(const MethodOptions&)> get = nullptr;
   // A non-default value under a method that does not take this option is an error rather than
   // ignored: the run would silently not be what was asked (--backbone nf4 under lora).
   bool refused_elsewhere = false;
@@ -139,7 +141,7 @@ template <class T, class V>
 MethodFlag method_flag(std::string name, std::string help, std::string default_text,
                        V T::*field, std::function<V(const std::string&)> parse,
                        std::function<std::string(V)> print) {
-  MethodFlag f{std::move(name), std::move(help), std::move(default_text), std::nullopt, {}, {}, false};
+  MethodFlag f{std::move(name), std::move(help), std::move(default_text)};
   f.set = [field, parse](MethodOptions& m, const std::string& v) { m.get<T>().*field = parse(v); };
   f.get = [field, print](const MethodOptions& m) { return print(m.get<T>().*field); };
   return f;
