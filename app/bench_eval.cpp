@@ -39,8 +39,7 @@ std::unique_ptr<llama::LlamaModel> bench_model(const EvalBenchOptions& o, const 
                          "'s vocabulary of ", cfg->vocab_size));
   if (tok && tok->eos_id() >= 0) cfg->eos_token_ids = {tok->eos_id()};
   std::mt19937_64 rng(o.seed);
-  MethodOptions m;  // no targets: every projection frozen
-  m.method = "lora";
+  MethodOptions m;  // the default method, no targets: every projection frozen
   const DType dtype = device.is_cpu() ? DType::F32 : DType::BF16;
   return std::make_unique<llama::LlamaModel>(
       *cfg, llama::random_llama_weights(*cfg, dtype, device, o.seed), make_linear_factory(m, rng));

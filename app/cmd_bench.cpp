@@ -15,12 +15,13 @@
 #include "app/bench_kernels.h"
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
+#include "app/method_flags.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/peft/method.h"
-#include "engine/peft/method_record.h"
+#include "engine/peft/method_spec.h"
 #include "engine/train/bench.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
@@ -30,14 +31,11 @@ namespace loft::app {
 namespace {
 
 struct BenchOptions {
-  std::string shape, model, methods = "lora", device;
+  std::string shape, model, methods = default_method(), device;
   std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
   std::string eval;             // --eval mmlu|gsm8k|decode: the evaluator's bench instead
   int64_t limit = -1, slots = 64, max_gen_toks = 256;  // --eval
-  std::string halo_format = "fp8", backbone = "dense";  // method halo
-  int halo_level = 2;                                   // method halo
-  int falqon_topk = 0;                                  // method falqon
-  std::string falqon_buffer = "accumulate";             // method falqon
+  MethodFlagValues method_flags;  // the methods' own options, as given
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
@@ -45,30 +43,17 @@ struct BenchOptions {
   uint64_t seed = 0;
 };
 
-// The methods bench can build; the low-precision ones join here as they land.
-const std::vector<std::string> kMethods = {"lora", "qlora", "falqon", "halo"};
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
 // A --method item is a method name with optional ':'-separated variants that override the
 // method's options for that item alone, so one call can compare, e.g.,
-// "halo,halo:int8,halo:nf4,halo:l1": fp8|int8 and dense|nf4 and l0|l1|l2 (halo), reset|accumulate
-// (falqon). The item, as given, names the run in the table and the JSON.
+// "halo,halo:int8,halo:nf4,halo:l1" (each method's variants: MethodSpec::apply_variant). The
+// item, as given, names the run in the table and the JSON.
 MethodOptions method_options(const BenchOptions& o, const std::string& item) {
-  std::stringstream ss(item);
-  std::string name, v;
-  std::getline(ss, name, ':');
-  MethodOptions m{name, {o.rank, o.alpha}, parse_lora_targets("all"),
-                  {o.halo_level, parse_halo_format(o.halo_format), parse_halo_backbone(o.backbone)},
-                  {o.falqon_topk, parse_falqon_buffer(o.falqon_buffer), o.seed}};
-  while (std::getline(ss, v, ':')) {
-    if (name == "halo" && (v == "fp8" || v == "int8")) m.halo.format = parse_halo_format(v);
-    else if (name == "halo" && (v == "dense" || v == "nf4")) m.halo.backbone = parse_halo_backbone(v);
-    else if (name == "halo" && v.size() == 2 && v[0] == 'l' && v[1] >= '0' && v[1] <= '2') m.halo.level = v[1] - '0';
-    else if (name == "falqon" && (v == "reset" || v == "accumulate")) m.falqon.buffer = parse_falqon_buffer(v);
-    else
-      throw UsageError(cat("--method ", item, ": '", v, "' is not a variant of ", name,
-                           " (halo: fp8|int8, dense|nf4, l0|l1|l2; falqon: reset|accumulate)"));
-  }
+  MethodOptions m{"", {o.rank, o.alpha}, parse_lora_targets("all"), o.seed};
+  m.method = item.substr(0, item.find(':'));
+  apply_method_flags(o.method_flags, m);
+  apply_method_variants(item, m);
   apply_method_invariants(m);
   return m;
 }
@@ -77,15 +62,7 @@ MethodOptions method_options(const BenchOptions& o, const std::string& item) {
 nlohmann::ordered_json options_json(const BenchOptions& o, const std::string& item) {
   const MethodOptions m = method_options(o, item);
   nlohmann::ordered_json j{{"rank", m.lora.rank}, {"alpha", m.lora.alpha}};
-  if (m.method == "halo") {
-    j["halo_level"] = m.halo.level;
-    j["halo_format"] = halo_format_name(m.halo.format);
-    j["backbone"] = backbone_name(m.halo.backbone);
-  }
-  if (m.method == "falqon") {
-    j["falqon_topk"] = m.falqon.topk ? m.falqon.topk : m.lora.rank;
-    j["falqon_buffer"] = falqon_buffer_name(m.falqon.buffer);
-  }
+  method_spec(m.method).bench_options(m, j);
   return j;
 }
 
@@ -100,9 +77,9 @@ std::vector<std::string> parse_methods(const std::string& spec) {
   std::vector<std::string> out;
   std::stringstream ss(spec);
   for (std::string item; std::getline(ss, item, ',');) {
-    if (std::find(kMethods.begin(), kMethods.end(), item.substr(0, item.find(':'))) == kMethods.end())
+    if (!find_method_spec(item.substr(0, item.find(':'))))
       throw UsageError(cat("--method ", item.empty() ? "''" : item, ": unknown method (known: ",
-                           joined(kMethods), "; give one or a comma list)"));
+                           joined(method_names()), "; give one or a comma list)"));
     out.push_back(item);
   }
   if (out.empty() || spec.back() == ',')
@@ -418,15 +395,14 @@ void add_bench_command(CLI::App& root) {
                                 "model shape: " + joined(llama::bench_shape_names()));
   auto* model = cmd->add_option("--model", o->model, "Hugging Face Llama folder instead of a shape");
   shape->excludes(model);
+  std::vector<std::string> examples;
+  for (const MethodSpec* s : method_specs())
+    for (const std::string& e : s->variant_examples()) examples.push_back(e);
   cmd->add_option("--method", o->methods,
-                  "fine-tuning method, or a comma list run in turn: " + joined(kMethods) +
-                      "; variants after ':' (halo:int8, halo:nf4, halo:l1, falqon:reset)")
+                  "fine-tuning method, or a comma list run in turn: " + joined(method_names()) +
+                      "; variants after ':' (" + joined(examples) + ")")
       ->capture_default_str();
-  cmd->add_option("--halo-level", o->halo_level, "HALO rotation level 0, 1 or 2")->capture_default_str();
-  cmd->add_option("--backbone", o->backbone, "HALO weight store: dense or nf4")->capture_default_str();
-  cmd->add_option("--halo-format", o->halo_format, "HALO format: fp8 or int8")->capture_default_str();
-  cmd->add_option("--falqon-topk", o->falqon_topk, "FALQON rows updated per step (0: the rank)")->capture_default_str();
-  cmd->add_option("--falqon-buffer", o->falqon_buffer, "FALQON buffer: reset or accumulate")->capture_default_str();
+  add_method_flags(*cmd, o->method_flags, MethodFlagUse::bench);
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();
   cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str();
   cmd->add_option("--steps", o->steps, "timed steps")->capture_default_str();

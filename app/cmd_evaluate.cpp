@@ -10,6 +10,7 @@
 #include "app/commands.h"
 #include "app/run_outputs.h"
 #include "app/model_loading.h"
+#include "engine/peft/method.h"
 #include "eval/gsm8k.h"
 #include "eval/harness.h"
 #include "eval/mmlu.h"
@@ -256,8 +257,8 @@ void add_evaluate_command(CLI::App& root) {
   cmd->add_option("--model", o->model, "Hugging Face Llama folder")->required();
   cmd->add_option("--adapter", o->adapter, "PEFT adapter folder to apply");
   cmd->add_option("--method", o->method,
-                  "build the model for this method instead of the adapter's recorded one (default: "
-                  "the record; lora for PEFT-made adapters and no adapter)");
+                  cat("build the model for this method instead of the adapter's recorded one (default: "
+                      "the record; ", default_method(), " for PEFT-made adapters and no adapter)"));
   cmd->add_option("--task", o->task, "ppl, mmlu, gsm8k or gsm8k-cot")->capture_default_str();
   cmd->add_option("--data", o->data,
                   "ppl: a text file, one document per non-empty line; mmlu: a folder with dev/ and test/; "

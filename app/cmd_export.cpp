@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "engine/peft/method_spec.h"
 #include "export/export.h"
 
 namespace loft::app {
@@ -18,8 +19,8 @@ void add_export_command(CLI::App& root) {
   cmd->add_option("--adapter", *adapter,
                   "adapter folder (finetune's RUN/adapter); without it the base is converted");
   cmd->add_option("--method", o->method,
-                  "build the adapter with this method instead of its recorded one "
-                  "(lora, qlora, falqon, halo)");
+                  "build the adapter with this method instead of its recorded one (" +
+                      method_name_list() + ")");
   cmd->add_option("--format", o->format, "fp8, bf16, peft, gguf (llama.cpp model) or gguf-lora (llama.cpp adapter)")->required();
   cmd->add_option("--out", *out,
                   "output folder (must not exist unless --overwrite); gguf/gguf-lora: a path ending "

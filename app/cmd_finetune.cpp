@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "app/data_options.h"
+#include "app/method_flags.h"
 #include "app/model_loading.h"
 #include "app/option_checks.h"
 #include "app/run_outputs.h"
@@ -15,6 +16,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
+#include "engine/peft/method_spec.h"
 #include "engine/train/run_folder.h"
 #include "engine/train/trainer.h"
 #include "models/llama/generation_config.h"
@@ -29,18 +31,15 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int64_t kMaxRows = int64_t(1) << 20;  // --batch / --micro-batch rows
-constexpr int64_t kMaxRank = int64_t(1) << 16;  // --lora-rank, --falqon-topk
+constexpr int64_t kMaxRank = int64_t(1) << 16;  // --lora-rank
 
 struct FinetuneOptions {
-  std::string model, out = "runs/latest", method, device;  // method "": lora or the init adapter's
+  std::string model, out = "runs/latest", method, device;  // method "": the default or the init adapter's
   DataOptions data;
   int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
   double lr = 0, max_grad_norm = -1, weight_decay = 0;
   std::string schedule, targets = "all", init_adapter;
-  std::string halo_format, backbone;  // "": fp8 / dense, or the init adapter's
-  int halo_level = -1;                // -1: 2 (METHODS.md's default), or the init adapter's
-  int falqon_topk = -1;               // -1: the rank, or the init adapter's
-  std::string falqon_buffer;          // "": accumulate, or the init adapter's
+  MethodFlagValues method_flags;  // the methods' own options, as given (else their defaults or the init adapter's)
   int rank = 0;
   float alpha = 0;
   uint64_t seed = 0;
@@ -78,9 +77,8 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
      << "  method     " << m.method;
-  if (m.method == "halo")
-    os << " (level " << m.halo.level << ", " << halo_format_name(m.halo.format) << ", backbone "
-       << backbone_name(m.halo.backbone) << ")";
+  if (const std::string detail = method_spec(m.method).plan_detail(m); !detail.empty())
+    os << " (" << detail << ")";
   os << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
      << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
      << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
@@ -123,7 +121,7 @@ void print_data_plan(std::ostream& os, const data::DataLoader& loader, const lla
 }
 
 // The method: an --init-adapter's record (or LoRA for a PEFT-made one) unless --method names
-// another; explicit --halo-level/--halo-format override the recorded HALO options.
+// another; the methods' options given explicitly override the recorded ones.
 MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter>& init) {
   MethodOptions m;
   if (!o.init_adapter.empty()) {
@@ -133,17 +131,13 @@ MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter
       throw UsageError(cat("--init-adapter ", o.init_adapter, " has r=", m.lora.rank,
                            " alpha=", m.lora.alpha, ", which --lora-rank/--lora-alpha contradict"));
   } else {
-    m.method = o.method.empty() ? "lora" : o.method;
+    if (!o.method.empty()) m.method = o.method;  // else the default method
     const MethodDefaults d = method_defaults(m.method);
     m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
     m.targets = parse_lora_targets(o.targets);
   }
-  if (o.halo_level >= 0) m.halo.level = o.halo_level;
-  if (!o.halo_format.empty()) m.halo.format = parse_halo_format(o.halo_format);
-  if (!o.backbone.empty()) m.halo.backbone = parse_halo_backbone(o.backbone);
-  if (o.falqon_topk >= 0) m.falqon.topk = o.falqon_topk;
-  if (!o.falqon_buffer.empty()) m.falqon.buffer = parse_falqon_buffer(o.falqon_buffer);
-  m.falqon.seed = o.seed;
+  apply_method_flags(o.method_flags, m);
+  m.seed = o.seed;
   apply_method_invariants(m);
   return m;
 }
@@ -270,17 +264,9 @@ void add_finetune_command(CLI::App& root) {
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
   cmd->add_option("--method", o->method,
-                  "lora, qlora, falqon or halo; default lora, or the --init-adapter's recorded method");
-  cmd->add_option("--halo-level", o->halo_level,
-                  "HALO rotations: 0 none, 1 input dim, 2 also dY along tokens; default 2, or the --init-adapter's")->check(int_in(0, 2));
-  cmd->add_option("--halo-format", o->halo_format,
-                  "HALO low-precision format fp8 or int8; default fp8, or the --init-adapter's");
-  cmd->add_option("--backbone", o->backbone,
-                  "HALO weight store: dense codes, or nf4 (decoded per GEMM); default dense, or the --init-adapter's");
-  cmd->add_option("--falqon-topk", o->falqon_topk,
-                  "FALQON rows updated per step; default the rank, or the --init-adapter's")->check(int_in(0, kMaxRank));
-  cmd->add_option("--falqon-buffer", o->falqon_buffer,
-                  "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep unapplied rows); default accumulate, or the --init-adapter's");
+                  cat(method_name_list(" or "), "; default ", default_method(),
+                      ", or the --init-adapter's recorded method"));
+  add_method_flags(*cmd, o->method_flags, MethodFlagUse::finetune);
   cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->check(int_in(1));
   cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)")->check(int_in(1, kMaxRows));
   cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->check(int_in(1, kMaxRows));

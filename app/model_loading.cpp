@@ -21,7 +21,7 @@ LoadedModel load_model_with_adapter(const std::string& model_dir, const std::str
   LoadedModel out;
   if (adapter_dir.empty()) {
     MethodOptions m;  // no targets: every projection frozen, stored the method's way
-    m.method = method.empty() ? "lora" : method;
+    if (!method.empty()) m.method = method;  // else the default method
     out.model = llama::load_model(model_dir, device, make_linear_factory(m, rng));
     out.method = m.method;
   } else {

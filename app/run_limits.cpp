@@ -2,20 +2,11 @@
 
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
+#include "engine/peft/method_spec.h"
 
 namespace loft::app {
 
 namespace {
-
-const char* estimate_name(const MethodOptions& m) {
-  if (m.method == "qlora") return "qlora-nf4";
-  if (m.method == "falqon") return "falqon-fp8";
-  if (m.method == "halo") {
-    if (m.halo.backbone == HaloBackbone::Nf4) return "halo-nf4";
-    return m.halo.format == quant::LowpFormat::INT8 ? "halo-int8" : "halo-fp8";
-  }
-  return "lora-bf16";
-}
 
 double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 
@@ -28,7 +19,7 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.seq = seq;
   eo.lora_rank = m.lora.rank;
   for (llama::MethodMemory& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == estimate_name(m)) return e;
+    if (e.method == method_spec(m.method).memory_row(m)) return e;
   throw Error(cat("no memory estimate for method ", m.method));
 }
 

@@ -4,11 +4,8 @@
 #include <set>
 
 #include "engine/ops/ops.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/peft/method_spec.h"
 #include "engine/peft/method_state.h"
-#include "engine/peft/nf4_weight.h"
-#include "engine/quant/hadamard.h"
-#include "engine/quant/nf4.h"
 #include "models/llama/fp8_checkpoint.h"
 #include "models/llama/loading.h"
 #include "models/llama/weights.h"
@@ -44,27 +41,8 @@ Tensor f32_copy(const Tensor& t) {
   return Tensor::from_vector(t.to_float_vector(), t.shape());
 }
 
-// HALO's NF4 backbone as the model computed with it: W rotated along its input (levels 1, 2),
-// stored NF4-DQ, decoded, and rotated back.
-Tensor halo_nf4_backbone(const Tensor& w, int level) {
-  Tensor wr = w;
-  quant::HadamardPlan plan;
-  if (level >= 1) {
-    plan = quant::plan_for(w.size(1));
-    wr = Tensor::empty(w.shape(), DType::F32);
-    quant::hadamard_transform(plan, w, wr);
-  }
-  Tensor back = dequantize_nf4(quantize_nf4(wr), DType::F32);
-  if (level >= 1) quant::hadamard_transform(plan, back, back, /*inverse=*/true);
-  return back;
-}
-
 // "q_proj", ... (all_lora_targets() lists them in Proj order).
 const std::string& target_name(llama::Proj p) { return all_lora_targets().at(size_t(p)); }
-
-bool lora_style(const std::string& method) {
-  return method == "lora" || method == "qlora" || method == "halo";
-}
 
 }  // namespace
 
@@ -106,7 +84,8 @@ MergedSource::MergedSource(const fs::path& model_dir, const fs::path& adapter_di
   adapter_ = load_peft_adapter(adapter_dir);
   method_ = llama::method_options_for(*adapter_, method, adapter_dir, note);
   // Every check before any tensor is computed: a module the base lacks, a target without its A/B
-  // (LoRA-style methods) or without its state (FALQON).
+  // (pair methods) or without its state (the others: FALQON).
+  const MethodSpec& spec = method_spec(method_->method);
   const auto state_of = split_method_state(adapter_->method_state,
                                            (adapter_dir / kMethodStateFile).string());
   std::set<std::string> modules;
@@ -115,7 +94,7 @@ MergedSource::MergedSource(const fs::path& model_dir, const fs::path& adapter_di
     const std::string module = module_of(info.name);
     modules.insert(module);
     if (!method_->targets.count(target_name(info.proj))) continue;
-    if (lora_style(method_->method)) {
+    if (spec.pair_adapter()) {
       const auto it = adapter_->modules.find(module);
       if (it == adapter_->modules.end())
         throw Error(cat("adapter ", adapter_dir.string(), " has no lora_A/lora_B for ", module));
@@ -125,9 +104,9 @@ MergedSource::MergedSource(const fs::path& model_dir, const fs::path& adapter_di
                         shape_str(a.shape()), " and B ", shape_str(b.shape()), ", which do not fit ",
                         "the base weight ", shape_str(info.shape)));
     }
-    if (method_->method == "falqon" && !state_of.count(module))
-      throw Error(cat("adapter ", adapter_dir.string(), " has no FALQON state for ", module, " in ",
-                      kMethodStateFile, " (the trained codes are rebuilt from it)"));
+    else if (!state_of.count(module))
+      throw Error(cat("adapter ", adapter_dir.string(), " has no ", method_->method, " state for ",
+                      module, " in ", kMethodStateFile, " (the trained weights are rebuilt from it)"));
   }
   for (const auto& [module, ab] : adapter_->modules)
     if (!modules.count(module))
@@ -158,25 +137,25 @@ Tensor MergedSource::merged_projection(const MergedTensorInfo& info, quant::Scal
   const MethodOptions& m = *method_;
   const bool target = m.targets.count(target_name(info.proj)) != 0;
   const std::string module = module_of(info.name);
-  if (m.method == "falqon") {
+  const MethodSpec& spec = method_spec(m.method);
+  if (!spec.pair_adapter()) {
     if (!target) return w;
-    // The trained codes: the constructor's Q(W) (the same per-tensor quantizer as training),
-    // then the saved rows and A's codes over it; its scale is checked against the saved one.
-    FalqonLinear fl(module, WeightSource(w), m.lora.rank, m.falqon);
+    // The trained projection: the method's own (the same quantizer as training, on the exact
+    // base), then its saved state over it; e.g. FALQON's rows and A's codes, its scale checked.
+    std::mt19937_64 unused;
+    const std::unique_ptr<AdaptedLinear> lin =
+        spec.linear_factory(m, unused)(module, target_name(info.proj), WeightSource(w));
     std::map<std::string, Tensor> state;
     for (const auto& [name, t] : adapter_->method_state)
       if (name.rfind(module + ".", 0) == 0) state[name] = t;
-    restore_method_state({{module, &fl}}, state, (adapter_dir_ / kMethodStateFile).string());
-    const Tensor codes = fl.melded_codes().slice(0, info.shape[0]);
-    *fp8 = quant::with_repeated_scale(Tensor::from_host(codes.data(), info.shape, DType::F8_E4M3),
-                                      fl.weight_scale(), info.shape[0], info.shape[1]);
-    return fl.merged_weight();
+    restore_method_state({{module, lin.get()}}, state, (adapter_dir_ / kMethodStateFile).string());
+    if (auto codes = lin->trained_fp8())
+      *fp8 = quant::with_repeated_scale(
+          Tensor::from_host(codes->first.data(), info.shape, DType::F8_E4M3), codes->second,
+          info.shape[0], info.shape[1]);
+    return lin->merged_weight();
   }
-  Tensor backbone = w;
-  if (m.method == "qlora")
-    backbone = frozen_weight_f32(*nf4_weight(w));
-  else if (m.method == "halo" && m.halo.backbone == HaloBackbone::Nf4)
-    backbone = halo_nf4_backbone(w, m.halo.level);
+  Tensor backbone = spec.export_backbone(w, m);
   if (!target) return backbone;
   const auto& [a, b] = adapter_->modules.at(module);
   ops::gemm(b, a, backbone, {.alpha = m.lora.scaling(), .beta = 1.0f});

@@ -7,6 +7,7 @@
 #include "engine/io/atomic_file.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/low_rank.h"
+#include "engine/peft/method_spec.h"
 #include "engine/quant/quantize.h"
 #include "eval/progress.h"
 #include "export/metadata.h"
@@ -49,13 +50,15 @@ PeftExport fit_peft_export(const MergedSource& src, const std::string& task, std
   e.method = m.method;
   PeftAdapter& a = e.adapter;
   a.rank = trained.rank;
-  a.alpha = m.method == "falqon" ? float(m.lora.rank) : trained.alpha;
+  const MethodSpec& spec = method_spec(m.method);
+  // A fitted pair (a method whose adapter is not its PEFT pair) carries no α/r scaling.
+  a.alpha = spec.pair_adapter() ? trained.alpha : float(m.lora.rank);
   a.target_modules.assign(m.targets.begin(), m.targets.end());
   a.base_model = trained.base_model;
   const float scaling = a.alpha / float(a.rank);
 
   PeftGapReport& r = e.report;
-  r.fitted = m.method == "falqon";
+  r.fitted = !spec.pair_adapter();
   r.layer_gap.assign(size_t(src.config().num_layers), 0.0);
   std::vector<Sums> layer(size_t(src.config().num_layers));
   Sums all;
@@ -121,7 +124,7 @@ void print_peft_gap(const PeftExport& e, const std::string& tag, const std::stri
   if (r.large())
     log << "warning: this " << kind << " adapter does not reproduce the trained model faithfully: its gap ("
         << pct(r.gap) << ") exceeds an FP8 rounding of the base (" << pct(r.base_fp8_rounding)
-        << ")" << (e.method == "qlora" || e.method == "halo" ? " (the adapter was trained against an NF4/quantized backbone)" : "")
+        << ")" << (method_spec(e.method).quantized_backbone() ? " (the adapter was trained against an NF4/quantized backbone)" : "")
         << "; export the trained model itself with --format fp8 or --format bf16\n";
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/error.h"
 #include "engine/peft/weight_source.h"
 #include "engine/tensor/tensor.h"
 
@@ -51,9 +52,12 @@ class AdaptedLinear {
 
   // Trainable tensors (empty for a frozen layer).
   virtual std::vector<Param*> params() = 0;
-  // Called after every optimizer step, once the Params hold their new values: refresh derived
-  // low-precision copies, or apply FALQON's row update.
-  virtual void after_step() {}
+  // Recomputes what derives from the Params (their compute-dtype copies) and changes nothing
+  // else: after Params were loaded (resume) or set.
+  virtual void refresh_copies() {}
+  // Once after every optimizer step, with the Params' new values: applies the optimizer's update
+  // to the method's own state (FALQON folds rows of B into its FP8 backbone), then refreshes.
+  virtual void after_step() { refresh_copies(); }
   // The effective weight W + ΔW as [out, in] F32 on the CPU (export, checks).
   virtual Tensor merged_weight() const = 0;
 
@@ -62,6 +66,18 @@ class AdaptedLinear {
   // ΣΔB_applied − B̂ (METHODS.md), so its PEFT export is the trained model up to the part of the
   // FP8 rounding beyond rank r.
   virtual std::optional<std::pair<Tensor, Tensor>> peft_pair() const { return std::nullopt; }
+  // Whether the adapter's PEFT pair is this projection's trained state, to be loaded with
+  // import_peft_pair (LoRA family); otherwise it is rebuilt from its method state (FALQON).
+  virtual bool imports_peft_pair() const { return false; }
+  // Replaces the adapter with {A [r, in], B [out, r]} (host F32); Error on mis-shaped tensors.
+  virtual void import_peft_pair(const Tensor& a, const Tensor& b) {
+    (void)a;
+    (void)b;
+    throw Error("this projection does not take a PEFT pair");
+  }
+  // The trained weight as per-tensor E4M3 codes [out, in] (host) and its scale, when the method's
+  // trained model is FP8 itself (FALQON); nullopt otherwise.
+  virtual std::optional<std::pair<Tensor, float>> trained_fp8() const { return std::nullopt; }
   // Tensors beyond params() that an adapter or checkpoint must carry to rebuild this projection
   // exactly (FALQON: its changed backbone rows and applied-update sum). Keys are short names
   // ("falqon_rows"); the caller prefixes the module name. Empty for methods without such state.

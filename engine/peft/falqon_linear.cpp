@@ -186,6 +186,10 @@ std::optional<std::pair<Tensor, Tensor>> FalqonLinear::peft_pair() const {
   return std::pair{a_hat_.clone(), b};
 }
 
+std::optional<std::pair<Tensor, float>> FalqonLinear::trained_fp8() const {
+  return std::pair{melded_codes().slice(0, out_).clone(), weight_scale()};
+}
+
 Tensor FalqonLinear::melded_codes() const { return retyped(wm_, DType::U8); }
 Tensor FalqonLinear::transposed_codes() const { return retyped(wt_, DType::U8); }
 float FalqonLinear::weight_scale() const { return scale_.to(Device::cpu()).ptr<float>()[0]; }

@@ -46,6 +46,7 @@ class FalqonLinear : public AdaptedLinear {
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&b_}; }
+  // Folds B's top-k rows into the backbone codes (FALQON has no derived copies to refresh).
   void after_step() override;
   // deq(backbone rows) [out, in] F32 on the CPU: the trained model.
   Tensor merged_weight() const override;
@@ -53,6 +54,8 @@ class FalqonLinear : public AdaptedLinear {
   // weight to first order (deq(Q(W)) = W − E ≈ W − B̂·Â). `loft export --format peft` fits the
   // exact rank-r best of deq(trained) − W instead (export/peft_export.h).
   std::optional<std::pair<Tensor, Tensor>> peft_pair() const override;
+  // The backbone's codes and s_w.
+  std::optional<std::pair<Tensor, float>> trained_fp8() const override;
   // falqon_scale F32 [1]; falqon_rows I32 [n] (rows whose codes changed since Q(W), ascending) and
   // falqon_row_codes U8 [n, in]; falqon_a_codes U8 [r, in] (so the rebuild does not depend on
   // redoing the SVD bit for bit on another device); falqon_applied F32 [out, r]; in accumulate

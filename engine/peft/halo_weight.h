@@ -26,6 +26,10 @@ struct HaloOptions {
   HaloBackbone backbone = HaloBackbone::Dense;
 };
 
+// --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.
+quant::LowpFormat parse_halo_format(const std::string& name);
+// "fp8" / "int8": the --halo-format name of a HALO format (inverse of parse_halo_format).
+std::string halo_format_name(quant::LowpFormat format);
 // --backbone: "dense" or "nf4"; UsageError naming --backbone otherwise.
 HaloBackbone parse_halo_backbone(const std::string& name);
 const char* backbone_name(HaloBackbone b);

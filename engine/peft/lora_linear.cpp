@@ -22,7 +22,7 @@ LoraLinear::LoraLinear(std::string name, std::unique_ptr<FrozenWeight> weight,
   std::vector<float> a(size_t(r * in));
   for (float& v : a) v = dist(rng);
   a_.value.copy_from(Tensor::from_vector(a, {r, in}));
-  refresh_compute_copies();
+  refresh_copies();
 }
 
 void LoraLinear::set_adapter(const Tensor& a, const Tensor& b) {
@@ -32,10 +32,10 @@ void LoraLinear::set_adapter(const Tensor& a, const Tensor& b) {
              ", expected ", shape_str(b_.value.shape()));
   a_.value.copy_from(a);
   b_.value.copy_from(b);
-  refresh_compute_copies();
+  refresh_copies();
 }
 
-void LoraLinear::refresh_compute_copies() {
+void LoraLinear::refresh_copies() {
   const DType dt = weight_->compute_dtype();
   if (dt == DType::F32) {
     a_compute_ = a_.value;

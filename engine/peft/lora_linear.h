@@ -1,6 +1,6 @@
 // LoRA on a frozen weight: y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters;
 // the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU), refreshed in
-// after_step(). W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
+// refresh_copies(). W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
 // See METHODS.md, "LoRA (bf16 reference)" and "QLoRA baseline".
 #pragma once
 #include <random>
@@ -32,11 +32,13 @@ class LoraLinear : public AdaptedLinear {
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&a_, &b_}; }
-  void after_step() override { refresh_compute_copies(); }
+  void refresh_copies() override;
   Tensor merged_weight() const override;
   std::optional<std::pair<Tensor, Tensor>> peft_pair() const override {
     return std::pair{a_.value.to(Device::cpu()), b_.value.to(Device::cpu())};
   }
+  bool imports_peft_pair() const override { return true; }
+  void import_peft_pair(const Tensor& a, const Tensor& b) override { set_adapter(a, b); }
 
   const LoraOptions& options() const { return opt_; }
   Param& lora_a() { return a_; }
@@ -45,8 +47,6 @@ class LoraLinear : public AdaptedLinear {
   void set_adapter(const Tensor& a, const Tensor& b);
 
  private:
-  void refresh_compute_copies();
-
   std::unique_ptr<FrozenWeight> weight_;
   LoraOptions opt_;
   Param a_, b_;

@@ -1,15 +1,16 @@
-// The fine-tuning methods loft offers, their defaults (METHODS.md), and the factory that builds
-// each model projection for the chosen one.
+// The options a fine-tuning run's method is built from, and the factory that builds each model
+// projection for it. The methods themselves (names, defaults, flags, records, ...) are the
+// registry's (engine/peft/method_spec.h); nothing here names one.
 #pragma once
-#include <memory>
+#include <any>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <typeindex>
 #include <vector>
 
 #include "engine/peft/adapted_linear.h"
-#include "engine/peft/falqon_linear.h"
-#include "engine/peft/halo_weight.h"
 #include "engine/peft/lora_linear.h"
 
 namespace loft {
@@ -25,8 +26,9 @@ struct MethodDefaults {
   int64_t batch = 16;
 };
 
-// "lora", "qlora", "falqon", "halo".
+// The registered method names, in registry order; the first is the default.
 const std::vector<std::string>& method_names();
+const std::string& default_method();
 // UsageError naming --method for an unknown name.
 MethodDefaults method_defaults(const std::string& method);
 
@@ -36,26 +38,38 @@ const std::vector<std::string>& all_lora_targets();
 std::set<std::string> parse_lora_targets(const std::string& spec);
 
 struct MethodOptions {
-  std::string method = "lora";
+  std::string method = default_method();
   LoraOptions lora;
   std::set<std::string> targets;  // projections that get an adapter; the others stay frozen
-  HaloOptions halo;               // --halo-level, --halo-format, --backbone (method halo)
-  FalqonOptions falqon;           // --falqon-topk, --falqon-buffer (method falqon; rank = lora.rank)
+  uint64_t seed = 0;              // a method's own random choices (FALQON's SVD directions)
+
+  // A method's own options (HaloOptions, FalqonOptions, ...), one object per type, made with its
+  // defaults on first use. Kept by type so that adding a method adds no field here.
+  template <class T>
+  T& get() {
+    std::any& a = own[std::type_index(typeid(T))];
+    if (!a.has_value()) a = T{};
+    return std::any_cast<T&>(a);
+  }
+  template <class T>
+  const T& get() const {
+    static const T defaults{};
+    auto it = own.find(std::type_index(typeid(T)));
+    return it == own.end() ? defaults : std::any_cast<const T&>(it->second);
+  }
+  std::map<std::type_index, std::any> own = {};
 };
 
-// Settles what a method fixes regardless of the command line: FALQON has no α/r scaling, so its
-// alpha is its rank and the adapter's PEFT α/r is 1. Call once the options are chosen.
+// Settles what a method fixes regardless of the command line (FALQON: alpha = rank, so its
+// adapter's PEFT α/r is 1). Call once the options are chosen.
 void apply_method_invariants(MethodOptions& opt);
+// UsageError for an unknown method, options it cannot build, or another method's option that
+// would be silently ignored (--backbone nf4 under lora).
+void validate_method_options(const MethodOptions& opt);
 
-// --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.
-quant::LowpFormat parse_halo_format(const std::string& name);
-
-// Builds projections for `opt.method`: an adapter on each target, a FrozenLinear elsewhere; the
-// frozen weight dense (lora), NF4-DQ (qlora) or Hadamard-rotated FP8/INT8 (halo; NF4-DQ under
-// --backbone nf4). FALQON's targets are FalqonLinear (melded FP8 backbone + ΔB buffer, seeded by
-// opt.falqon.seed); its other projections stay dense. `rng` (kept alive by the caller) draws the
-// LoRA adapters' initial values. UsageError for an unknown method, --halo-level outside 0..2,
-// a negative --falqon-topk, or --backbone nf4 with a method other than halo.
+// Builds projections for `opt.method` (validated first): an adapter on each target, a
+// FrozenLinear elsewhere, each stored the method's way. `rng` (kept alive by the caller) draws the
+// LoRA adapters' initial values.
 LinearFactory make_linear_factory(const MethodOptions& opt, std::mt19937_64& rng);
 
 }  // namespace loft

@@ -1,25 +1,25 @@
-// The names, defaults and parsers of the methods' options (declared in method.h, halo_weight.h
-// and falqon_linear.h), kept apart from the layers they configure: reading an adapter's method
-// record needs these and nothing that computes.
+// What every method shares: the registry's names and defaults, the projection targets, and the
+// checks that run before a model is built. Each method's own options live in its spec
+// (engine/peft/methods/).
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "engine/peft/method.h"
+#include "engine/peft/method_spec.h"
 
 namespace loft {
 
 const std::vector<std::string>& method_names() {
-  static const std::vector<std::string> names{"lora", "qlora", "falqon", "halo"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const MethodSpec* s : method_specs()) out.push_back(s->name());
+    return out;
+  }();
   return names;
 }
 
-MethodDefaults method_defaults(const std::string& method) {
-  // METHODS.md: LoRA/QLoRA follow the QLoRA recipe; FALQON and HALO their reference scripts.
-  if (method == "lora" || method == "qlora") return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16};
-  if (method == "falqon") return {64, 16.0f, 2e-3, "constant", 0, 3.0, 16};
-  if (method == "halo") return {16, 8.0f, 3e-4, "linear", 20, 0.0, 32};
-  throw UsageError(cat("--method: '", method, "' is not one of lora, qlora, falqon, halo"));
-}
+const std::string& default_method() { return method_names().front(); }
+
+MethodDefaults method_defaults(const std::string& method) { return method_spec(method).defaults(); }
 
 const std::vector<std::string>& all_lora_targets() {
   static const std::vector<std::string> t{"q_proj", "k_proj",  "v_proj",  "o_proj",
@@ -44,32 +44,35 @@ std::set<std::string> parse_lora_targets(const std::string& spec) {
   return out;
 }
 
-void apply_method_invariants(MethodOptions& opt) {
-  if (opt.method == "falqon") opt.lora.alpha = float(opt.lora.rank);
+void apply_method_invariants(MethodOptions& opt) { method_spec(opt.method).apply_invariants(opt); }
+
+namespace {
+
+bool takes_flag(const MethodSpec& spec, const std::string& flag) {
+  for (const MethodFlag& f : spec.flags())
+    if (f.name == flag) return true;
+  return false;
 }
 
-quant::LowpFormat parse_halo_format(const std::string& name) {
-  if (name == "fp8") return quant::LowpFormat::E4M3;
-  if (name == "int8") return quant::LowpFormat::INT8;
-  throw UsageError(cat("--halo-format: '", name, "' is not fp8 or int8"));
-}
+}  // namespace
 
-HaloBackbone parse_halo_backbone(const std::string& name) {
-  if (name == "dense") return HaloBackbone::Dense;
-  if (name == "nf4") return HaloBackbone::Nf4;
-  throw UsageError(cat("--backbone: '", name, "' is not dense or nf4"));
-}
-
-const char* backbone_name(HaloBackbone b) { return b == HaloBackbone::Nf4 ? "nf4" : "dense"; }
-
-FalqonOptions::Buffer parse_falqon_buffer(const std::string& name) {
-  if (name == "reset") return FalqonOptions::Buffer::reset;
-  if (name == "accumulate") return FalqonOptions::Buffer::accumulate;
-  throw UsageError(cat("--falqon-buffer: '", name, "' is not reset or accumulate"));
-}
-
-const char* falqon_buffer_name(FalqonOptions::Buffer buffer) {
-  return buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
+void validate_method_options(const MethodOptions& opt) {
+  const MethodSpec& chosen = method_spec(opt.method);
+  chosen.validate(opt);
+  // Another method's option set to what only that method can do would be silently ignored.
+  for (const MethodSpec* other : method_specs()) {
+    if (other == &chosen) continue;
+    for (const MethodFlag& f : other->flags()) {
+      if (!f.refused_elsewhere || takes_flag(chosen, f.name)) continue;
+      const std::string value = f.get(opt);
+      if (value == f.default_text) continue;
+      std::string takers;
+      for (const MethodSpec* s : method_specs())
+        if (takes_flag(*s, f.name)) takers += (takers.empty() ? "" : ", ") + s->name();
+      throw UsageError(cat(f.name, " ", value, " applies to --method ", takers, " only (got --method ",
+                           opt.method, chosen.foreign_flag_note(f.name), ")"));
+    }
+  }
 }
 
 }  // namespace loft

@@ -3,8 +3,8 @@
 // was trained on (a HALO adapter on its rotated INT8/FP8 backbone, not on bf16). Layout (format 1):
 //   {"format_version": 1, "method": "halo", "rank": 16, "alpha": 8.0, "targets": ["q_proj", ...],
 //    "halo": {"level": 1, "format": "int8"}}
-// Only the active method's own object is written ("halo" for halo); a reader fills the others
-// with defaults. PEFT ignores the key; adapters PEFT made have none (they are LoRA).
+// Only the active method's own object is written, by its spec (engine/peft/method_spec.h). PEFT
+// ignores the key; adapters PEFT made have none (they are LoRA).
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -21,8 +21,5 @@ nlohmann::json method_options_to_json(const MethodOptions& opt);
 // from: every error is one line naming it and the field ("loft.halo.level").
 MethodOptions method_options_from_json(const nlohmann::json& record,
                                        const std::filesystem::path& file);
-
-// "fp8" / "int8": the --halo-format name of a HALO format (inverse of parse_halo_format).
-std::string halo_format_name(quant::LowpFormat format);
 
 }  // namespace loft

@@ -45,7 +45,11 @@ class TrainableModel {
   virtual LossSums forward_backward(const Batch& batch, float grad_scale) = 0;
   virtual LossSums evaluate(const Batch& batch) = 0;
   virtual std::vector<Param*> params() = 0;
+  // After every optimizer step: the methods apply the update to their own state and refresh
+  // their derived copies (AdaptedLinear::after_step).
   virtual void after_step() = 0;
+  // Refreshes derived copies only, after params were loaded (resume).
+  virtual void refresh_copies() = 0;
   // State beyond params() that a checkpoint must carry to resume exactly (AdaptedLinear's
   // method_state, named "<module>.<key>"); empty for models whose method keeps none.
   virtual std::map<std::string, Tensor> method_state() const { return {}; }

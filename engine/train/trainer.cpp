@@ -225,9 +225,10 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   optimizer_.load_state(moments, state.optimizer_steps);
   data_.restore(state.data);
   step_ = state.step;
-  model_.after_step();  // refresh derived copies of the loaded params
-  // Method state last, so it is exactly what was saved even when after_step advances it. A model
-  // whose method keeps state rejects a checkpoint without the file (restore_method_state).
+  // Only the copies: an after_step here would apply an update (FALQON's rows) the saved state
+  // already holds. A model whose method keeps state rejects a checkpoint without the file
+  // (restore_method_state).
+  model_.refresh_copies();
   const fs::path state_file = ckpt / kMethodStateFile;
   model_.load_method_state(fs::exists(state_file) ? read_method_state(state_file)
                                                   : std::map<std::string, Tensor>{},

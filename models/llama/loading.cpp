@@ -4,8 +4,8 @@
 #include <set>
 
 #include "engine/io/safetensors_checkpoint.h"
-#include "engine/peft/lora_linear.h"
 #include "engine/peft/method_record.h"
+#include "engine/peft/method_spec.h"
 #include "engine/peft/method_state.h"
 #include "models/llama/weights.h"
 
@@ -22,8 +22,7 @@ std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device 
 
 MethodOptions method_options_for(const PeftAdapter& a) {
   if (a.method) return *a.method;
-  MethodOptions opt;
-  opt.method = "lora";
+  MethodOptions opt;  // the default method: LoRA, as PEFT made it
   opt.lora = {a.rank, a.alpha};
   for (const std::string& t : a.target_modules) opt.targets.merge(parse_lora_targets(peft_target_leaf(t)));
   return opt;
@@ -31,10 +30,9 @@ MethodOptions method_options_for(const PeftAdapter& a) {
 
 namespace {
 std::string describe(const PeftAdapter& a, const MethodOptions& m) {
-  if (!a.method) return "lora (made by PEFT: no loft record)";
-  if (m.method == "halo")
-    return cat("halo (level ", m.halo.level, ", ", halo_format_name(m.halo.format), ")");
-  return m.method;
+  if (!a.method) return cat(m.method, " (made by PEFT: no loft record)");
+  const std::string detail = method_spec(m.method).brief_detail(m);
+  return detail.empty() ? m.method : cat(m.method, " (", detail, ")");
 }
 }  // namespace
 
@@ -60,11 +58,11 @@ void apply_adapter(LlamaModel& model, const PeftAdapter& a, const std::filesyste
   for (const auto& [name, lin] : model.linears()) {
     in_model.insert(name);
     auto it = a.modules.find(name);
-    if (auto* lora = dynamic_cast<LoraLinear*>(lin)) {
+    if (lin->imports_peft_pair()) {
       if (it == a.modules.end())
         throw Error(cat("adapter ", from.string(), " has no lora_A/lora_B for ", name));
       try {
-        lora->set_adapter(it->second.first, it->second.second);
+        lin->import_peft_pair(it->second.first, it->second.second);
       } catch (const Error& e) {
         throw Error(cat("adapter ", from.string(), ": ", e.what()));
       }

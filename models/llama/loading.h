@@ -23,17 +23,18 @@ std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device 
 MethodOptions method_options_for(const PeftAdapter& adapter);
 // method_options_for, unless `requested` (an explicit --method; empty: not given) names another
 // method. That is allowed — e.g. a HALO- or FALQON-trained adapter evaluated on a bf16 backbone as
-// a plain PEFT merge — and gives `requested` with the adapter's rank/alpha/targets (and recorded
-// HALO options). Only the recorded method can use the adapter's method state, so it is dropped from
+// a plain PEFT merge — and gives `requested` with the adapter's rank/alpha/targets (and the recorded
+// method's own options). Only the recorded method can use the adapter's method state, so it is dropped from
 // `adapter`; one "note:" line to `note` says what was overridden. `from` names the adapter folder.
 MethodOptions method_options_for(PeftAdapter& adapter, const std::string& requested,
                                  const std::filesystem::path& from, std::ostream& note);
 
 // Loads an adapter into a model built for it (method_options_for). The rule, per projection:
-//  - a LoraLinear (lora, qlora, halo) takes the adapter's lora_A/lora_B, which must be present;
-//  - any other trainable projection (a method that is not a LoraLinear, e.g. FALQON) is rebuilt
-//    from its method state alone (loft_state.safetensors), which must be present; its lora_A/B,
-//    the PEFT export of the same model, are not read;
+//  - one that imports a PEFT pair (AdaptedLinear::imports_peft_pair: the LoRA family) takes the
+//    adapter's lora_A/lora_B, which must be present;
+//  - any other trainable projection (e.g. FALQON's) is rebuilt from its method state alone
+//    (loft_state.safetensors), which must be present; its lora_A/B, the PEFT export of the same
+//    model, are not read;
 //  - then every projection whose method keeps state (AdaptedLinear::method_state()) is restored
 //    from it, after A/B, so state wins (engine/peft/method_state.h: each stateful projection must
 //    be restored, with exactly the keys its method keeps);

@@ -21,8 +21,7 @@ struct MemoryEstimateOptions {
 
 // Bytes per part, for one method.
 struct MethodMemory {
-  std::string
-      method;  // "lora-bf16", "qlora-nf4", "falqon-fp8", "halo-fp8", "halo-int8", "halo-nf4"
+  std::string method;          // the method and its weight form: MethodSpec::memory_rows' names
   std::string description;     // how the frozen projections are held
   int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights (bf16)
   int64_t embeddings = 0;      // embed_tokens + lm_head (unless tied), bf16
@@ -41,7 +40,7 @@ int64_t nf4_dq_bytes(int64_t n);
 // Activation bytes saved per token per decoder layer (see memory_estimate.cpp for the formula).
 int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_rank);
 
-// One entry per method, in the order listed in MethodMemory::method.
+// One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,
                                                    const MemoryEstimateOptions& opt);
 

@@ -95,6 +95,10 @@ void LlamaModel::after_step() {
   for (auto& [name, lin] : named_) lin->after_step();
 }
 
+void LlamaModel::refresh_copies() {
+  for (auto& [name, lin] : named_) lin->refresh_copies();
+}
+
 std::map<std::string, Tensor> LlamaModel::method_state() const {
   return collect_method_state(named_);
 }

@@ -44,6 +44,7 @@ class LlamaModel : public TrainableModel {
 
   std::vector<Param*> params() override;
   void after_step() override;
+  void refresh_copies() override;
   // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h).
   std::map<std::string, Tensor> method_state() const override;
   void load_method_state(const std::map<std::string, Tensor>& state,

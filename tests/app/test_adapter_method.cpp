@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/peft/halo_weight.h"
 #include "engine/optim/adamw.h"
 #include "eval/perplexity.h"
 #include "models/llama/loading.h"
@@ -52,7 +53,7 @@ MethodOptions halo_int8() {
   m.method = "halo";
   m.lora = {4, 8.0f};
   m.targets = parse_lora_targets("all");
-  m.halo = {1, quant::LowpFormat::INT8};
+  m.get<HaloOptions>() = {1, quant::LowpFormat::INT8};
   return m;
 }
 
@@ -137,7 +138,7 @@ TEST(AdapterMethod, InitAdapterContinuesWithTheRecordedMethod) {
   const PeftAdapter out = load_peft_adapter(dir / "run" / "adapter");
   ASSERT_TRUE(out.method.has_value());
   EXPECT_EQ(out.method->method, "halo");
-  EXPECT_EQ(out.method->halo.format, quant::LowpFormat::INT8);
+  EXPECT_EQ(out.method->get<HaloOptions>().format, quant::LowpFormat::INT8);
 
   // An explicit --method wins, with a note.
   args = finetune_args(dir / "run2");

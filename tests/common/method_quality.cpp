@@ -8,6 +8,8 @@
 
 #include "datasets/data_loader.h"
 #include "engine/optim/adamw.h"
+#include "engine/peft/falqon_linear.h"
+#include "engine/peft/halo_weight.h"
 #include "tokenizer/tokenizer.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
@@ -27,15 +29,15 @@ QualityMethod halo(int level, quant::LowpFormat format, HaloBackbone backbone = 
   QualityMethod q{cat("halo-", quant::format_name(format), "-l", level,
                       backbone == HaloBackbone::Nf4 ? "-nf4" : ""),
                   with_rank8("halo"), /*held_to_bound=*/level > 0};
-  q.options.halo.level = level;
-  q.options.halo.format = format;
-  q.options.halo.backbone = backbone;
+  q.options.get<HaloOptions>().level = level;
+  q.options.get<HaloOptions>().format = format;
+  q.options.get<HaloOptions>().backbone = backbone;
   return q;
 }
 
 QualityMethod falqon(FalqonOptions::Buffer buffer) {
   QualityMethod q{cat("falqon-", falqon_buffer_name(buffer)), with_rank8("falqon")};
-  q.options.falqon.buffer = buffer;
+  q.options.get<FalqonOptions>().buffer = buffer;
   apply_method_invariants(q.options);
   q.lr_scale = 10.0;
   // Reset (the reference code's behaviour, our default) drops every unapplied row of ΔB after each

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "engine/io/safetensors_writer.h"
+#include "engine/peft/halo_weight.h"
 #include "engine/peft/method_record.h"
 #include "engine/peft/method_state.h"
 #include "engine/peft/peft_adapter.h"
@@ -20,8 +21,8 @@ void expect_same(const MethodOptions& a, const MethodOptions& b, const std::stri
   EXPECT_EQ(a.lora.rank, b.lora.rank) << what;
   EXPECT_EQ(a.lora.alpha, b.lora.alpha) << what;
   EXPECT_EQ(a.targets, b.targets) << what;
-  EXPECT_EQ(a.halo.level, b.halo.level) << what;
-  EXPECT_EQ(a.halo.format, b.halo.format) << what;
+  EXPECT_EQ(a.get<HaloOptions>().level, b.get<HaloOptions>().level) << what;
+  EXPECT_EQ(a.get<HaloOptions>().format, b.get<HaloOptions>().format) << what;
 }
 
 std::vector<MethodOptions> every_option() {
@@ -41,7 +42,7 @@ std::vector<MethodOptions> every_option() {
         }
         for (int level : {0, 1, 2})
           for (auto f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) {
-            m.halo = {level, f};
+            m.get<HaloOptions>() = {level, f};
             out.push_back(m);
           }
       }
@@ -131,7 +132,7 @@ void expect_refused(const std::function<void(nlohmann::json&)>& edit, const std:
   m.method = "halo";
   m.lora = {4, 8.0f};
   m.targets = {"q_proj", "v_proj"};
-  m.halo = {1, quant::LowpFormat::INT8};
+  m.get<HaloOptions>() = {1, quant::LowpFormat::INT8};
   save_peft_adapter(dir / "a", small_adapter(m));
   const fs::path cfg = dir / "a" / "adapter_config.json";
   nlohmann::json j = nlohmann::json::parse(std::ifstream(cfg));

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/peft/halo_weight.h"
 #include "models/llama/loading.h"
 #include "tests/common/cli_capture.h"
 #include "tests/common/test_util.h"
@@ -24,7 +25,7 @@ inline MethodOptions export_method(const std::string& method) {
   m.method = method;
   m.lora = {4, 8.0f};
   m.targets = parse_lora_targets("all");
-  if (method == "halo") m.halo = {1, quant::LowpFormat::E4M3};
+  if (method == "halo") m.get<HaloOptions>() = {1, quant::LowpFormat::E4M3};
   apply_method_invariants(m);
   return m;
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/peft/halo_weight.h"
 #include "engine/peft/method.h"
 #include "engine/peft/peft_adapter.h"
 #include "eval/mmlu.h"
@@ -109,7 +110,7 @@ TEST_P(EvalCudaAdapter, ScoresAsOnTheCpu) {
   m.method = GetParam();
   m.lora = {4, 8.0f};
   m.targets = parse_lora_targets("all");
-  if (m.method == "halo") m.halo = {1, quant::LowpFormat::INT8};
+  if (m.method == "halo") m.get<HaloOptions>() = {1, quant::LowpFormat::INT8};
   test::TempDir dir;
   std::mt19937_64 rng(3);
   auto model = llama::load_model(model_dir, Device::cpu(), make_linear_factory(m, rng));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/peft/halo_weight.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/peft/falqon_linear.h"
 #include "engine/peft/method.h"
@@ -65,7 +66,7 @@ TEST(Fp8BaseCuda, FalqonAndHaloTakePerTensorCodes) {
   }
   MethodOptions halo;
   halo.method = "halo";
-  halo.halo.level = 0;
+  halo.get<HaloOptions>().level = 0;
   auto h = build(dir.path(), Device::cuda(0), halo);
   for (const auto& [module, lin] : h->linears()) {
     const std::vector<float> want = test::fp8_reference_values(

@@ -178,9 +178,9 @@ TEST(FalqonLinear, OptionsAndFactory) {
   EXPECT_THROW(parse_falqon_buffer("keep"), UsageError);
   std::mt19937_64 rng(0);
   MethodOptions m{"falqon", {4, 16.0f}, parse_lora_targets("q_proj")};
-  m.falqon.topk = -1;
+  m.get<FalqonOptions>().topk = -1;
   EXPECT_THROW(make_linear_factory(m, rng), UsageError);
-  m.falqon.topk = 0;
+  m.get<FalqonOptions>().topk = 0;
   auto factory = make_linear_factory(m, rng);
   std::mt19937 g(5);
   const Tensor w = test::random_tensor({16, 8}, g);
@@ -231,8 +231,8 @@ TrainedRun train(const MethodOptions& m, int steps, double lr) {
 
 MethodOptions falqon_options(FalqonOptions::Buffer mode) {
   MethodOptions m{"falqon", {8, 8.0f}, parse_lora_targets("all")};
-  m.falqon.buffer = mode;
-  m.falqon.seed = 3;
+  m.get<FalqonOptions>().buffer = mode;
+  m.seed = 3;
   return m;
 }
 

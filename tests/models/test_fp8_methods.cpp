@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/peft/halo_weight.h"
 #include "engine/peft/falqon_linear.h"
 #include "engine/peft/lora_linear.h"
 #include "engine/peft/method.h"
@@ -170,7 +171,7 @@ TEST(Fp8Methods, HaloLevel0TakesPerTensorCodes) {
   const auto f = per_tensor(dir.path());
   MethodOptions m;
   m.method = "halo";
-  m.halo.level = 0;
+  m.get<HaloOptions>().level = 0;
   auto model = build(dir.path(), m);
   for (const auto& [module, lin] : model->linears()) {
     ASSERT_NE(dynamic_cast<LoraLinear*>(lin), nullptr);
@@ -180,7 +181,7 @@ TEST(Fp8Methods, HaloLevel0TakesPerTensorCodes) {
         << module;
   }
   // Level 1 rotates the exact values first: the codes are not the file's, the weight near them.
-  m.halo.level = 1;
+  m.get<HaloOptions>().level = 1;
   auto rotated = build(dir.path(), m);
   const auto& [module, lin] = rotated->linears()[0];
   const std::vector<float> want = decoded(f.tensors.at(module + ".weight"), file_scale(f, module + ".weight"));

@@ -128,14 +128,15 @@ TEST(Halo, Nf4BackboneProductsAreCloseToExactAndSmall) {
 }
 
 TEST(Halo, BadLevelAndBackboneAreRefused) {
-  MethodOptions m{"halo", {8, 16.0f}, parse_lora_targets("all"), {3, quant::LowpFormat::E4M3}};
+  MethodOptions m{"halo", {8, 16.0f}, parse_lora_targets("all")};
+  m.get<HaloOptions>() = {3, quant::LowpFormat::E4M3};
   std::mt19937_64 rng(0);
   EXPECT_THROW(make_linear_factory(m, rng), UsageError);
   EXPECT_THROW(parse_halo_format("fp4"), UsageError);
   EXPECT_THROW(parse_halo_backbone("nf8"), UsageError);
   for (const char* method : {"lora", "qlora"}) {
     MethodOptions b{method, {8, 16.0f}, parse_lora_targets("all"), {}};
-    b.halo.backbone = HaloBackbone::Nf4;
+    b.get<HaloOptions>().backbone = HaloBackbone::Nf4;
     try {
       make_linear_factory(b, rng);
       ADD_FAILURE() << method << " took --backbone nf4";

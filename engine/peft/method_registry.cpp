@@ -1,0 +1,76 @@
+// The registry: one line per method below. Explicit rather than static-init self-registration,
+// which a static library drops when nothing else references the method's object file.
+#include <charconv>
+
+#include "engine/core/error.h"
+#include "engine/peft/method_spec.h"
+
+// Each entry X(name) is a spec defined in engine/peft/methods/name_spec.cpp as name_spec().
+#define LOFT_METHODS(X) \
+  X(lora)               \
+  X(qlora)              \
+  X(falqon)             \
+  X(halo)
+
+namespace loft {
+
+#define LOFT_DECLARE_SPEC(n) const MethodSpec& n##_spec();
+LOFT_METHODS(LOFT_DECLARE_SPEC)
+#undef LOFT_DECLARE_SPEC
+
+const std::vector<const MethodSpec*>& method_specs() {
+#define LOFT_LIST_SPEC(n) &n##_spec(),
+  static const std::vector<const MethodSpec*> specs{LOFT_METHODS(LOFT_LIST_SPEC)};
+#undef LOFT_LIST_SPEC
+  return specs;
+}
+
+const MethodSpec* find_method_spec(const std::string& name) {
+  for (const MethodSpec* s : method_specs())
+    if (s->name() == name) return s;
+  return nullptr;
+}
+
+std::string method_name_list(const char* last_separator) {
+  const auto& specs = method_specs();
+  std::string out;
+  for (size_t i = 0; i < specs.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == specs.size() ? last_separator : ", ") + specs[i]->name();
+  return out;
+}
+
+const MethodSpec& method_spec(const std::string& name) {
+  if (const MethodSpec* s = find_method_spec(name)) return *s;
+  throw UsageError(cat("--method: '", name, "' is not one of ", method_name_list()));
+}
+
+int64_t ProjectionSizes::lora() const { return memory_add(rank_in, rank_out); }
+
+namespace {
+[[noreturn]] void overflow(int64_t a, const char* op, int64_t b) {
+  throw UsageError(cat("memory estimate overflows 64 bits (", a, op, b,
+                       "); the model's sizes, batch, seq or rank are too large"));
+}
+}  // namespace
+
+int64_t memory_mul(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_mul_overflow(a, b, &out)) overflow(a, " x ", b);
+  return out;
+}
+
+int64_t memory_add(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) overflow(a, " + ", b);
+  return out;
+}
+
+int parse_int_flag(const std::string& flag, const std::string& v) {
+  int out = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size())
+    throw UsageError(cat(flag, ": '", v, "' is not an integer"));
+  return out;
+}
+
+}  // namespace loft

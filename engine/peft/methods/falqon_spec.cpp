@@ -1,0 +1,100 @@
+// falqon: melded FP8 LoRA (METHODS.md, "FALQON"; engine/peft/falqon_linear.h). Its targets are
+// FalqonLinear, its other projections dense; the trained model is rebuilt from method state.
+#include "engine/io/json_fields.h"
+#include "engine/io/json_read.h"
+#include "engine/peft/falqon_linear.h"
+#include "engine/peft/frozen_linear.h"
+#include "engine/peft/method_spec.h"
+
+namespace loft {
+
+FalqonOptions::Buffer parse_falqon_buffer(const std::string& name) {
+  if (name == "reset") return FalqonOptions::Buffer::reset;
+  if (name == "accumulate") return FalqonOptions::Buffer::accumulate;
+  throw UsageError(cat("--falqon-buffer: '", name, "' is not reset or accumulate"));
+}
+
+const char* falqon_buffer_name(FalqonOptions::Buffer buffer) {
+  return buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
+}
+
+namespace {
+
+constexpr int kMaxTopk = 1 << 16;
+
+class FalqonSpec : public MethodSpec {
+ public:
+  std::string name() const override { return "falqon"; }
+  // METHODS.md: FALQON's reference scripts.
+  MethodDefaults defaults() const override { return {64, 16.0f, 2e-3, "constant", 0, 3.0, 16}; }
+
+  std::vector<MethodFlag> flags() const override {
+    return {int_method_flag<FalqonOptions>("--falqon-topk", "FALQON rows updated per step",
+                                           "the rank", &FalqonOptions::topk, 0, kMaxTopk),
+            method_flag<FalqonOptions, FalqonOptions::Buffer>(
+                "--falqon-buffer",
+                "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep "
+                "unapplied rows)",
+                "accumulate", &FalqonOptions::buffer, parse_falqon_buffer,
+                [](FalqonOptions::Buffer b) { return std::string(falqon_buffer_name(b)); })};
+  }
+  bool apply_variant(MethodOptions& m, const std::string& v) const override {
+    if (v != "reset" && v != "accumulate") return false;
+    m.get<FalqonOptions>().buffer = parse_falqon_buffer(v);
+    return true;
+  }
+  std::string variants_help() const override { return "reset|accumulate"; }
+  std::vector<std::string> variant_examples() const override { return {"falqon:reset"}; }
+  // No α/r scaling: the adapter's PEFT α/r is 1.
+  void apply_invariants(MethodOptions& m) const override { m.lora.alpha = float(m.lora.rank); }
+  void validate(const MethodOptions& m) const override {
+    const int topk = m.get<FalqonOptions>().topk;
+    if (topk < 0) throw UsageError(cat("--falqon-topk ", topk, " must be >= 0 (0 = the rank)"));
+  }
+
+  void write_record(const MethodOptions& m, nlohmann::json& loft) const override {
+    const FalqonOptions& f = m.get<FalqonOptions>();
+    // The SVD seed is not needed: A's codes travel in the method state.
+    loft["falqon"] = {{"topk", f.topk}, {"buffer", falqon_buffer_name(f.buffer)}};
+  }
+  void read_record(const JsonFields& loft, MethodOptions& m) const override {
+    const JsonFields j = loft.object("falqon");
+    FalqonOptions& f = m.get<FalqonOptions>();
+    f.topk = j.int32("topk", 0);
+    const std::string buffer = j.string("buffer");
+    if (buffer != "reset" && buffer != "accumulate")
+      j.fail("buffer", cat("must be reset or accumulate, got ", brief(buffer)));
+    f.buffer = parse_falqon_buffer(buffer);
+  }
+  void bench_options(const MethodOptions& m, nlohmann::ordered_json& j) const override {
+    const FalqonOptions& f = m.get<FalqonOptions>();
+    j["falqon_topk"] = f.topk ? f.topk : m.lora.rank;
+    j["falqon_buffer"] = falqon_buffer_name(f.buffer);
+  }
+
+  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+    // [W; A] in E4M3 (1 byte each) + a transposed E4M3 copy of W for dX; only B trains.
+    return {{"falqon-fp8", "E4M3 [W; A] + transposed E4M3 W",
+             memory_add(memory_mul(2, s.weights), s.rank_in), s.rank_out}};
+  }
+  std::string memory_row(const MethodOptions&) const override { return "falqon-fp8"; }
+
+  LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64&) const override {
+    FalqonOptions f = m.get<FalqonOptions>();
+    f.seed = m.seed;
+    // FALQON takes the WeightSource itself (an FP8 checkpoint's codes or exact values); its
+    // frozen non-targets stay dense.
+    return [targets = m.targets, rank = m.lora.rank, f](const std::string& name, const std::string& target,
+                                                        WeightSource weight) -> std::unique_ptr<AdaptedLinear> {
+      if (!targets.count(target)) return std::make_unique<FrozenLinear>(weight.dense());
+      return std::make_unique<FalqonLinear>(name, weight, rank, f);
+    };
+  }
+  bool pair_adapter() const override { return false; }
+};
+
+}  // namespace
+
+LOFT_DEFINE_METHOD_SPEC(falqon, FalqonSpec)
+
+}  // namespace loft

@@ -1,0 +1,33 @@
+// qlora: LoRA on an NF4-DQ frozen weight (METHODS.md, "QLoRA baseline"; engine/peft/nf4_weight.h).
+#include "engine/peft/method_spec.h"
+#include "engine/peft/nf4_weight.h"
+
+namespace loft {
+
+namespace {
+
+class QloraSpec : public MethodSpec {
+ public:
+  std::string name() const override { return "qlora"; }
+  MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
+  std::string foreign_flag_note(const std::string& flag) const override {
+    return flag == "--backbone" ? "; qlora already stores its backbone NF4" : "";
+  }
+  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+    return {{"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)", s.nf4_bytes, s.lora()}};
+  }
+  std::string memory_row(const MethodOptions&) const override { return "qlora-nf4"; }
+  LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
+    return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return nf4_weight(w.dense()); });
+  }
+  Tensor export_backbone(const Tensor& w, const MethodOptions&) const override {
+    return frozen_weight_f32(*nf4_weight(w));
+  }
+  bool quantized_backbone() const override { return true; }
+};
+
+}  // namespace
+
+LOFT_DEFINE_METHOD_SPEC(qlora, QloraSpec)
+
+}  // namespace loft
