@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/core/error.h"
+#include "engine/peft/frozen_weight.h"
 #include "engine/peft/weight_source.h"
 #include "engine/tensor/tensor.h"
 
@@ -81,10 +82,33 @@ class AdaptedLinear {
   // Tensors beyond params() that an adapter or checkpoint must carry to rebuild this projection
   // exactly (FALQON: its changed backbone rows and applied-update sum). Keys are short names
   // ("falqon_rows"); the caller prefixes the module name. Empty for methods without such state.
-  virtual std::map<std::string, Tensor> method_state() const { return {}; }
+  // The default is the frozen store's (frozen_store()), if the projection has one.
+  virtual std::map<std::string, Tensor> method_state() const {
+    if (const FrozenWeight* w = frozen_store()) return w->method_state();
+    return {};
+  }
   // Restores what method_state() returned (same keys, host tensors). Throws Error naming the key
   // when one is missing or mis-shaped.
-  virtual void load_method_state(const std::map<std::string, Tensor>& state) { (void)state; }
+  virtual void load_method_state(const std::map<std::string, Tensor>& state) {
+    if (FrozenWeight* w = frozen_store()) w->load_method_state(state);
+  }
+
+  // A calibration pass the method asks for before step 0 (finetune and bench run it the same
+  // way, run_calibration in engine/train/trainer.h): calibration_batches() micro-batches (0:
+  // none) of forward + backward between start_calibration() and finish_calibration(); their
+  // gradients are then discarded.
+  // The defaults are the frozen store's (frozen_store()), if the projection has one.
+  virtual int calibration_batches() const { return frozen_store() ? frozen_store()->calibration_batches() : 0; }
+  virtual void start_calibration() {
+    if (FrozenWeight* w = frozen_store()) w->start_calibration();
+  }
+  virtual void finish_calibration() {
+    if (FrozenWeight* w = frozen_store()) w->finish_calibration();
+  }
+
+  // The frozen weight this projection multiplies by, where it has one as a FrozenWeight (the LoRA
+  // family, frozen projections): its state and calibration hooks are the projection's.
+  virtual FrozenWeight* frozen_store() const { return nullptr; }
 };
 
 // Builds the AdaptedLinear for one frozen projection: `name` is its module name

@@ -25,6 +25,7 @@ class FrozenLinear : public AdaptedLinear {
   }
   std::vector<Param*> params() override { return {}; }
   Tensor merged_weight() const override { return frozen_weight_f32(*weight_); }
+  FrozenWeight* frozen_store() const override { return weight_.get(); }
 
  private:
   std::unique_ptr<FrozenWeight> weight_;

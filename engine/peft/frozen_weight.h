@@ -3,7 +3,9 @@
 // quantized with low-precision GEMMs (HALO). The default products decode the weight to the
 // compute dtype (materialize) and run the ordinary GEMM.
 #pragma once
+#include <map>
 #include <memory>
+#include <string>
 
 #include "engine/tensor/tensor.h"
 
@@ -29,6 +31,17 @@ class FrozenWeight {
   virtual void forward(const Tensor& x, Tensor& y, SharedInput* shared = nullptr) const;
   // dx [T, in] = dy·W, or dx += dy·W when accumulate.
   virtual void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const;
+
+  // State a store keeps beyond the weight (e.g. a counter or a per-layer choice), which the
+  // projection holding it reports as its method state (AdaptedLinear::method_state); restored
+  // with load_method_state. Empty for stores that keep none.
+  virtual std::map<std::string, Tensor> method_state() const { return {}; }
+  virtual void load_method_state(const std::map<std::string, Tensor>& state) { (void)state; }
+  // A calibration pass before step 0 (AdaptedLinear::calibration_batches): how many micro-batches
+  // (0: none), and the hooks around their forward/backward passes.
+  virtual int calibration_batches() const { return 0; }
+  virtual void start_calibration() {}
+  virtual void finish_calibration() {}
 };
 
 // The weight as loaded, in the compute dtype (bf16 on CUDA, f32 on the CPU).

@@ -2,6 +2,7 @@
 #include "engine/peft/hot_weight.h"
 
 #include <array>
+#include <cstring>
 #include <regex>
 
 #include "engine/device/profile.h"
@@ -144,6 +145,27 @@ quant::HotScale HotWeight::end_calibration() {
   calibrating_ = false;
   if (lqs_.batches > 0) scale_ = quant::hot_lqs_choice(lqs_);
   return scale_;
+}
+
+std::map<std::string, Tensor> HotWeight::method_state() const {
+  int32_t step;
+  std::memcpy(&step, &step_, sizeof step);
+  return {{"hot_micro_step", Tensor::from_vector(std::vector<int32_t>{step}, {1})},
+          {"hot_scale", Tensor::from_vector(std::vector<int32_t>{scale_ == quant::HotScale::PerTensor}, {1})}};
+}
+
+void HotWeight::load_method_state(const std::map<std::string, Tensor>& state) {
+  auto get = [&](const std::string& key) -> int32_t {
+    auto it = state.find(key);
+    if (it == state.end()) throw Error(cat("HOT state has no ", key));
+    const Tensor t = it->second.to(Device::cpu());
+    LOFT_CHECK(t.dtype() == DType::I32 && t.numel() == 1, key, " is ", t.str(), ", expected I32 [1]");
+    return t.ptr<int32_t>()[0];
+  };
+  const int32_t step = get("hot_micro_step"), scale = get("hot_scale");
+  LOFT_CHECK(scale == 0 || scale == 1, "hot_scale is ", scale, ", expected 0 (per token) or 1 (per tensor)");
+  std::memcpy(&step_, &step, sizeof step);
+  scale_ = scale ? quant::HotScale::PerTensor : quant::HotScale::PerToken;
 }
 
 std::unique_ptr<HotWeight> hot_weight(const WeightSource& weight, const HotOptions& opt,

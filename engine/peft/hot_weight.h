@@ -4,7 +4,7 @@
 // Walsh–Hadamard of b = 16 along `out`, both operands INT4 (or INT8), int32 accumulation
 // (engine/quant/hot_quant.h, hot_gemm.h). LoRA's own products and gradients stay exact
 // (LoraLinear around this weight). Not registered as a method here: hot_weight() is what a
-// method's linear factory calls.
+// method's linear factory calls (engine/peft/methods/hot_spec.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,6 +21,7 @@ enum class HotBackbone : uint8_t { Dense, Fp8, Nf4 };
 struct HotOptions {
   int gx_bits = 4;                                            // --hot-gx-bits 4|8 (dY and W codes)
   bool lqs = false;                                           // --hot-lqs: per-layer scale choice
+  int lqs_batches = 1;                                        // --hot-lqs-batches: LQS's calibration
   quant::HotRound round = quant::HotRound::Stochastic;        // --hot-round sr|rne
   HotBackbone backbone = HotBackbone::Dense;                  // --backbone dense|fp8|nf4
   uint64_t seed = 0;                                          // the SR key (the run's seed)
@@ -72,6 +73,15 @@ class HotWeight final : public FrozenWeight {
   uint32_t micro_step() const { return step_; }
   void set_micro_step(uint32_t step) { step_ = step; }
   quant::HotGemmPath gemm_path() const { return path_; }
+
+  // FrozenWeight's hooks. Calibration is LQS's (lqs_batches micro-batches when opt.lqs, else
+  // none); the method state is what an exact resume restores: "hot_micro_step" (I32 [1], the
+  // counter's bits) and "hot_scale" (I32 [1]: 0 per token, 1 per tensor).
+  int calibration_batches() const override { return opt_.lqs ? opt_.lqs_batches : 0; }
+  void start_calibration() override { begin_calibration(); }
+  void finish_calibration() override { end_calibration(); }
+  std::map<std::string, Tensor> method_state() const override;
+  void load_method_state(const std::map<std::string, Tensor>& state) override;
   const HotOptions& options() const { return opt_; }
 
  private:

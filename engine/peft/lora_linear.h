@@ -40,6 +40,8 @@ class LoraLinear : public AdaptedLinear {
   bool imports_peft_pair() const override { return true; }
   void import_peft_pair(const Tensor& a, const Tensor& b) override { set_adapter(a, b); }
 
+  FrozenWeight* frozen_store() const override { return weight_.get(); }
+
   const LoraOptions& options() const { return opt_; }
   Param& lora_a() { return a_; }
   Param& lora_b() { return b_; }

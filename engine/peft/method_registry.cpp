@@ -10,7 +10,8 @@
   X(lora)               \
   X(qlora)              \
   X(falqon)             \
-  X(halo)
+  X(halo)               \
+  X(hot)
 
 namespace loft {
 

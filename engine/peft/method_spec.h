@@ -43,6 +43,10 @@ struct ProjectionSizes {
   int64_t rank_in = 0;        // r·Σ in  (A's elements)
   int64_t rank_out = 0;       // r·Σ out (B's elements)
   int64_t lora() const;       // rank_in + rank_out
+  // One layer's projections {out, in} and the number of layers, for a method whose store pads
+  // each projection's shape.
+  std::vector<std::pair<int64_t, int64_t>> layer_shapes = {};
+  int64_t layers = 0;
 };
 
 // What a method keeps for its projections: frozen bytes and trainable parameters.

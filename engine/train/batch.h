@@ -53,6 +53,11 @@ class TrainableModel {
   // State beyond params() that a checkpoint must carry to resume exactly (AdaptedLinear's
   // method_state, named "<module>.<key>"); empty for models whose method keeps none.
   virtual std::map<std::string, Tensor> method_state() const { return {}; }
+  // The method's calibration pass before step 0 (AdaptedLinear::calibration_batches): the most
+  // micro-batches any projection asks for (0: none), and the hooks around them.
+  virtual int64_t calibration_batches() const { return 0; }
+  virtual void start_calibration() {}
+  virtual void finish_calibration() {}
   // Restores what method_state() returned; `source` (the file) names errors.
   virtual void load_method_state(const std::map<std::string, Tensor>& state,
                                  const std::string& source) {

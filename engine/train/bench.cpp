@@ -1,5 +1,7 @@
 #include "engine/train/bench.h"
 
+#include "engine/train/trainer.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +44,8 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Ba
   using Clock = std::chrono::steady_clock;
   BenchTimes t;
   int64_t step = 0;
+  // The method's calibration pass (if any), on the bench batch, as finetune runs it.
+  run_calibration(model, [&batch]() -> std::optional<Batch> { return batch; });
   for (; step < schedule.warmup; ++step)
     train_step(model, optimizer, batch, schedule.lr, step + 1);
   synchronize(device);

@@ -61,6 +61,24 @@ int64_t checkpoint_step(const fs::path& dir) {
 
 }  // namespace
 
+int64_t run_calibration(TrainableModel& model, const std::function<std::optional<Batch>()>& next) {
+  const int64_t want = model.calibration_batches();
+  if (want <= 0) return 0;
+  model.start_calibration();
+  int64_t used = 0;
+  for (; used < want; ++used) {
+    std::optional<Batch> b = next();
+    if (!b) break;
+    const float scale = b->target_count > 0 ? 1.0f / float(b->target_count) : 0.0f;
+    const LossSums s = model.forward_backward(*b, scale);
+    if (!std::isfinite(s.loss_sum))
+      throw Error(cat("calibration batch ", used + 1, ": loss is ", s.loss_sum));
+  }
+  model.finish_calibration();
+  for (Param* p : model.params()) p->grad.zero_();
+  return used;
+}
+
 Trainer::Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
                  std::ostream* progress)
     : model_(model),
@@ -149,6 +167,16 @@ void Trainer::log(const StepMetrics& m) {
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   first_logged_step_ = step_ + 1;
+  if (step_ == 0 && !calibrated_) {
+    // On the first micro-batches of the data, which training then sees again from the start
+    // (the position is restored); a resumed run restores the calibrated state instead.
+    const nlohmann::json position = data_.state();
+    const int64_t used = run_calibration(model_, [this] { return data_.next(); });
+    data_.restore(position);
+    calibrated_ = true;
+    if (used > 0 && progress_ && !config_.quiet)
+      *progress_ << "calibrated on " << used << " micro-batch" << (used == 1 ? "" : "es") << "\n";
+  }
   while (step_ < config_.steps) {
     std::optional<StepMetrics> step = train_step();
     if (!step) {
@@ -225,6 +253,7 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   optimizer_.load_state(moments, state.optimizer_steps);
   data_.restore(state.data);
   step_ = state.step;
+  calibrated_ = true;  // the saved method state holds what calibration chose
   // Only the copies: an after_step here would apply an update (FALQON's rows) the saved state
   // already holds. A model whose method keeps state rejects a checkpoint without the file
   // (restore_method_state).

@@ -90,9 +90,17 @@ class Trainer {
   AdamW optimizer_;
   std::function<double()> evaluator_;
   int64_t step_ = 0;
+  bool calibrated_ = false;       // the method's calibration pass ran (or a resume made it moot)
   double elapsed_ = 0;            // seconds spent in steps since run() started
   int64_t first_logged_step_ = 1; // first step of this process (for the ETA)
 };
+
+// The method's calibration pass before step 0, if it asks for one (model.calibration_batches() >
+// 0): that many micro-batches from `next` (fewer if it runs out), each a forward + backward between
+// start_calibration() and finish_calibration(), then every Param's gradient is zeroed. Finetune
+// (Trainer::run, on a fresh run) and bench (time_training_steps) both calibrate through this.
+// Returns the micro-batches used.
+int64_t run_calibration(TrainableModel& model, const std::function<std::optional<Batch>()>& next);
 
 // Named tensors of a model's adapter params (F32, device as stored).
 std::map<std::string, Tensor> param_tensors(const std::vector<Param*>& params);

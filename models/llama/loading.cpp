@@ -67,7 +67,8 @@ void apply_adapter(LlamaModel& model, const PeftAdapter& a, const std::filesyste
         throw Error(cat("adapter ", from.string(), ": ", e.what()));
       }
     } else if (lin->params().empty()) {
-      if (it != a.modules.end() || state_of.count(name))
+      // A frozen projection may keep state of its store (FrozenWeight::method_state), never A/B.
+      if (it != a.modules.end() || (state_of.count(name) && lin->method_state().empty()))
         throw Error(cat("adapter ", from.string(), " has tensors for ", name,
                         ", which this run does not adapt"));
     } else if (!state_of.count(name)) {

@@ -38,7 +38,8 @@ MethodOptions method_options_for(PeftAdapter& adapter, const std::string& reques
 //  - then every projection whose method keeps state (AdaptedLinear::method_state()) is restored
 //    from it, after A/B, so state wins (engine/peft/method_state.h: each stateful projection must
 //    be restored, with exactly the keys its method keeps);
-//  - a frozen projection (no params) must have neither A/B nor state.
+//  - a frozen projection (no params) must have no A/B, and state only when its store keeps some
+//    (FrozenWeight::method_state).
 // Every error is one line naming `from` and the module: a module the model lacks, a projection
 // the adapter lacks, mis-shaped tensors, missing or extra state keys.
 void apply_adapter(LlamaModel& model, const PeftAdapter& adapter, const std::filesystem::path& from);

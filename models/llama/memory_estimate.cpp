@@ -36,7 +36,9 @@ ProjectionSizes sizes(const LlamaConfig& c, int64_t r) {
     s.rank_in = add(s.rank_in, mul(r, p.in, c.num_layers));
     s.rank_out = add(s.rank_out, mul(r, p.out, c.num_layers));
     s.largest_layer = add(s.largest_layer, w);
+    s.layer_shapes.emplace_back(p.out, p.in);
   }
+  s.layers = c.num_layers;
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "models/llama/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/device/profile.h"
@@ -97,6 +98,20 @@ void LlamaModel::after_step() {
 
 void LlamaModel::refresh_copies() {
   for (auto& [name, lin] : named_) lin->refresh_copies();
+}
+
+int64_t LlamaModel::calibration_batches() const {
+  int64_t n = 0;
+  for (const auto& [name, lin] : named_) n = std::max<int64_t>(n, lin->calibration_batches());
+  return n;
+}
+
+void LlamaModel::start_calibration() {
+  for (auto& [name, lin] : named_) lin->start_calibration();
+}
+
+void LlamaModel::finish_calibration() {
+  for (auto& [name, lin] : named_) lin->finish_calibration();
 }
 
 std::map<std::string, Tensor> LlamaModel::method_state() const {

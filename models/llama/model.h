@@ -45,6 +45,9 @@ class LlamaModel : public TrainableModel {
   std::vector<Param*> params() override;
   void after_step() override;
   void refresh_copies() override;
+  int64_t calibration_batches() const override;
+  void start_calibration() override;
+  void finish_calibration() override;
   // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h).
   std::map<std::string, Tensor> method_state() const override;
   void load_method_state(const std::map<std::string, Tensor>& state,

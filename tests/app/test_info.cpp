@@ -46,7 +46,7 @@ TEST(InfoCommand, JsonForWideRandom) {
     EXPECT_EQ(m["adapter_bytes"].get<int64_t>(), 16 * m["adapter_parameters"].get<int64_t>());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"lora-bf16", "qlora-nf4", "falqon-fp8", "halo-fp8",
-                                             "halo-int8", "halo-nf4"}));
+                                             "halo-int8", "halo-nf4", "hot-dense", "hot-fp8", "hot-nf4"}));
 }
 
 TEST(InfoCommand, JsonOptionsReachTheEstimate) {

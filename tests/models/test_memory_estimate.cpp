@@ -21,7 +21,7 @@ const MethodMemory& find(const std::vector<MethodMemory>& ms, const std::string&
 
 TEST(MemoryEstimate, Llama2_7BByHand) {
   const auto ms = estimate_training_memory(llama2_7b(), {.batch = 1, .seq = 512, .lora_rank = 64});
-  ASSERT_EQ(ms.size(), 6u);
+  ASSERT_EQ(ms.size(), 9u);
   // 4·4096² + 3·4096·11008 per layer, 32 layers.
   const int64_t P = 6'476'005'376;
   const int64_t norms = 2 * 65 * 4096;
@@ -31,6 +31,11 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   EXPECT_EQ(lora.adapter, 16 * 159'907'840LL);
   EXPECT_EQ(lora.frozen_weights, 2 * P + norms);
   EXPECT_EQ(lora.embeddings, 2 * 2 * 32000 * 4096LL);
+
+  // HOT (dense backbone): bf16 W + INT8-carrier codes of W (Llama widths need no padding) + a
+  // 4-byte step per in-channel: 6 projections with in = 4096, down_proj with in = 11008.
+  EXPECT_EQ(find(ms, "hot-dense").frozen_weights, 3 * P + 32 * 4 * (6 * 4096 + 11008) + norms);
+  EXPECT_EQ(find(ms, "hot-dense").adapter_params, 159'907'840);
 
   const auto& qlora = find(ms, "qlora-nf4");
   EXPECT_NEAR(double(qlora.frozen_weights - norms), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);

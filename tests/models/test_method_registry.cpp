@@ -91,7 +91,7 @@ TEST(MethodRegistry, AnotherMethodsOptionIsRefusedWhereItWouldBeIgnored) {
     ADD_FAILURE() << "qlora took --backbone nf4";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--backbone nf4 applies to --method halo only (got --method qlora; qlora already "
+              "--backbone nf4 applies to --method halo, hot only (got --method qlora; qlora already "
               "stores its backbone NF4)");
   }
   m.get<HaloOptions>() = {1, quant::LowpFormat::INT8};  // ignored under qlora, as before
