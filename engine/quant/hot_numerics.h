@@ -4,7 +4,7 @@
 //    the reference code's make_hadamard does) in the fixed stage order h = 1, 2, 4, 8, butterfly
 //    (a, b) -> (a + b, a - b), natural order; one 16-element group is one unit of work;
 //  - the step from an amax (compared as bit patterns, so NaN ranks above +inf), the stochastic
-//    rounding draw (Philox4x32-10, one draw per four elements, each word >> 8) and the RNE option;
+//    rounding draw (Philox4x32-10 word 0 >> 8 on the pinned counter) and the RNE option;
 //  - the epilogue: m = s_t·s_w, m = m·(1/b), dx = (float)acc·m, then + dx_lora, then + dx_prev.
 // Every product and sum is one IEEE round-to-nearest operation; on CUDA the _rn intrinsics keep
 // nvcc from contracting them, on the host these TUs build with -ffp-contract=off.
@@ -98,29 +98,12 @@ LOFT_HD Step step_for(uint32_t amax_bits, float qmax) {
 // v = z·inv, the value rounded to a code; 0 for a group whose codes are 0 (its z may be NaN).
 LOFT_HD float to_code_units(float z, Step st) { return st.inv == 0.0f ? 0.0f : mul_rn(z, st.inv); }
 
-// 24 uniform bits per element: element `index` takes word index % 4 (>> 8) of Philox4x32-10 at
-// key (seed lo, seed hi), counter (index / 4 lo, index / 4 hi, step, site). One draw serves four
-// consecutive elements (HOT.md §8.2 draws per element and keeps word 0: a quarter of the Philox
-// work, which bounded the quantizer's speed; docs/methods.md). SrDraws keeps the last draw, so a
-// walk over consecutive indices computes each draw once; the result depends on the index only.
-struct SrDraws {
-  uint64_t quad = ~uint64_t(0);
-  philox::Words w{};
-
-  LOFT_HD uint32_t bits(uint64_t seed, uint64_t index, uint32_t step, uint32_t site) {
-    if ((index >> 2) != quad) {
-      quad = index >> 2;
-      w = philox::philox4x32_10(uint32_t(quad), uint32_t(quad >> 32), step, site, uint32_t(seed),
-                                uint32_t(seed >> 32));
-    }
-    const uint32_t k = uint32_t(index & 3);  // a select, not an indexed (local-memory) load
-    return (k == 0 ? w.w[0] : k == 1 ? w.w[1] : k == 2 ? w.w[2] : w.w[3]) >> 8;
-  }
-};
-
+// 24 uniform bits for element `index` of the tensor quantized at (step, site) under `seed`:
+// key = (seed lo, seed hi), counter = (index lo, index hi, step, site).
 LOFT_HD uint32_t sr_bits(uint64_t seed, uint64_t index, uint32_t step, uint32_t site) {
-  SrDraws d;
-  return d.bits(seed, index, step, site);
+  const philox::Words w = philox::philox4x32_10(uint32_t(index), uint32_t(index >> 32), step, site,
+                                                uint32_t(seed), uint32_t(seed >> 32));
+  return w.w[0] >> 8;
 }
 
 // sign(v)·(floor|v| + [u < trunc(frac|v|·2^24)]), clamped to ±qmax (v can pass qmax by an ulp).
@@ -138,11 +121,11 @@ LOFT_HD int32_t rne_code(float v, float qmax) {
 
 // The code of v = z·inv for element `index`: stochastic (drawing only when v has a fraction, which
 // gives sr_code's result either way) or nearest-even.
-LOFT_HD int32_t dy_code(float v, float qmax, bool stochastic, SrDraws& draws, uint64_t seed,
-                        uint64_t index, uint32_t step, uint32_t site) {
+LOFT_HD int32_t dy_code(float v, float qmax, bool stochastic, uint64_t seed, uint64_t index,
+                        uint32_t step, uint32_t site) {
   if (!stochastic) return rne_code(v, qmax);
   if (v == floorf(v)) return int32_t(fminf(fmaxf(v, -qmax), qmax));
-  return sr_code(v, draws.bits(seed, index, step, site), qmax);
+  return sr_code(v, sr_bits(seed, index, step, site), qmax);
 }
 
 LOFT_HD float int_to_float(int32_t x) {

@@ -60,10 +60,9 @@ void encode_row(const std::vector<float>& z, hot::Step step, int64_t t, int64_t 
                 const HotQuantOptions& opt, int8_t* codes) {
   const float qmax = hot::qmax_for(opt.bits);
   const bool sr = opt.round == HotRound::Stochastic;
-  hot::SrDraws draws;
   for (size_t o = 0; o < z.size(); ++o) {
     const float v = hot::to_code_units(z[o], step);
-    codes[o] = int8_t(hot::dy_code(v, qmax, sr, draws, opt.seed, uint64_t(t) * uint64_t(out) + o,
+    codes[o] = int8_t(hot::dy_code(v, qmax, sr, opt.seed, uint64_t(t) * uint64_t(out) + o,
                                    opt.step, opt.site));
   }
 }

@@ -91,17 +91,6 @@ TEST(HotRounding, StochasticRoundingIsUnbiasedOverSeeds) {
   }
 }
 
-// One Philox draw serves four consecutive elements (its four words); a walk with SrDraws gives
-// every index the bits it has alone, across quad boundaries and from any start.
-TEST(HotRounding, OneDrawServesFourConsecutiveElements) {
-  const philox::Words w = philox::philox4x32_10(3, 0, 9, 5, 77, 0);  // quad 3 = elements 12..15
-  for (uint32_t k = 0; k < 4; ++k) EXPECT_EQ(hot::sr_bits(77, 12 + k, 9, 5), w.w[k] >> 8);
-  for (uint64_t start : {uint64_t(0), uint64_t(3), uint64_t(1) << 33}) {
-    hot::SrDraws draws;
-    for (uint64_t i = start; i < start + 37; ++i) EXPECT_EQ(draws.bits(77, i, 9, 5), hot::sr_bits(77, i, 9, 5));
-  }
-}
-
 TEST(HotRounding, NearestIsTiesToEvenAndClamped) {
   EXPECT_EQ(hot::rne_code(2.5f, 7), 2);
   EXPECT_EQ(hot::rne_code(3.5f, 7), 4);
@@ -110,8 +99,7 @@ TEST(HotRounding, NearestIsTiesToEvenAndClamped) {
   EXPECT_EQ(hot::rne_code(-130.0f, 127), -127);
   // SR never leaves the range either, and integers stay put without a draw.
   EXPECT_EQ(hot::sr_code(7.0000005f, 0, 7), 7);
-  hot::SrDraws draws;
-  EXPECT_EQ(hot::dy_code(-4.0f, 7, true, draws, 1, 2, 3, 4), -4);
+  EXPECT_EQ(hot::dy_code(-4.0f, 7, true, 1, 2, 3, 4), -4);
 }
 
 Tensor bf16_values(const Shape& shape, std::mt19937& rng, float scale = 1.0f) {

@@ -137,10 +137,9 @@ __global__ void dy_codes_kernel(const T* dy, DyArgs a, const uint32_t* tensor_am
       hn::fwht_group(v, a.block);
       const uint64_t base = uint64_t(t) * uint64_t(a.n) + uint64_t(g * kGroup);
 #pragma unroll
-      hn::SrDraws draws;
       for (int j = 0; j < kGroup; ++j)
-        q[j] = int8_t(hn::dy_code(hn::to_code_units(v[j], st), a.qmax, a.sr, draws, a.seed, base + j,
-                                  a.step, a.site));
+        q[j] = int8_t(hn::dy_code(hn::to_code_units(v[j], st), a.qmax, a.sr, a.seed, base + j, a.step,
+                                  a.site));
     }
     store_codes(crow + g * kGroup, q);
   }
@@ -213,31 +212,18 @@ __global__ void pack_s4_kernel(const int8_t* codes, int64_t groups, uint8_t* pac
   }
 }
 
-// dx from the int32 products. Each thread takes kPer consecutive elements of one row (kPer = 4
-// when cols and ld allow 16-byte loads of acc, else 1), so the row and its scale are read once.
-template <typename T, int kPer>
+template <typename T>
 __global__ void epilogue_kernel(const int32_t* acc, int64_t ld, const float* s_t, const float* s_w,
                                 float inv_block, const float* lora, T* dx, int64_t rows,
                                 int64_t cols, bool accumulate) {
-  const int64_t per_row = cols / kPer, n = rows * per_row;
-  for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < n;
-       w += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = w / per_row, i0 = (w % per_row) * kPer, e0 = t * cols + i0;
-    const float st = s_t[t];
-    int32_t a[kPer];
-    if constexpr (kPer == 4) {
-      const int4 u = *reinterpret_cast<const int4*>(acc + t * ld + i0);
-      a[0] = u.x, a[1] = u.y, a[2] = u.z, a[3] = u.w;
-    } else {
-      a[0] = acc[t * ld + i0];
-    }
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      float v = hn::dx_base(a[j], st, s_w[i0 + j], inv_block);
-      if (lora) v = hn::add_rn(v, lora[e0 + j]);
-      if (accumulate) v = hn::add_rn(to_f32(dx[e0 + j]), v);
-      dx[e0 + j] = from_f32<T>(v);
-    }
+  const int64_t n = rows * cols;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = e / cols, i = e % cols;
+    float v = hn::dx_base(acc[t * ld + i], s_t[t], s_w[i], inv_block);
+    if (lora) v = hn::add_rn(v, lora[e]);
+    if (accumulate) v = hn::add_rn(to_f32(dx[e]), v);
+    dx[e] = from_f32<T>(v);
   }
 }
 
@@ -337,14 +323,10 @@ void hot_epilogue(const Tensor& acc, const Tensor& s_t, const Tensor& s_w, float
   const int64_t rows = dx.size(0), cols = dx.size(1);
   dispatch_activation(dx.dtype(), "hot_epilogue", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const bool vec = cols % 4 == 0 && acc.size(1) % 4 == 0 && aligned16(acc.data());
-    auto launch = [&](auto kernel, int64_t per) {
-      kernel<<<grid_for(rows * cols / per, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
-          acc.ptr<int32_t>(), acc.size(1), s_t.ptr<float>(), s_w.ptr<float>(), inv_block,
-          dx_lora ? dx_lora->ptr<float>() : nullptr, dx.ptr<T>(), rows, cols, accumulate);
-    };
-    if (vec) launch(epilogue_kernel<T, 4>, 4);
-    else launch(epilogue_kernel<T, 1>, 1);
+    epilogue_kernel<T><<<grid_for(rows * cols, kThreads, dev), kThreads, 0,
+                         loft::cuda::stream(dev)>>>(
+        acc.ptr<int32_t>(), acc.size(1), s_t.ptr<float>(), s_w.ptr<float>(), inv_block,
+        dx_lora ? dx_lora->ptr<float>() : nullptr, dx.ptr<T>(), rows, cols, accumulate);
     loft::cuda::check_launch("hot epilogue_kernel");
   });
 }
