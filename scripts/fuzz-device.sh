@@ -57,10 +57,12 @@ alloc=$(for t in "${targets[@]}"; do
 done | awk -v cores="$CORES" -v goal="$GOAL" '
   { t[NR] = $1; left = goal - $3; need[NR] = left > 0 ? left / $2 : 0; any += need[NR]; n = NR }
   END {
-    for (i = 1; i <= n; i++) { if (!any) need[i] = 1; jobs[i] = 1 }
-    for (c = n; c < cores; c++) {
+    # A target that has reached the goal gets no core while others still need some.
+    used = 0
+    for (i = 1; i <= n; i++) { if (!any) need[i] = 1; jobs[i] = need[i] > 0 ? 1 : 0; used += jobs[i] }
+    for (c = used; c < cores; c++) {
       best = 1
-      for (i = 2; i <= n; i++) if (need[i] / jobs[i] > need[best] / jobs[best]) best = i
+      for (i = 2; i <= n; i++) if (need[i] / (jobs[i] + 1) > need[best] / (jobs[best] + 1)) best = i
       jobs[best]++
     }
     for (i = 1; i <= n; i++) print t[i], jobs[i]
@@ -102,10 +104,10 @@ wait
 rm -rf "$work/report" && mkdir -p "$work/report/crashes" "$work/report/logs"
 while read -r t jobs; do
   execs=0
-  for f in "$work/logs/$t".*.sum; do execs=$((execs + $(cat "$f"))); done
+  for f in "$work/logs/$t".*.sum; do [ -f "$f" ] && execs=$((execs + $(cat "$f"))); done
   total=$(( $(cat "$work/totals/$t" 2>/dev/null || echo 0) + execs ))
   echo "$total" >"$work/totals/$t"
-  rate=$(( execs / (jobs * (elapsed > 0 ? elapsed : 1)) ))
+  rate=$(( jobs > 0 ? execs / (jobs * (elapsed > 0 ? elapsed : 1)) : 0 ))
   [ "$rate" -gt 0 ] && echo "$rate" >"$work/rates/$t"
   read -r _ cov ft < <(fuzz_log_stats "$work/logs/$t.cov")
   found=$(fuzz_findings "$work/findings/$t" | wc -l)
