@@ -19,7 +19,6 @@ using nlohmann::json;
 
 using test::read_jsonl;
 
-std::string key(const json& j) { return cat(j["subject"].get<std::string>(), "/", j["index"].get<int64_t>()); }
 
 test::CliResult run_mmlu(const std::string& model, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),
@@ -33,10 +32,7 @@ test::CliResult run_mmlu(const std::string& model, const std::vector<std::string
 // lm-eval's request, tokens and outputs. Returns the worst relative log-likelihood error.
 double check_model(const std::string& model, int64_t limit) {
   const auto ref = test::data_dir() / "reference" / "eval";
-  std::map<std::string, json> req, tok, out;
-  for (const json& j : read_jsonl(ref / "mmlu5_requests.jsonl")) req[key(j)] = j;
-  for (const json& j : read_jsonl(ref / (model + "-mmlu5_tokens.jsonl"))) tok[key(j)] = j;
-  for (const json& j : read_jsonl(ref / (model + "-mmlu5_outputs.jsonl"))) out[key(j)] = j;
+  auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
   const auto r = run_mmlu(model, {"--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
                                   "--limit", cat(limit), "--log-samples", (dir / "s.jsonl").string(),
@@ -47,7 +43,7 @@ double check_model(const std::string& model, int64_t limit) {
   double worst = 0;
   int64_t correct = 0;
   for (const json& s : samples) {
-    const std::string k = key(s);
+    const std::string k = test::mmlu_key(s);
     EXPECT_TRUE(req.count(k)) << k;
     if (!req.count(k)) continue;
     EXPECT_EQ(s["task"], "mmlu");
@@ -93,7 +89,7 @@ TEST(EvaluateMmlu, OffsetGivesTheFullRunPromptAndJsonReport) {
   const auto requests = read_jsonl(test::data_dir() / "reference" / "eval" / "mmlu5_requests.jsonl");
   for (const json& s : samples)
     for (const json& q : requests)
-      if (key(q) == key(s)) EXPECT_EQ(s["context"], q["context"]);
+      if (test::mmlu_key(q) == test::mmlu_key(s)) EXPECT_EQ(s["context"], q["context"]);
   EXPECT_EQ(samples[0]["index"], 7);
   EXPECT_EQ(samples[1]["index"], 8);
   const json report = json::parse(r.out);

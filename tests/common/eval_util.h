@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,22 @@ inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+// lm-eval's MMLU reference for `model` (../shared/data/reference/eval), each file keyed by
+// "subject/index": requests, token ids and outputs.
+struct MmluReference {
+  std::map<std::string, nlohmann::json> req, tok, out;
+};
+inline std::string mmlu_key(const nlohmann::json& j) {
+  return j["subject"].get<std::string>() + "/" + std::to_string(j["index"].get<int64_t>());
+}
+inline MmluReference read_mmlu_reference(const std::filesystem::path& ref_dir, const std::string& model) {
+  MmluReference r;
+  for (const auto& j : read_jsonl(ref_dir / "mmlu5_requests.jsonl")) r.req[mmlu_key(j)] = j;
+  for (const auto& j : read_jsonl(ref_dir / (model + "-mmlu5_tokens.jsonl"))) r.tok[mmlu_key(j)] = j;
+  for (const auto& j : read_jsonl(ref_dir / (model + "-mmlu5_outputs.jsonl"))) r.out[mmlu_key(j)] = j;
+  return r;
 }
 
 // The message of the loft::Error `f` throws; "" when it throws none.

@@ -29,15 +29,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::read_jsonl;
 
-std::string key(const json& j) { return cat(j["subject"].get<std::string>(), "/", j["index"].get<int64_t>()); }
 
 void check_mmlu(const std::string& model) {
   LOFT_REQUIRE_GPU();
   const auto ref = test::data_dir() / "reference" / "eval";
-  std::map<std::string, json> req, tok, out;
-  for (const json& j : read_jsonl(ref / "mmlu5_requests.jsonl")) req[key(j)] = j;
-  for (const json& j : read_jsonl(ref / (model + "-mmlu5_tokens.jsonl"))) tok[key(j)] = j;
-  for (const json& j : read_jsonl(ref / (model + "-mmlu5_outputs.jsonl"))) out[key(j)] = j;
+  auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
   const auto r = test::run_cli_captured(
       {"evaluate", "--model", (test::data_dir() / "models" / model).string(), "--task", "mmlu", "--data",
@@ -48,7 +44,7 @@ void check_mmlu(const std::string& model) {
   ASSERT_EQ(samples.size(), 12u);
   double worst = 0;
   for (const json& s : samples) {
-    const std::string k = key(s);
+    const std::string k = test::mmlu_key(s);
     ASSERT_TRUE(req.count(k)) << k;
     EXPECT_EQ(s["context"], req[k]["context"]) << k;
     EXPECT_EQ(s["context_ids"], tok[k]["context_enc"]) << k;
