@@ -49,6 +49,12 @@ TEST(HotMethod, EveryOptionTrains) {
   const auto bad = test::run_cli_captured(hot_args(dir / "bad2", 2, {"--hot-round", "up"}));
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(test::contains(bad.err, "--hot-round")) << bad.err;
+  for (const char* n : {"0", "-3", "2000", "x", "nan"}) {
+    const auto r = test::run_cli_captured(
+        hot_args(dir / cat("bad-batches-", n), 2, {"--hot-lqs", "--hot-lqs-batches", n}));
+    EXPECT_EQ(r.code, 2) << n;
+    EXPECT_TRUE(test::contains(r.err, "--hot-lqs-batches")) << r.err;
+  }
   // --backbone fp8 is hot's, not halo's: refused there with HALO's own message.
   auto halo = hot_args(dir / "bad3", 2, {"--backbone", "fp8"});
   for (auto& a : halo)
