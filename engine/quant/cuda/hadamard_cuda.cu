@@ -7,16 +7,20 @@
 // K-mix sums in the CPU's order (±1 products are exact), so they agree with it bit for bit.
 // What happens to each rotated value is the kernel's epilogue: store it (the transform), fold it
 // into an amax, or cast it to FP8/INT8 codes (the two passes of the fused rotate + quantize).
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/hadamard_cuda.h"
+#include "engine/quant/cuda/hadamard_kmix.cuh"
 #include "engine/quant/cuda/hadamard_vec.cuh"
 #include "engine/quant/cuda/quant_device.cuh"
+#include "engine/quant/quantize.h"
 
 namespace loft::quant {
 
@@ -28,10 +32,11 @@ using ops::cuda_kernels::bf16;
 using ops::cuda_kernels::from_f32;
 using ops::cuda_kernels::kChunk;
 using ops::cuda_kernels::max_shared_optin;
+using ops::cuda_kernels::sm_count;
 using ops::cuda_kernels::to_f32;
 
 // ---- epilogues: put(i, v) receives rotated value v of output element i; put_n<N>(i, v) the N
-// values of elements i..i+N-1 (i a multiple of N, N = 2 or 8: the fast kernels' vector stores).
+// values of elements i..i+N-1 (i a multiple of N, N = 2, 4 or 8: the fast kernels' vector stores).
 template <typename T>
 struct StoreRotated {
   T* y;
@@ -41,6 +46,12 @@ struct StoreRotated {
   __device__ void put_n(int64_t i, const float* v) {
     if constexpr (N == kChunk) {
       ops::cuda_kernels::store_chunk(y + i, *reinterpret_cast<const float(*)[kChunk]>(v));
+    } else if constexpr (N == 4 && std::is_same_v<T, float>) {
+      *reinterpret_cast<float4*>(y + i) = make_float4(v[0], v[1], v[2], v[3]);
+    } else if constexpr (N == 4 && std::is_same_v<T, bf16>) {
+      const __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
+      *reinterpret_cast<uint2*>(y + i) =
+          make_uint2(*reinterpret_cast<const uint32_t*>(&a), *reinterpret_cast<const uint32_t*>(&b));
     } else if constexpr (N % 2 == 0 && std::is_same_v<T, bf16>) {
 #pragma unroll
       for (int j = 0; j < N; j += 2)
@@ -213,17 +224,89 @@ const int8_t* device_matrix(const HadamardMatrix& m, int device) {
   return ptr;
 }
 
+// H' of the K-mix kernel (hadamard_kmix.cuh) on `device`: fp32 [k][k] with H'[src][i] = H[src][i]
+// (H[i][src] for the inverse), uploaded once per (device, k, direction) and kept like H_k.
+const float* device_mix_matrix(const HadamardMatrix& m, bool inverse, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, bool>, float*> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  float*& ptr = cache[{device, m.k, inverse}];
+  if (ptr == nullptr) {
+    // Static: the host copy must outlive the asynchronous upload.
+    static std::map<std::tuple<int, int, bool>, std::vector<float>> host;
+    std::vector<float>& h = host[{device, m.k, inverse}];
+    h.resize(size_t(m.k) * size_t(m.k));
+    for (int src = 0; src < m.k; ++src)
+      for (int i = 0; i < m.k; ++i) h[size_t(src) * m.k + i] = float(inverse ? m.at(i, src) : m.at(src, i));
+    float* buf = nullptr;
+    LOFT_CUDA_CHECK(cudaMalloc(&buf, h.size() * sizeof(float)));
+    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                    loft::cuda::stream(device)));
+    ptr = buf;
+  }
+  return ptr;
+}
+
+// Resident blocks of `kernel` per SM at this size, asked once per (kernel, size, device).
+template <typename Kernel>
+int blocks_per_sm(Kernel* kernel, int threads, size_t smem, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, size_t, int>, int> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  int& n = cache[{reinterpret_cast<const void*>(kernel), threads, smem, device}];
+  if (n == 0) LOFT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem));
+  return n;
+}
+
 Params params_for(const HadamardPlan& plan, bool inverse, int device) {
   return Params{int(plan.n),  plan.log2_pow2, plan.k, plan.scale(), device_matrix(*plan.matrix, device),
                 inverse,      0,              0,      0};
 }
 
-// The register-resident row kernel (hadamard_vec.cuh) when the plan and operands allow it:
-// blocks of a multiple of 8 elements, at most 1024 threads per block, 16-byte aligned rows.
-// Returns false to leave the transform to the general kernel. Elements per thread E and the mode
-// by the plan (m = log2 of the FWHT length): K = 1 with m <= 8: E = 8, all in one warp; m = 9:
-// E = 16, one warp; m = 10..12: E = 16 and m = 13, 14: E = 32 with one exchange; otherwise
-// (a K-mix, or longer) stage by stage in shared memory.
+// The K-mix kernel (hadamard_kmix.cuh) for a plan with k > 1: k a multiple of 4, 2^m >= 8,
+// blocks of at most 32768 elements. H' stays in shared memory beside the segments when both fit
+// (13824: 54 + 46 KiB), else it is staged in chunks of rows. Blocks loop over the segments, as
+// many as fit on the device at once. Returns false to leave the transform to the general kernel.
+template <typename T, typename Epi>
+bool launch_rows_kmix(const HadamardPlan& plan, const Tensor& x, bool inverse, int device,
+                      const Epi& epi) {
+  const int64_t seg = plan.block;
+  const int k = plan.k;
+  if (k % 4 != 0 || plan.log2_pow2 < 3 || seg % 32 != 0 || seg > 32 * 1024) return false;
+  kmix::KmixParams prm{};
+  prm.seg = int(seg);
+  const int tiles = int(seg / 32);  // per segment, 8 outputs each
+  prm.segs = std::max(1, 256 / tiles);
+  prm.log2_p = plan.log2_pow2;
+  prm.k = k;
+  prm.total_segs = x.numel() / seg;
+  prm.groups = (prm.total_segs + prm.segs - 1) / prm.segs;
+  prm.scale = plan.scale();
+  prm.h = device_mix_matrix(*plan.matrix, inverse, device);
+  const size_t seg_bytes = size_t(prm.segs) * size_t(seg) * sizeof(float);
+  const size_t row_bytes = size_t(k) * sizeof(float), optin = size_t(max_shared_optin(device));
+  if (seg_bytes + row_bytes > optin) return false;
+  prm.h_rows = int(std::min<size_t>(size_t(k), (optin - seg_bytes) / row_bytes));
+  const size_t smem = seg_bytes + size_t(prm.h_rows) * row_bytes;
+  // Threads: the tiles of a block in equal rounds of at most kMaxThreads.
+  const int mixes = prm.segs * tiles, rounds = (mixes + kmix::kMaxThreads - 1) / kmix::kMaxThreads;
+  const int threads = ((mixes + rounds - 1) / rounds + 31) / 32 * 32;
+  auto* kernel = kmix::hadamard_rows_kmix<T, Epi>;
+  allow_dynamic_smem(kernel, smem, device);
+  const int64_t resident = int64_t(blocks_per_sm(kernel, threads, smem, device)) * sm_count(device);
+  if (resident == 0) return false;
+  const int64_t grid = std::min(prm.groups, resident);
+  kernel<<<unsigned(grid), threads, smem, loft::cuda::stream(device)>>>(x.ptr<T>(), prm, epi);
+  loft::cuda::check_launch("hadamard_rows_kmix");
+  return true;
+}
+
+// The register-resident row kernels when the plan and operands allow them: blocks of a multiple
+// of 8 elements, at most 1024 threads per block, 16-byte aligned rows. Returns false to leave the
+// transform to the general kernel. A K-mix (k > 1) goes to launch_rows_kmix. Otherwise elements
+// per thread E and the mode by m = log2 of the FWHT length: m <= 8: E = 8, all in one warp;
+// m = 9: E = 16, one warp; m = 10..12: E = 16 and m = 13, 14: E = 32 with one exchange; m = 15:
+// stage by stage in shared memory.
 template <typename T, typename Epi>
 bool launch_rows_vec(const HadamardPlan& plan, const Tensor& x, bool inverse, int device,
                      const Epi& epi, bool out_aligned) {
@@ -231,6 +314,7 @@ bool launch_rows_vec(const HadamardPlan& plan, const Tensor& x, bool inverse, in
   const int64_t seg = plan.block;
   const int m = plan.log2_pow2;
   if (seg % kChunk != 0 || !out_aligned || !aligned16(x.data()) || seg > 32 * 1024) return false;
+  if (plan.k > 1) return launch_rows_kmix<T>(plan, x, inverse, device, epi);
   int e = 0, r = 0;
   Mode mode = Mode::Staged;
   if (plan.k == 1 && m <= 14) {
@@ -246,11 +330,9 @@ bool launch_rows_vec(const HadamardPlan& plan, const Tensor& x, bool inverse, in
   prm.seg_threads = int(seg / e);
   prm.segs = std::max(1, 256 / prm.seg_threads);
   prm.log2_p = m;
-  prm.k = plan.k;
   prm.total_segs = x.numel() / seg;
   prm.scale = plan.scale();
   prm.h = device_matrix(*plan.matrix, device);
-  prm.inverse = inverse;
   const size_t smem = mode == Mode::Warp ? 0 : size_t(prm.segs) * size_t(seg) * sizeof(float);
   if (smem > size_t(max_shared_optin(device))) return false;
   const int threads = (prm.segs * prm.seg_threads + 31) / 32 * 32;
@@ -368,11 +450,22 @@ void token_transform_cuda(const HadamardPlan& plan, const Tensor& x, const Tenso
   });
 }
 
+// Order k of the K-mix from which rotate_quantize rotates once instead of twice (see there).
+constexpr int kRotateOnceK = 64;
+
 void rotate_quantize_cuda(const HadamardPlan& plan, const Tensor& x, bool token_dim, Tensor& codes,
                           Tensor& scale) {
   const int device = x.device().index;
   loft::cuda::set_device(device);
   const LowpFormat f = format_of(codes.dtype(), "rotate_quantize: codes");
+  if (!token_dim && plan.k >= kRotateOnceK) {
+    // Rotating costs k multiply-adds per element: at k >= 64 (13824 = 108 x 128) one rotation
+    // into x's dtype and a quantize of it (the same bytes: the fused passes cast exactly those
+    // values) beat rotating in both the amax and the cast pass.
+    Tensor xr = Tensor::empty(x.shape(), x.dtype(), x.device());
+    hadamard_transform_cuda(plan, x, xr, /*inverse=*/false);
+    return quantize_into(xr, codes, nullptr, scale);
+  }
   Tensor amax = Tensor::empty({1}, DType::I32, x.device());
   LOFT_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(unsigned), loft::cuda::stream(device)));
   auto* amax_bits = amax.ptr<unsigned>();

@@ -4,8 +4,9 @@
 // here each thread first issues all its 16-byte (rows) or 4-byte x 32 (tokens) loads, then runs
 // the low butterfly stages in registers, the middle ones across lanes with shuffles, and only
 // the highest through shared memory. The stages still run in the CPU's order (stage h = 1 first)
-// with the CPU's a + b / a - b, and the K-mix sums in the CPU's order, so the results stay bit
-// for bit those of the CPU reference. Include only from hadamard_cuda.cu (Epi: its epilogues).
+// with the CPU's a + b / a - b, and the (k = 1) K-mix adds to 0 as the CPU does, so the results
+// stay bit for bit those of the CPU reference. hadamard_kmix.cuh loads through load_and_turn.
+// Include only from hadamard_cuda.cu (Epi: its epilogues).
 #pragma once
 #include "engine/ops/cuda/kernel_util.cuh"
 
@@ -26,15 +27,15 @@ using ops::cuda_kernels::to_f32;
 //   Mode::Transposed  k = 1 and R = m - log2(E) - 5 higher bits, R < log2(E): one exchange gives
 //                     each thread the 2^R elements that differ in those bits, W = E / 2^R
 //                     consecutive positions at a time, turned in registers;
-//   Mode::Staged      otherwise (a K-mix): stage by stage in shared memory, then the K-mix.
+//   Mode::Staged      otherwise (k = 1, 2^m = 32768): stage by stage in shared memory.
+// Plans with a K-mix (k > 1) take hadamard_kmix.cuh's kernel, which loads the same way.
 enum class Mode : int { Warp, Transposed, Staged };
 
 struct RowParams {
-  int seg, seg_threads, segs, log2_p, k;
+  int seg, seg_threads, segs, log2_p;
   int64_t total_segs;
   float scale;
-  const int8_t* h;  // H_k, k·k entries
-  bool inverse;
+  const int8_t* h;  // H_1 (its one entry)
 };
 
 template <int E>
@@ -83,17 +84,31 @@ __device__ __forceinline__ void stage_to_shared(float* s, int t, const float (&v
     *reinterpret_cast<float4*>(s + t * E + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
 }
 
-// Output position e of a segment: Σ_src H_k[src][i] · s[src·p + j] (column i of H_k; row i for
-// the inverse), in the CPU's order, then the scale. k = 1 still adds to 0 first (as the CPU:
-// −0 becomes +0).
-__device__ __forceinline__ float k_mix(const RowParams& prm, const float* s, int e) {
-  const int i = e >> prm.log2_p, j = e & ((1 << prm.log2_p) - 1), k = prm.k;
-  float acc = 0.0f;
-  for (int src = 0; src < k; ++src) {
-    const int8_t hv = prm.inverse ? __ldg(prm.h + i * k + src) : __ldg(prm.h + src * k + i);
-    acc += float(hv) * s[(src << prm.log2_p) + j];
+// A thread's E consecutive elements of x (from xs; zeros when not live), turned by every stage
+// of stride < 32·E: stages below E in registers, then log2_p - log2(E) stages (at most 5) across
+// lanes. Every lane of the warp must call it (the shuffles).
+template <typename T, int E>
+__device__ __forceinline__ void load_and_turn(const T* xs, bool live, float (&v)[E], int log2_p, int lane) {
+  if (live) {
+#pragma unroll
+    for (int c = 0; c < E / kChunk; ++c)
+      load_chunk(xs + c * kChunk, *reinterpret_cast<float(*)[kChunk]>(v + c * kChunk));
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = 0.0f;
   }
-  return acc * prm.scale;
+  butterflies_in_thread<E>(v, log2_p);
+  // Lane stages: element bit log2(E) + b is lane bit b; sub-rows of p elements span p / E lanes.
+  constexpr int log2_e = E == 8 ? 3 : E == 16 ? 4 : 5;
+  const int lane_stages = min(max(log2_p - log2_e, 0), 5);
+  for (int b = 0; b < lane_stages; ++b) {
+    const int h = 1 << b;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[i], h);
+      v[i] = (lane & h) ? other - v[i] : v[i] + other;
+    }
+  }
 }
 
 // R: the bits left for Mode::Transposed (0 otherwise). Its E = 32 blocks (m <= 14) are at most
@@ -108,26 +123,8 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
   const int64_t base = seg_id * prm.seg + int64_t(t) * E;
 
   float v[E];
-  if (live) {
-#pragma unroll
-    for (int c = 0; c < E / kChunk; ++c)
-      load_chunk(x + base + c * kChunk, *reinterpret_cast<float(*)[kChunk]>(v + c * kChunk));
-  } else {
-#pragma unroll
-    for (int i = 0; i < E; ++i) v[i] = 0.0f;
-  }
-  butterflies_in_thread<E>(v, prm.log2_p);
-  // Lane stages: element bit log2(E) + b is lane bit b; sub-rows of p elements span p / E lanes.
+  load_and_turn<T, E>(x + base, live, v, prm.log2_p, lane);
   constexpr int log2_e = E == 8 ? 3 : E == 16 ? 4 : 5;
-  const int lane_stages = min(max(prm.log2_p - log2_e, 0), 5);
-  for (int b = 0; b < lane_stages; ++b) {
-    const int h = 1 << b;
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      const float other = __shfl_xor_sync(0xffffffffu, v[i], h);
-      v[i] = (lane & h) ? other - v[i] : v[i] + other;
-    }
-  }
   if constexpr (M == Mode::Transposed) {
     // Thread t takes positions hi·2^L + W·t + w (hi < 2^R, w < W), L = log2(E) + 5.
     constexpr int W = E >> R, L = log2_e + 5;
@@ -182,9 +179,11 @@ __global__ void __launch_bounds__(M == Mode::Transposed && E == 32 ? 512 : 1024)
         }
       __syncthreads();
     }
+    // k = 1: the K-mix is 0 + 1·v, then the scale.
+    const float h0 = float(__ldg(prm.h));
     if (live) {
 #pragma unroll
-      for (int i = 0; i < E; ++i) v[i] = k_mix(prm, s, t * E + i);
+      for (int i = 0; i < E; ++i) v[i] = unit_mix(h0, s[t * E + i], prm.scale);
     }
   } else {
     // k = 1 and the whole sub-row in one warp: the K-mix is 0 + 1·v, then the scale.

@@ -1,0 +1,148 @@
+// The K-mix row kernel (engine/quant/cuda/hadamard_kmix.cuh) bit for bit against the CPU
+// reference: the Llama widths with a K-mix (5120 = 20·256, 5632 = 44·128, 13824 = 108·128,
+// 14336 = 28·512) and odd orders chosen so that every branch runs: packed segments (96, 160,
+// 768), the k % 8 == 4 half tiles (12, 20, 28, 44, 108, 252), FWHT stages in shared memory
+// (2^m >= 512: 24576, 28672), two mix rounds per block (24576, 28672), H' staged in chunks
+// (k = 252), and more rows than one wave of resident blocks (blocks loop over segments).
+// Forward and inverse, F32 and BF16 (the CPU's F32 result rounded to BF16), plus rotate_quantize
+// against the CPU, and timings at llama-3-8b / llama-13b shapes.
+#include <chrono>
+#include <cstdio>
+
+#include "engine/device/memory.h"
+#include "engine/quant/fp8.h"
+#include "engine/quant/hadamard.h"
+#include "engine/quant/rotate_quantize.h"
+#include "tests/engine/test_quant_fp8_reference.h"
+#include "tests/gpu/test_ops_cuda_util.h"
+
+namespace loft::test {
+namespace {
+
+struct Width {
+  int64_t n;
+  int k;  // the plan's order (asserted: the case must reach the K-mix it is meant for)
+  std::vector<int64_t> rows;
+};
+
+const Width kWidths[] = {
+    {96, 12, {1, 7, 300}},     {160, 20, {1, 33}},         {768, 12, {7, 6000}},
+    {864, 108, {3, 33}},       {5120, 20, {1, 7, 33}},     {5632, 44, {1, 7, 33}},
+    {13824, 108, {1, 7, 300}}, {14336, 28, {1, 7, 300}},   {24576, 12, {1, 5}},
+    {28672, 28, {1, 3}},       {16128, 252, {1, 6}},
+};
+
+std::vector<uint32_t> bits(const std::vector<float>& v) {
+  std::vector<uint32_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i) b[i] = quant::float_bits(v[i]);
+  return b;
+}
+
+// The CPU's F32 values as a tensor of dtype dt would hold them (BF16: rounded to nearest even).
+std::vector<uint32_t> as_dtype_bits(const Tensor& cpu, DType dt) {
+  std::vector<float> v = cpu.to_float_vector();
+  if (dt == DType::BF16)
+    for (float& f : v) f = bf16_to_f32(f32_to_bf16(f));
+  return bits(v);
+}
+
+// Index of the first differing element, for the failure message.
+size_t first_diff(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return i;
+}
+
+TEST(HadamardKmixCuda, BitIdenticalToCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(51);
+  for (const Width& w : kWidths) {
+    const quant::HadamardPlan plan = quant::plan_for(w.n);
+    ASSERT_EQ(plan.k, w.k) << plan.describe();
+    ASSERT_FALSE(plan.block_diagonal()) << plan.describe();
+    for (int64_t rows : w.rows)
+      for (DType dt : kActivationDtypes)
+        for (bool inverse : {false, true}) {
+          const Tensor x = to_gpu(random_tensor({rows, w.n}, rng, -3.0f, 3.0f), dt);
+          Tensor y = Tensor::empty(x.shape(), dt, kGpu);
+          quant::hadamard_transform(plan, x, y, inverse);
+          const Tensor cx = cpu_f32(x);
+          Tensor cy = Tensor::empty(cx.shape(), DType::F32);
+          quant::hadamard_transform(plan, cx, cy, inverse);
+          const std::vector<uint32_t> got = bits(y.to_float_vector()), want = as_dtype_bits(cy, dt);
+          ASSERT_EQ(got.size(), want.size());
+          EXPECT_TRUE(got == want) << name(dt) << " rows " << rows << (inverse ? " inverse " : " forward ")
+                                   << plan.describe() << ": first difference at element "
+                                   << first_diff(got, want);
+        }
+  }
+}
+
+TEST(HadamardKmixCuda, InPlaceEqualsOutOfPlace) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(52);
+  for (int64_t n : {int64_t(96), int64_t(13824), int64_t(16128)})
+    for (bool inverse : {false, true}) {
+      const Tensor x = to_gpu(random_tensor({300, n}, rng), DType::BF16);
+      Tensor y = Tensor::empty(x.shape(), DType::BF16, kGpu);
+      quant::hadamard_transform(x, y, inverse);
+      Tensor inplace = x.clone();
+      quant::hadamard_transform(inplace, inplace, inverse);
+      EXPECT_TRUE(bits(inplace.to_float_vector()) == bits(y.to_float_vector())) << "n=" << n;
+    }
+}
+
+// rotate_quantize of F32 rows on the GPU gives the CPU's codes and scale (the CPU rotates, then
+// quantizes): the fused two-pass path (k < 64) and the rotate-once path (k >= 64) alike.
+TEST(HadamardKmixCuda, RotateQuantizeIdenticalToCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(53);
+  for (int64_t n : {int64_t(160), int64_t(5120), int64_t(5632), int64_t(13824), int64_t(14336)})
+    for (int64_t rows : {int64_t(1), int64_t(33)})
+      for (quant::LowpFormat f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) {
+        const quant::HadamardPlan plan = quant::plan_for(n);
+        const Tensor cx = random_tensor({rows, n}, rng, -4.0f, 4.0f);
+        const quant::QuantizedTensor g = quant::rotate_quantize(plan, to_gpu(cx, DType::F32), f);
+        const quant::QuantizedTensor c = quant::rotate_quantize(plan, cx, f);
+        const std::string what = cat("rows ", rows, " ", plan.describe(), " ", quant::format_name(f));
+        EXPECT_EQ(quant::float_bits(g.scale.to_float_vector()[0]), quant::float_bits(c.scale.to_float_vector()[0]))
+            << what;
+        EXPECT_TRUE(code_bytes(g.codes) == code_bytes(c.codes)) << what;
+      }
+}
+
+// Not only a check: µs per call at [4096, 14336] (llama-3-8b, 2×2048 tokens) and [8192, 13824]
+// (llama-13b, 4×2048) in BF16, for docs/perf.md; the first rows are checked against the CPU.
+TEST(HadamardKmixCuda, PrintsTimingsAtLlamaShapes) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(54);
+  for (auto [t, n] : std::vector<std::pair<int64_t, int64_t>>{{4096, 14336}, {8192, 13824}, {4096, 5120}}) {
+    const quant::HadamardPlan plan = quant::plan_for(n);
+    Tensor x = Tensor::empty({t, n}, DType::BF16, kGpu);
+    ops::fill_random(x, 7, 1.0f);
+    Tensor y = Tensor::empty(x.shape(), DType::BF16, kGpu);
+    auto time_us = [&](auto&& fn) {
+      fn();
+      synchronize(kGpu);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < 20; ++i) fn();
+      synchronize(kGpu);
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20;
+    };
+    const double fwd = time_us([&] { quant::hadamard_transform(plan, x, y); });
+    const double inv = time_us([&] { quant::hadamard_transform(plan, x, y, true); });
+    const double rq = time_us([&] { (void)quant::rotate_quantize(plan, x, quant::LowpFormat::E4M3); });
+    const double gb = double(t * n) * 2.0 / 1e3;  // bytes of x over 1e3: GB/s with µs
+    std::printf("[%lld,%lld] %s: hadamard forward %.1f us (%.0f GB/s), inverse %.1f us, "
+                "rotate_quantize e4m3 %.1f us\n",
+                (long long)t, (long long)n, plan.describe().c_str(), fwd, 2.0 * gb / fwd, inv, rq);
+    quant::hadamard_transform(plan, x, y, true);
+    const Tensor head = cpu_f32(x.slice(0, 4));
+    Tensor want = Tensor::empty(head.shape(), DType::F32);
+    quant::hadamard_transform(plan, head, want, true);
+    EXPECT_TRUE(bits(y.slice(0, 4).to_float_vector()) == as_dtype_bits(want, DType::BF16)) << n;
+  }
+}
+
+}  // namespace
+}  // namespace loft::test
