@@ -19,6 +19,8 @@
 #include "engine/peft/falqon_ops.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
+#include "engine/quant/nf4.h"
+#include "engine/quant/nf4_lowp.h"
 #include "engine/quant/quantize.h"
 #include "engine/quant/rotate_quantize.h"
 
@@ -94,6 +96,22 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                       }});
     }
   }
+  // HALO's NF4 backbone: a projection's weight decoded to E4M3 codes, as for the forward GEMM
+  // and transposed for dX (halo_weight.cpp, --backbone nf4). Bytes: 4-bit codes in, codes out.
+  if (!device.is_cpu())
+    for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}}) {
+      const Nf4Tensor q = quantize_nf4(random({out_f, in_f}, dt, device, 11));
+      const float s = quant::nf4_lowp_scale(q, fmt);
+      for (bool t : {false, true}) {
+        Tensor codes = Tensor::empty(t ? Shape{in_f, out_f} : Shape{out_f, in_f}, DType::F8_E4M3, device);
+        rows.push_back({std::string("nf4_to_lowp e4m3 ") + (t ? "transposed " : "") + "[" +
+                            std::to_string(out_f) + "," + std::to_string(in_f) + "]",
+                        1.5 * double(out_f * in_f), 0, [=] {
+                          Tensor c = codes;
+                          quant::nf4_to_lowp(q, s, t, c);
+                        }});
+      }
+    }
   // FALQON (r = k = 64, its defaults) at each projection shape: the forward's O_A GEMM beside the
   // melded [W; A] GEMM it split from, and the after-step update of one projection. The update rows
   // run in accumulate mode first (B keeps rows to select), then reset (B zero after the first call:
