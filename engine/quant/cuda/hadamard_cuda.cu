@@ -284,7 +284,8 @@ bool launch_rows_kmix(const HadamardPlan& plan, const Tensor& x, bool inverse, i
   prm.scale = plan.scale();
   prm.h = device_mix_matrix(*plan.matrix, inverse, device);
   const size_t seg_bytes = size_t(prm.segs) * size_t(seg) * sizeof(float);
-  const size_t row_bytes = size_t(k) * sizeof(float), optin = size_t(max_shared_optin(device));
+  // 1 KiB of the opt-in left for the epilogue's static shared memory (block_amax).
+  const size_t row_bytes = size_t(k) * sizeof(float), optin = size_t(max_shared_optin(device)) - 1024;
   if (seg_bytes + row_bytes > optin) return false;
   prm.h_rows = int(std::min<size_t>(size_t(k), (optin - seg_bytes) / row_bytes));
   const size_t smem = seg_bytes + size_t(prm.h_rows) * row_bytes;

@@ -27,6 +27,14 @@ constexpr int kThreads = 256;
 constexpr int kTRows = 256;  // weight rows per block of the transposed kernel (8 warps × 32)
 constexpr int kTile = 32, kTileRows = 8;
 
+// The NF4 weight's device arrays (Nf4Tensor's), as every kernel reads them.
+struct Nf4In {
+  const uint8_t* __restrict__ codes;
+  const uint8_t* __restrict__ absmax_codes;
+  const float* __restrict__ scales;
+  float offset;
+};
+
 // The levels and the dynamic map into shared memory (the absmax lookups are data dependent).
 __device__ __forceinline__ void stage_tables(const Nf4Tables& tab, float* levels, float* map) {
   const int tid = threadIdx.y * blockDim.x + threadIdx.x, n = blockDim.x * blockDim.y;
@@ -36,9 +44,8 @@ __device__ __forceinline__ void stage_tables(const Nf4Tables& tab, float* levels
 }
 
 // absmax' of NF4 block b, as dequantize_nf4 decodes it.
-__device__ __forceinline__ float block_absmax(const uint8_t* absmax_codes, const float* scales,
-                                              float offset, const float* map, int64_t b) {
-  return __fmaf_rn(map[absmax_codes[b]], scales[b / kNf4AbsmaxGroup], offset);
+__device__ __forceinline__ float block_absmax(const Nf4In& q, const float* map, int64_t b) {
+  return __fmaf_rn(map[q.absmax_codes[b]], q.scales[b / kNf4AbsmaxGroup], q.offset);
 }
 
 // Output codes of levels c0..c0+3 in a block with absmax' a, byte j = level c0 + j.
@@ -75,10 +82,7 @@ __device__ __forceinline__ uint2 lookup8(uint32_t w, const uint4& t) {
 // Plain: thread i decodes elements 16i..16i+15 (all in block i / 4). `vec`: codes 8-byte and out
 // 16-byte aligned; otherwise, and for the last partial 16, bytes one at a time.
 template <LowpFormat F>
-__global__ void __launch_bounds__(kThreads) nf4_to_lowp_plain(const uint8_t* __restrict__ codes,
-                                                              const uint8_t* __restrict__ absmax_codes,
-                                                              const float* __restrict__ scales, float offset,
-                                                              int64_t numel, float s, bool vec,
+__global__ void __launch_bounds__(kThreads) nf4_to_lowp_plain(Nf4In q, int64_t numel, float s, bool vec,
                                                               uint8_t* __restrict__ out,
                                                               const __grid_constant__ Nf4Tables tab) {
   __shared__ float levels[16], map[256];
@@ -87,7 +91,7 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_plain(const uint8_t* __r
   const int tid = threadIdx.x;
   const int64_t e0 = (int64_t(blockIdx.x) * kThreads + tid) * 16;
   const int64_t last_block = (numel - 1) / kNf4BlockSize;  // quads past the end compute a real one
-  const float a = block_absmax(absmax_codes, scales, offset, map, min(e0 / kNf4BlockSize, last_block));
+  const float a = block_absmax(q, map, min(e0 / kNf4BlockSize, last_block));
   reinterpret_cast<uint32_t*>(tables)[tid] = code_word<F>(levels, 4 * (tid & 3), a, s);
   __syncwarp();
   const uint4 t = tables[tid >> 2];
@@ -95,11 +99,11 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_plain(const uint8_t* __r
   const bool whole = vec && e0 + 16 <= numel;
   uint2 cw = make_uint2(0u, 0u);
   if (whole) {
-    cw = *reinterpret_cast<const uint2*>(codes + e0 / 2);
+    cw = *reinterpret_cast<const uint2*>(q.codes + e0 / 2);
   } else {
     const int64_t bytes = (numel + 1) / 2;
     for (int j = 0; j < 8 && e0 / 2 + j < bytes; ++j)
-      (j < 4 ? cw.x : cw.y) |= uint32_t(codes[e0 / 2 + j]) << (8 * (j & 3));
+      (j < 4 ? cw.x : cw.y) |= uint32_t(q.codes[e0 / 2 + j]) << (8 * (j & 3));
   }
   const uint2 lo = lookup8(cw.x, t), hi = lookup8(cw.y, t);
   if (whole) {
@@ -113,10 +117,7 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_plain(const uint8_t* __r
 // Transposed, cols % 64 == 0 and rows % 4 == 0: warp w of block (bx, by) takes rows by·256 +
 // 32w .. +31 and columns bx·64 .. +63; lane = 4·(row group) + (column group of 16).
 template <LowpFormat F>
-__global__ void __launch_bounds__(kThreads) nf4_to_lowp_t64(const uint8_t* __restrict__ codes,
-                                                            const uint8_t* __restrict__ absmax_codes,
-                                                            const float* __restrict__ scales, float offset,
-                                                            int64_t rows, int64_t cols, float s,
+__global__ void __launch_bounds__(kThreads) nf4_to_lowp_t64(Nf4In q, int64_t rows, int64_t cols, float s,
                                                             uint8_t* __restrict__ out,
                                                             const __grid_constant__ Nf4Tables tab) {
   __shared__ float levels[16], map[256];
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_t64(const uint8_t* __res
   const int64_t c0 = int64_t(blockIdx.x) * 64 + cg * 16;
   // Lane cg of the quad computes the table of row r0 + cg (its 64 columns are one NF4 block).
   const int64_t b = min(r0 + cg, rows - 1) * (cols / 64) + blockIdx.x;
-  const float a = block_absmax(absmax_codes, scales, offset, map, b);
+  const float a = block_absmax(q, map, b);
   tables[w][cg][rg] = make_uint4(code_word<F>(levels, 0, a, s), code_word<F>(levels, 4, a, s),
                                  code_word<F>(levels, 8, a, s), code_word<F>(levels, 12, a, s));
   __syncwarp();
@@ -135,7 +136,7 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_t64(const uint8_t* __res
   uint32_t d[4][4];        // [row j][word q]: columns c0 + 4q .. +3 of row r0 + j
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const uint2 cw = *reinterpret_cast<const uint2*>(codes + ((r0 + j) * cols + c0) / 2);
+    const uint2 cw = *reinterpret_cast<const uint2*>(q.codes + ((r0 + j) * cols + c0) / 2);
     const uint4 t = tables[w][j][rg];
     const uint2 lo = lookup8(cw.x, t), hi = lookup8(cw.y, t);
     d[j][0] = lo.x, d[j][1] = lo.y, d[j][2] = hi.x, d[j][3] = hi.y;
@@ -155,11 +156,8 @@ __global__ void __launch_bounds__(kThreads) nf4_to_lowp_t64(const uint8_t* __res
 // Transposed, any shape: block (32, 8) per 32×32 tile, element by element, turned through
 // shared memory so both the code reads and the writes run along rows.
 template <LowpFormat F>
-__global__ void nf4_to_lowp_tile(const uint8_t* __restrict__ codes,
-                                 const uint8_t* __restrict__ absmax_codes,
-                                 const float* __restrict__ scales, float offset, int64_t rows,
-                                 int64_t cols, float s, uint8_t* __restrict__ out,
-                                 const __grid_constant__ Nf4Tables tab) {
+__global__ void nf4_to_lowp_tile(Nf4In q, int64_t rows, int64_t cols, float s,
+                                 uint8_t* __restrict__ out, const __grid_constant__ Nf4Tables tab) {
   __shared__ float levels[16], map[256];
   __shared__ uint8_t tile[kTile][kTile + 1];
   stage_tables(tab, levels, map);
@@ -169,9 +167,9 @@ __global__ void nf4_to_lowp_tile(const uint8_t* __restrict__ codes,
     const int64_t r = r0 + threadIdx.y + j, c = c0 + threadIdx.x;
     if (r < rows && c < cols) {
       const int64_t e = r * cols + c;
-      const uint8_t byte = codes[e / 2];
+      const uint8_t byte = q.codes[e / 2];
       const int code = (e % 2 == 0) ? (byte >> 4) : (byte & 15);
-      const float a = block_absmax(absmax_codes, scales, offset, map, e / kNf4BlockSize);
+      const float a = block_absmax(q, map, e / kNf4BlockSize);
       tile[threadIdx.y + j][threadIdx.x] = quant::cuda::encode<F>(__fdiv_rn(__fmul_rn(levels[code], a), s));
     }
   }
@@ -191,14 +189,15 @@ void nf4_to_lowp_cuda(const Nf4Tensor& q, float scale, bool transposed, Tensor& 
   const int dev = ops::cuda_kernels::use_device(codes);
   const int64_t rows = q.shape[0], cols = q.shape[1], numel = rows * cols;
   if (rows == 0 || cols == 0) return;
-  const uint8_t* in = q.codes.ptr<uint8_t>();
+  const Nf4In nf4{q.codes.ptr<uint8_t>(), q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(),
+                  q.absmax_offset};
+  const uint8_t* in = nf4.codes;
   uint8_t* out = codes.ptr<uint8_t>();
   const cudaStream_t stream = cuda::stream(dev);
   quant::cuda::dispatch_format(quant::format_of(codes.dtype(), "nf4_to_lowp"), [&](auto fc) {
     constexpr LowpFormat F = decltype(fc)::value;
     const auto args = [&](auto kernel, dim3 grid, dim3 block, auto... shape) {
-      kernel<<<grid, block, 0, stream>>>(in, q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(),
-                                         q.absmax_offset, shape..., out, nf4_device_tables());
+      kernel<<<grid, block, 0, stream>>>(nf4, shape..., out, nf4_device_tables());
     };
     if (!transposed) {
       const int64_t blocks = (numel + 16 * kThreads - 1) / (16 * kThreads);
