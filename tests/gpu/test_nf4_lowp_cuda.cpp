@@ -80,10 +80,11 @@ TEST(Nf4LowpCuda, CodesIdenticalToCpu) {
           EXPECT_TRUE(same_as_cpu(cpu, gpu, f, transposed, offset))
               << shape_str(shape) << " " << quant::format_name(f) << " transposed " << transposed
               << " output offset " << offset;
-          if (offset == 1)  // a misaligned NF4 input too
+          if (offset == 1) {  // a misaligned NF4 input too
             EXPECT_TRUE(same_as_cpu(cpu, with_codes_at(gpu, 3), f, transposed, 0))
                 << shape_str(shape) << " " << quant::format_name(f) << " transposed " << transposed
                 << " input offset 3";
+          }
         }
   }
 }
