@@ -311,8 +311,8 @@ __device__ __forceinline__ void store_vals(T* p, const float (&v)[kPer]) {
 
 // dx from the int32 products: a thread takes kPer consecutive columns (kPer = 8: 16-byte accesses
 // to acc, s_w, dx_lora and dx; 1 where a row or pointer is not aligned for them) of the rows
-// blockIdx.y, + gridDim.y, ... (grid y is capped at 65,535). One read of acc, one write of dx (and
-// one read of it when accumulating): memory-bound.
+// blockIdx.y, + gridDim.y, ... (about four; grid y is capped at 65,535). One read of acc, one write
+// of dx (and one read of it when accumulating): memory-bound.
 template <typename T, int kPer>
 __global__ void epilogue_kernel(const int32_t* acc, int64_t ld, const float* s_t, const float* s_w,
                                 float inv_block, const float* lora, T* dx, int64_t rows,
@@ -445,8 +445,9 @@ void hot_epilogue(const Tensor& acc, const Tensor& s_t, const Tensor& s_w, float
     using T = typename decltype(tag)::type;
     auto launch = [&](auto kernel, int64_t per) {
       constexpr int threads = 128;
+      // About four rows a thread: s_w's chunk is loaded once for them.
       const dim3 grid(unsigned((cols / per + threads - 1) / threads),
-                      unsigned(std::min<int64_t>(rows, 65535)));
+                      unsigned(std::min<int64_t>((rows + 3) / 4, 65535)));
       kernel<<<grid, threads, 0, loft::cuda::stream(dev)>>>(
           acc.ptr<int32_t>(), ld, s_t.ptr<float>(), s_w.ptr<float>(), inv_block, lora, dx.ptr<T>(),
           rows, cols, accumulate);
