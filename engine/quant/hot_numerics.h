@@ -4,7 +4,8 @@
 //    the reference code's make_hadamard does) in the fixed stage order h = 1, 2, 4, 8, butterfly
 //    (a, b) -> (a + b, a - b), natural order; one 16-element group is one unit of work;
 //  - the step from an amax (compared as bit patterns, so NaN ranks above +inf), the stochastic
-//    rounding draw (Philox4x32-10 word 0 >> 8 on the pinned counter) and the RNE option;
+//    rounding draw (Philox4x32-10, one draw per aligned quad of elements, word j >> 8 for its
+//    element j) and the RNE option;
 //  - the epilogue: m = s_t·s_w, m = m·(1/b), dx = (float)acc·m, then + dx_lora, then + dx_prev.
 // Every product and sum is one IEEE round-to-nearest operation; on CUDA the _rn intrinsics keep
 // nvcc from contracting them, on the host these TUs build with -ffp-contract=off.
@@ -98,12 +99,19 @@ LOFT_HD Step step_for(uint32_t amax_bits, float qmax) {
 // v = z·inv, the value rounded to a code; 0 for a group whose codes are 0 (its z may be NaN).
 LOFT_HD float to_code_units(float z, Step st) { return st.inv == 0.0f ? 0.0f : mul_rn(z, st.inv); }
 
-// 24 uniform bits for element `index` of the tensor quantized at (step, site) under `seed`:
-// key = (seed lo, seed hi), counter = (index lo, index hi, step, site).
+// The stochastic rounding draw of quad `quad` (codes 4·quad .. 4·quad + 3 of the codes tensor
+// quantized at (step, site) under `seed`, rows k_padded long, so a quad never straddles two rows):
+// Philox4x32-10 at key (seed lo, seed hi), counter (quad lo, quad hi, step, site). Word j serves
+// code 4·quad + j (HOT.md §8.2 draws once per element and keeps word 0; one draw per four elements
+// is a quarter of the work, which bounded the quantizer: docs/methods.md).
+LOFT_HD philox::Words sr_draw(uint64_t seed, uint64_t quad, uint32_t step, uint32_t site) {
+  return philox::philox4x32_10(uint32_t(quad), uint32_t(quad >> 32), step, site, uint32_t(seed),
+                               uint32_t(seed >> 32));
+}
+
+// 24 uniform bits for code `index`: word index % 4 of its quad's draw, >> 8.
 LOFT_HD uint32_t sr_bits(uint64_t seed, uint64_t index, uint32_t step, uint32_t site) {
-  const philox::Words w = philox::philox4x32_10(uint32_t(index), uint32_t(index >> 32), step, site,
-                                                uint32_t(seed), uint32_t(seed >> 32));
-  return w.w[0] >> 8;
+  return sr_draw(seed, index >> 2, step, site).w[index & 3] >> 8;
 }
 
 // sign(v)·(floor|v| + [u < trunc(frac|v|·2^24)]), clamped to ±qmax (v can pass qmax by an ulp).
@@ -119,7 +127,7 @@ LOFT_HD int32_t rne_code(float v, float qmax) {
   return int32_t(fminf(fmaxf(rintf(v), -qmax), qmax));
 }
 
-// The code of v = z·inv for element `index`: stochastic (drawing only when v has a fraction, which
+// The code of v = z·inv for code `index` (t·k_padded + o): stochastic (drawing only when v has a fraction, which
 // gives sr_code's result either way) or nearest-even.
 LOFT_HD int32_t dy_code(float v, float qmax, bool stochastic, uint64_t seed, uint64_t index,
                         uint32_t step, uint32_t site) {

@@ -55,15 +55,16 @@ void for_rows(int64_t n, int64_t work_per_row, const std::function<void(int64_t)
   });
 }
 
-// Quantizes row t of dY (z: its rotated values, k_padded long) with `step` into codes.
-void encode_row(const std::vector<float>& z, hot::Step step, int64_t t, int64_t out,
-                const HotQuantOptions& opt, int8_t* codes) {
+// Quantizes row t of dY (z: its rotated values, k_padded long) with `step` into codes; element o
+// draws as code t·k_padded + o of the codes tensor (hot_numerics.h: sr_bits).
+void encode_row(const std::vector<float>& z, hot::Step step, int64_t t, const HotQuantOptions& opt,
+                int8_t* codes) {
   const float qmax = hot::qmax_for(opt.bits);
   const bool sr = opt.round == HotRound::Stochastic;
   for (size_t o = 0; o < z.size(); ++o) {
     const float v = hot::to_code_units(z[o], step);
-    codes[o] = int8_t(hot::dy_code(v, qmax, sr, opt.seed, uint64_t(t) * uint64_t(out) + o,
-                                   opt.step, opt.site));
+    codes[o] = int8_t(hot::dy_code(v, qmax, sr, opt.seed, uint64_t(t) * z.size() + o, opt.step,
+                                   opt.site));
   }
 }
 
@@ -100,8 +101,13 @@ void quantize_dy_cpu(const Tensor& dy, const HotQuantOptions& opt, HotCodes& out
   }
   for_rows(t_rows, kp, [&](int64_t t) {
     const uint32_t a = opt.scale == HotScale::PerToken ? row_amax[size_t(t)] : tensor_amax;
-    encode_row(z[size_t(t)], hot::step_for(a, qmax), t, n, opt, codes + t * kp);
+    encode_row(z[size_t(t)], hot::step_for(a, qmax), t, opt, codes + t * kp);
   });
+  // Padding rows: codes and steps 0 (the codes are allocated uninitialised, as the kernels write
+  // every byte).
+  const int64_t rp = out.rows_padded();
+  std::fill(codes + t_rows * kp, codes + rp * kp, int8_t(0));
+  std::fill(scale + t_rows, scale + rp, 0.0f);
   if (overflowed && overflow) *overflow->ptr<int32_t>() = 1;
 }
 
@@ -134,9 +140,8 @@ void weight_codes_cpu(const Tensor& w, HotCodes& out) {
   });
 }
 
-}  // namespace
-
-HotCodes hot_codes_empty(int64_t rows, int64_t cols, int bits, Device device) {
+// Codes for a [rows, cols] operand, zeroed or left for a quantizer that writes every byte.
+HotCodes codes_for(int64_t rows, int64_t cols, int bits, Device device, bool zeroed) {
   check_bits(bits);
   LOFT_CHECK(rows >= 0 && cols > 0, "HOT codes need a positive inner dimension, got [", rows, ", ",
              cols, "]");
@@ -146,9 +151,16 @@ HotCodes hot_codes_empty(int64_t rows, int64_t cols, int bits, Device device) {
   c.cols = cols;
   c.block = hot::hadamard_block(cols);
   const int64_t rp = hot::round_up(std::max<int64_t>(rows, 1), hot::kRowAlign);
-  c.codes = Tensor::zeros({rp, hot::round_up(cols, hot::kKAlign)}, DType::I8, device);
-  c.scale = Tensor::zeros({rp}, DType::F32, device);
+  const Shape shape{rp, hot::round_up(cols, hot::kKAlign)};
+  c.codes = zeroed ? Tensor::zeros(shape, DType::I8, device) : Tensor::empty(shape, DType::I8, device);
+  c.scale = zeroed ? Tensor::zeros({rp}, DType::F32, device) : Tensor::empty({rp}, DType::F32, device);
   return c;
+}
+
+}  // namespace
+
+HotCodes hot_codes_empty(int64_t rows, int64_t cols, int bits, Device device) {
+  return codes_for(rows, cols, bits, device, true);
 }
 
 void hot_quantize_dy_into(const Tensor& dy, const HotQuantOptions& opt, HotCodes& out,
@@ -174,7 +186,9 @@ void hot_quantize_dy_into(const Tensor& dy, const HotQuantOptions& opt, HotCodes
 
 HotCodes hot_quantize_dy(const Tensor& dy, const HotQuantOptions& opt, Tensor* overflow) {
   check_matrix(dy, "hot_quantize_dy: dY");
-  HotCodes out = hot_codes_empty(dy.size(0), dy.size(1), opt.bits, dy.device());
+  // Not zeroed: the quantizer writes every code and step (a memset would cost as much as a third
+  // of the CUDA quantizer).
+  HotCodes out = codes_for(dy.size(0), dy.size(1), opt.bits, dy.device(), false);
   hot_quantize_dy_into(dy, opt, out, overflow);
   return out;
 }

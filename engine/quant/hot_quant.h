@@ -22,8 +22,9 @@ struct HotQuantOptions {
   int bits = 4;  // 4 (codes ±7) or 8 (±127)
   HotScale scale = HotScale::PerToken;
   HotRound round = HotRound::Stochastic;
-  // The stochastic rounding counter (HOT.md §8.2): key = seed, counter = (element index t·out + o,
-  // step, site), site = (layer·16 + projection)·16 + stream.
+  // The stochastic rounding counter (HOT.md §8.2, one draw per four elements): element (t, o) is
+  // code i = t·k_padded + o of the codes tensor and takes word i % 4 of the draw at key = seed,
+  // counter = (i / 4 lo, i / 4 hi, step, site), site = (layer·16 + projection)·16 + stream.
   uint64_t seed = 0;
   uint32_t step = 0;
   uint32_t site = 0;

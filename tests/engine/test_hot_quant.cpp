@@ -1,5 +1,6 @@
 // HOT's quantizers on the CPU reference (engine/quant/hot_quant.h, hot_numerics.h): Philox's
-// known answers, the FWHT16 against the Hadamard matrix, stochastic rounding's unbiasedness, the
+// known answers, the FWHT16 against the Hadamard matrix, the SR draw's counter layout (one Philox
+// draw per aligned quad, word j for element j) and stochastic rounding's unbiasedness, the
 // RNE option, dY and W codes, padding and the overflow flag.
 #include <gtest/gtest.h>
 
@@ -88,6 +89,35 @@ TEST(HotRounding, StochasticRoundingIsUnbiasedOverSeeds) {
     const double f = std::fabs(v) - std::floor(std::fabs(v));
     const double sigma = std::sqrt(f * (1 - f) / kSeeds);
     EXPECT_NEAR(sum / kSeeds, v, 4 * sigma + 1e-6) << "v=" << v;
+  }
+}
+
+TEST(HotRounding, OneDrawServesFourConsecutiveElementsWordByWord) {
+  // Element i takes word i % 4 of the draw at counter (i / 4 lo, i / 4 hi, step, site), so the four
+  // elements of a quad get four different words and the next quad a fresh draw.
+  const uint64_t seed = 0x0123456789abcdefull;
+  for (uint64_t quad : {uint64_t(0), uint64_t(1), uint64_t(12345), (uint64_t(1) << 32) + 7}) {
+    const philox::Words w = philox::philox4x32_10(uint32_t(quad), uint32_t(quad >> 32), 9, 3,
+                                                  uint32_t(seed), uint32_t(seed >> 32));
+    for (uint64_t j = 0; j < 4; ++j)
+      EXPECT_EQ(hot::sr_bits(seed, 4 * quad + j, 9, 3), w.w[j] >> 8) << "quad " << quad << " j " << j;
+    EXPECT_NE(hot::sr_bits(seed, 4 * quad, 9, 3), hot::sr_bits(seed, 4 * quad + 1, 9, 3));
+    EXPECT_NE(hot::sr_bits(seed, 4 * quad + 3, 9, 3), hot::sr_bits(seed, 4 * quad + 4, 9, 3));
+  }
+}
+
+TEST(HotRounding, StochasticRoundingIsUnbiasedInEveryWordOfTheDraw) {
+  // The same value at the four positions of a quad (each uses its own word) over many seeds.
+  const int kSeeds = 10000;
+  for (float v : {2.3f, -0.7f, 0.01f}) {
+    const double f = std::fabs(v) - std::floor(std::fabs(v));
+    const double sigma = std::sqrt(f * (1 - f) / kSeeds);
+    for (uint64_t j = 0; j < 4; ++j) {
+      double sum = 0;
+      for (int s = 0; s < kSeeds; ++s)
+        sum += hot::sr_code(v, hot::sr_bits(uint64_t(s) * 0x9E3779B97F4A7C15ull, 40 + j, 9, 3), 7.0f);
+      EXPECT_NEAR(sum / kSeeds, v, 4 * sigma + 1e-6) << "v=" << v << " word " << j;
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // HOT trains stories260K on the CPU through a linear factory built here (the method is not yet
 // registered): LoRA on all seven projections around HotWeight, with and without LQS, against
 // plain LoRA on the same batches. stories260K's gate/up have out = 172, so its Hadamard block
-// there is 4 (the padded, non-multiple-of-16 case).
+// there is 4 (the padded, non-multiple-of-16 case). HOT's losses are means over three SR seeds.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,14 +32,15 @@ struct HotRun {
   uint32_t micro_step = 0;
 };
 
-// hot: LoRA r=8 around HotWeight (else plain LoRA); lqs: one calibration batch before step 0.
-HotRun train(bool hot, bool lqs, int steps) {
+// hot: LoRA r=8 around HotWeight (else plain LoRA); lqs: one calibration batch before step 0;
+// seed: the SR key.
+HotRun train(bool hot, bool lqs, int steps, uint64_t seed = 5) {
   std::mt19937_64 rng(21);
   LoraOptions lo;
   lo.rank = 8;
   lo.alpha = 16;
   HotOptions ho;
-  ho.seed = 5;
+  ho.seed = seed;
   HotRun run;
   std::vector<HotWeight*> hws;  // owned by the model
   LinearFactory factory = [&](const std::string& name, const std::string&,
@@ -79,13 +80,30 @@ HotRun train(bool hot, bool lqs, int steps) {
   return run;
 }
 
+// The mean over three SR seeds of HOT's final loss: one run's spread is about ±0.15 here (six seeds
+// gave 5.39 to 5.72, docs/methods.md), too wide for one seed to stand for the method.
+struct HotMean {
+  HotRun run;  // seed 1's, for the counts
+  double last = 0;
+};
+HotMean train_seeds(bool lqs, int steps) {
+  HotMean m;
+  for (uint64_t seed : {1, 2, 3}) {
+    const HotRun r = train(true, lqs, steps, seed);
+    if (seed == 1) m.run = r;
+    m.last += r.last / 3;
+  }
+  return m;
+}
+
 TEST(HotTraining, LossFallsLikeLorasOnStories260K) {
   const int kSteps = 40;
   const HotRun lora = train(false, false, kSteps);
-  const HotRun hot = train(true, false, kSteps);
-  const HotRun hot_lqs = train(true, true, kSteps);
-  std::printf("probe loss %.4f -> lora %.4f, hot %.4f, hot+lqs %.4f\n", lora.first, lora.last,
-              hot.last, hot_lqs.last);
+  const HotMean hot_mean = train_seeds(false, kSteps), lqs_mean = train_seeds(true, kSteps);
+  HotRun hot = hot_mean.run, hot_lqs = lqs_mean.run;
+  hot.last = hot_mean.last, hot_lqs.last = lqs_mean.last;
+  std::printf("probe loss %.4f -> lora %.4f, hot %.4f, hot+lqs %.4f (hot: mean of 3 SR seeds)\n",
+              lora.first, lora.last, hot.last, hot_lqs.last);
   EXPECT_EQ(hot.first, lora.first) << "the forward is the dense backbone's";
   EXPECT_LT(lora.last, lora.first - 0.5);
   EXPECT_LT(std::fabs(hot.last - lora.last), 0.05 * lora.last);

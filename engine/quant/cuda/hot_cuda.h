@@ -6,9 +6,10 @@
 
 namespace loft::quant::cuda {
 
-// hot_quantize_dy_into: per-token scales one thread block per row (an amax pass over the row,
-// then the codes pass, each rotating the row's 16-groups again in registers); per tensor a grid
-// amax pass first. out's codes and scale are fully written (padding rows zeroed).
+// hot_quantize_dy_into: one thread block per row, which reads the row once (16-byte loads), keeps
+// its rotated 16-groups in registers through the row's amax (per token) and writes the codes with
+// one 16-byte store per group, one Philox draw per four codes; per tensor a grid amax pass first.
+// out's codes and scale are fully written (padding rows and columns zeroed).
 void hot_quantize_dy(const Tensor& dy, const HotQuantOptions& opt, HotCodes& out, Tensor* overflow);
 // hot_weight_codes: one thread per (in-channel, 16-row strip): a column amax pass, then the codes.
 void hot_weight_codes(const Tensor& w, HotCodes& out);
@@ -27,7 +28,7 @@ void hot_mma_s4(const Tensor& a_packed, const Tensor& b_packed, Tensor& acc);
 bool hot_igemm_cublaslt(const Tensor& a, const Tensor& b, Tensor& acc);
 
 // dx = dx_base(acc, s_t, s_w, inv_block) [+ dx_lora] [+ dx], dx F32 or BF16 [rows, cols]; acc's
-// row stride is acc.size(1).
+// row stride is acc.size(1). Eight columns a thread with 16-byte accesses where aligned.
 void hot_epilogue(const Tensor& acc, const Tensor& s_t, const Tensor& s_w, float inv_block,
                   const Tensor* dx_lora, Tensor& dx, bool accumulate);
 

@@ -1,7 +1,9 @@
 // HOT's quantizer kernels (hot_cuda.h). Each thread owns whole 16-element groups along `out`, so
 // the FWHT16 runs in its registers with exactly the CPU's butterflies (hot_numerics.h): no shuffles
 // are needed for the transform, only for the amax reductions, and those are order-free (max over
-// bit patterns). The codes of one group are written with one 16-byte store.
+// bit patterns). The codes of one group are written with one 16-byte store. The dY quantizer is
+// meant to run at memory speed: one read of dY, four Philox draws per group (one per quad), no
+// conversion instructions in the stochastic rounding.
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/hot_cuda.h"
 #include "engine/quant/cuda/quantize_cuda.h"
@@ -98,49 +100,114 @@ __global__ void dy_amax_kernel(const T* dy, DyArgs a, uint32_t* amax) {
   if (threadIdx.x == 0) atomicMax(amax, m);
 }
 
-// One block per padded row: the row's amax (unless tensor_amax is given), then its codes.
+// sr_code (hot_numerics.h) without conversion instructions, which issue at a fraction of the FP32
+// rate and would bound the quantizer: identical results for |v| < 2^22 (here |v| ≤ qmax + 1 ulp).
+// floor(m) and trunc(y) come from adding 2^23 (ulp 1 there) rounded down / toward zero.
+__device__ __forceinline__ int32_t sr_code_fast(float v, uint32_t u24, int32_t qmax) {
+  constexpr float kMagic = 8388608.0f;  // 2^23
+  constexpr uint32_t kMagicBits = 0x4B000000u;
+  const float m = fabsf(v);
+  const float fl_m = __fadd_rd(m, kMagic);                 // 2^23 + floor(m), exact
+  const int32_t fl = int32_t(__float_as_uint(fl_m) - kMagicBits);
+  const float f = m - (fl_m - kMagic);                     // frac(m), exact
+  const float y = hn::mul_rn(f, 16777216.0f);              // exact, in [0, 2^24)
+  // trunc(y): below 2^23 via 2^23 + y rounded toward zero; from 2^23 on y is an integer already.
+  const uint32_t thr = y < kMagic ? __float_as_uint(__fadd_rz(y, kMagic)) - kMagicBits
+                                  : __float_as_uint(y) - (kMagicBits - 0x800000u);
+  const int32_t q = min(fl + int32_t(u24 < thr), qmax);
+  return v < 0.0f ? -q : q;
+}
+
+// The codes of one rotated 16-group whose first code has index `base` in the codes tensor (a
+// multiple of 16: rows are k_padded long). Stochastic rounding takes one Philox draw per aligned
+// quad and all four of its words, with no per-element branch; the bits are hot::dy_code's.
+__device__ __forceinline__ void encode_group(const float (&v)[kGroup], hn::Step st, const DyArgs& a,
+                                             uint64_t base, int8_t (&q)[kGroup]) {
+  if (!a.sr) {
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) q[j] = int8_t(hn::rne_code(hn::to_code_units(v[j], st), a.qmax));
+    return;
+  }
+  const int32_t qmax = int32_t(a.qmax);
+#pragma unroll
+  for (int k = 0; k < kGroup / 4; ++k) {
+    const philox::Words w = hn::sr_draw(a.seed, (base >> 2) + k, a.step, a.site);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      q[4 * k + j] = int8_t(sr_code_fast(hn::to_code_units(v[4 * k + j], st), w.w[j] >> 8, qmax));
+  }
+}
+
+// Groups of a row a thread keeps in registers between the amax and the codes: a row of up to
+// kHeld·1024 groups (out ≤ 65,536) is read from memory once; past that the rest is read again.
+constexpr int kHeld = 4;
+
+// Threads for one row of `groups` 16-groups: kHeld groups each, a multiple of 32, at most 1024.
+int row_threads_for(int64_t groups) {
+  const int64_t t = (groups + kHeld - 1) / kHeld;
+  return int(std::clamp<int64_t>((t + 31) / 32 * 32, 32, 1024));
+}
+
+// One block per padded row: the row's groups loaded (16-byte loads), rotated and kept in registers,
+// the row's amax (unless tensor_amax is given), then the codes, one 16-byte store per group.
 template <typename T>
 __global__ void dy_codes_kernel(const T* dy, DyArgs a, const uint32_t* tensor_amax, int8_t* codes,
                                 float* scale, int32_t* overflow) {
   const int64_t t = blockIdx.x, groups = a.kp / kGroup, live = (a.n + kGroup - 1) / kGroup;
+  const int64_t tid = threadIdx.x, stride = blockDim.x;
   int8_t* crow = codes + t * a.kp;
   if (t >= a.rows) {  // padding row
     const int8_t zero[kGroup] = {};
-    for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) store_codes(crow + g * kGroup, zero);
-    if (threadIdx.x == 0) scale[t] = 0.0f;
+    for (int64_t g = tid; g < groups; g += stride) store_codes(crow + g * kGroup, zero);
+    if (tid == 0) scale[t] = 0.0f;
     return;
   }
   const T* row = dy + t * a.n;
-  uint32_t amax;
-  if (tensor_amax) {
-    amax = *tensor_amax;
-  } else {
-    uint32_t m = 0;
-    for (int64_t g = threadIdx.x; g < live; g += blockDim.x) {
+  float held[kHeld][kGroup];
+  uint32_t m = 0;
+#pragma unroll
+  for (int h = 0; h < kHeld; ++h) {
+    const int64_t g = tid + h * stride;
+    if (g < live) {
+      load_group(row, a.n, g, a.vec, held[h]);
+      hn::fwht_group(held[h], a.block);
+      m = max(m, group_amax(held[h]));
+    } else {
+#pragma unroll
+      for (int j = 0; j < kGroup; ++j) held[h][j] = 0.0f;  // K padding: codes 0
+    }
+  }
+  if (!tensor_amax)  // groups past the held ones (rows over 65,536): amax now, codes below
+    for (int64_t g = tid + kHeld * stride; g < live; g += stride) {
       float v[kGroup];
       load_group(row, a.n, g, a.vec, v);
       hn::fwht_group(v, a.block);
       m = max(m, group_amax(v));
     }
-    amax = block_max(m);
-  }
+  const uint32_t amax = tensor_amax ? *tensor_amax : block_max(m);
   const hn::Step st = hn::step_for(amax, a.qmax);
-  if (threadIdx.x == 0) {
+  if (tid == 0) {
     scale[t] = st.s;
     if (overflow && amax >= hn::kInfBits) *overflow = 1;
   }
-  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
-    int8_t q[kGroup] = {};
+  const uint64_t row_base = uint64_t(t) * uint64_t(a.kp);
+#pragma unroll
+  for (int h = 0; h < kHeld; ++h) {
+    const int64_t g = tid + h * stride;
+    if (g < groups) {
+      int8_t q[kGroup];
+      encode_group(held[h], st, a, row_base + uint64_t(g * kGroup), q);
+      store_codes(crow + g * kGroup, q);
+    }
+  }
+  for (int64_t g = tid + kHeld * stride; g < groups; g += stride) {
+    float v[kGroup] = {};
     if (g < live) {
-      float v[kGroup];
       load_group(row, a.n, g, a.vec, v);
       hn::fwht_group(v, a.block);
-      const uint64_t base = uint64_t(t) * uint64_t(a.n) + uint64_t(g * kGroup);
-#pragma unroll
-      for (int j = 0; j < kGroup; ++j)
-        q[j] = int8_t(hn::dy_code(hn::to_code_units(v[j], st), a.qmax, a.sr, a.seed, base + j, a.step,
-                                  a.site));
     }
+    int8_t q[kGroup];
+    encode_group(v, st, a, row_base + uint64_t(g * kGroup), q);
     store_codes(crow + g * kGroup, q);
   }
 }
@@ -212,18 +279,69 @@ __global__ void pack_s4_kernel(const int8_t* codes, int64_t groups, uint8_t* pac
   }
 }
 
-template <typename T>
+// kPer consecutive values from p: 16-byte loads when kPer is a chunk (the caller checked alignment).
+template <int kPer>
+__device__ __forceinline__ void load_acc(const int32_t* p, int32_t (&c)[kPer]) {
+  if constexpr (kPer == kChunk) {
+    const int4 x = reinterpret_cast<const int4*>(p)[0], y = reinterpret_cast<const int4*>(p)[1];
+    c[0] = x.x, c[1] = x.y, c[2] = x.z, c[3] = x.w, c[4] = y.x, c[5] = y.y, c[6] = y.z, c[7] = y.w;
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) c[j] = p[j];
+  }
+}
+template <int kPer, typename T>
+__device__ __forceinline__ void load_vals(const T* p, float (&v)[kPer]) {
+  if constexpr (kPer == kChunk) {
+    ops::cuda_kernels::load_chunk(p, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) v[j] = to_f32(p[j]);
+  }
+}
+template <int kPer, typename T>
+__device__ __forceinline__ void store_vals(T* p, const float (&v)[kPer]) {
+  if constexpr (kPer == kChunk) {
+    ops::cuda_kernels::store_chunk(p, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) p[j] = from_f32<T>(v[j]);
+  }
+}
+
+// dx from the int32 products: a thread takes kPer consecutive columns (kPer = 8: 16-byte accesses
+// to acc, s_w, dx_lora and dx; 1 where a row or pointer is not aligned for them) of the rows
+// blockIdx.y, + gridDim.y, ... (about four; grid y is capped at 65,535). One read of acc, one write
+// of dx (and one read of it when accumulating): memory-bound.
+template <typename T, int kPer>
 __global__ void epilogue_kernel(const int32_t* acc, int64_t ld, const float* s_t, const float* s_w,
                                 float inv_block, const float* lora, T* dx, int64_t rows,
                                 int64_t cols, bool accumulate) {
-  const int64_t n = rows * cols;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
-       e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = e / cols, i = e % cols;
-    float v = hn::dx_base(acc[t * ld + i], s_t[t], s_w[i], inv_block);
-    if (lora) v = hn::add_rn(v, lora[e]);
-    if (accumulate) v = hn::add_rn(to_f32(dx[e]), v);
-    dx[e] = from_f32<T>(v);
+  const int64_t i0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kPer;
+  if (i0 >= cols) return;
+  float sw[kPer];
+  load_vals<kPer>(s_w + i0, sw);
+  for (int64_t t = blockIdx.y; t < rows; t += gridDim.y) {
+    int32_t c[kPer];
+    load_acc<kPer>(acc + t * ld + i0, c);
+    const float st = s_t[t];
+    float v[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) v[j] = hn::dx_base(c[j], st, sw[j], inv_block);
+    T* out = dx + t * cols + i0;
+    if (lora) {
+      float l[kPer];
+      load_vals<kPer>(lora + t * cols + i0, l);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[j] = hn::add_rn(v[j], l[j]);
+    }
+    if (accumulate) {
+      float d[kPer];
+      load_vals<kPer>(out, d);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) v[j] = hn::add_rn(d[j], v[j]);
+    }
+    store_vals<kPer>(out, v);
   }
 }
 
@@ -263,8 +381,7 @@ void hot_quantize_dy(const Tensor& dy, const HotQuantOptions& opt, HotCodes& out
                           0, st>>>(dy.ptr<T>(), a, amax.ptr<uint32_t>());
       loft::cuda::check_launch("hot dy_amax_kernel");
     }
-    const int64_t groups = a.kp / kGroup;
-    const int threads = int(std::min<int64_t>(kThreads, (groups + 31) / 32 * 32));
+    const int threads = row_threads_for(a.kp / kGroup);
     dy_codes_kernel<T><<<unsigned(out.rows_padded()), threads, 0, st>>>(
         dy.ptr<T>(), a, amax.defined() ? amax.ptr<uint32_t>() : nullptr, out.codes.ptr<int8_t>(),
         out.scale.ptr<float>(), flag);
@@ -320,13 +437,25 @@ void hot_pack_s4(const Tensor& codes, Tensor& packed) {
 void hot_epilogue(const Tensor& acc, const Tensor& s_t, const Tensor& s_w, float inv_block,
                   const Tensor* dx_lora, Tensor& dx, bool accumulate) {
   const int dev = use_device(dx);
-  const int64_t rows = dx.size(0), cols = dx.size(1);
+  const int64_t rows = dx.size(0), cols = dx.size(1), ld = acc.size(1);
+  const float* lora = dx_lora ? dx_lora->ptr<float>() : nullptr;
+  const bool vec = cols % kChunk == 0 && ld % 4 == 0 && aligned16(acc.data()) &&
+                   aligned16(s_w.data()) && aligned16(dx.data()) && (!lora || aligned16(lora));
   dispatch_activation(dx.dtype(), "hot_epilogue", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    epilogue_kernel<T><<<grid_for(rows * cols, kThreads, dev), kThreads, 0,
-                         loft::cuda::stream(dev)>>>(
-        acc.ptr<int32_t>(), acc.size(1), s_t.ptr<float>(), s_w.ptr<float>(), inv_block,
-        dx_lora ? dx_lora->ptr<float>() : nullptr, dx.ptr<T>(), rows, cols, accumulate);
+    auto launch = [&](auto kernel, int64_t per) {
+      constexpr int threads = 128;
+      // About four rows a thread: s_w's chunk is loaded once for them.
+      const dim3 grid(unsigned((cols / per + threads - 1) / threads),
+                      unsigned(std::min<int64_t>((rows + 3) / 4, 65535)));
+      kernel<<<grid, threads, 0, loft::cuda::stream(dev)>>>(
+          acc.ptr<int32_t>(), ld, s_t.ptr<float>(), s_w.ptr<float>(), inv_block, lora, dx.ptr<T>(),
+          rows, cols, accumulate);
+    };
+    if (vec)
+      launch(epilogue_kernel<T, kChunk>, kChunk);
+    else
+      launch(epilogue_kernel<T, 1>, 1);
     loft::cuda::check_launch("hot epilogue_kernel");
   });
 }
