@@ -8,6 +8,12 @@ void FrozenWeight::forward(const Tensor& x, Tensor& y, SharedInput*) const {
   ops::gemm(x, materialize(), y, {.trans_b = true});
 }
 
+void FrozenWeight::forward_add(const Tensor& x, Tensor& y, SharedInput* shared) const {
+  Tensor t = Tensor::empty(y.shape(), y.dtype(), y.device());
+  forward(x, t, shared);
+  ops::axpy(1.0f, t, y);
+}
+
 void FrozenWeight::backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const {
   ops::gemm(dy, materialize(), dx, {.beta = accumulate ? 1.0f : 0.0f});
 }
@@ -24,6 +30,10 @@ class DenseWeight final : public FrozenWeight {
   Device device() const override { return w_.device(); }
   Tensor materialize() const override { return w_; }
   size_t stored_bytes() const override { return w_.nbytes(); }
+  void forward_add(const Tensor& x, Tensor& y, SharedInput*) const override {
+    ops::gemm(x, w_, y, {.trans_b = true, .beta = 1.0f});
+  }
+  bool gemm_accumulates() const override { return true; }
 
  private:
   Tensor w_;

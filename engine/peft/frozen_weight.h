@@ -29,6 +29,14 @@ class FrozenWeight {
 
   // y [T, out] = x·Wᵀ (y overwritten); `shared`: as AdaptedLinear::forward's.
   virtual void forward(const Tensor& x, Tensor& y, SharedInput* shared = nullptr) const;
+  // y += x·Wᵀ. The default runs forward into a temporary and adds it; stores whose product is one
+  // ordinary GEMM add in its epilogue instead (gemm_accumulates), where reading y costs nothing
+  // beside the compute-bound GEMM.
+  virtual void forward_add(const Tensor& x, Tensor& y, SharedInput* shared = nullptr) const;
+  // True when forward_add and backward_input(accumulate) add inside the GEMM: a caller with its
+  // own term to add (LoRA's) then writes that term first and lets the GEMM add onto it, instead
+  // of a second pass that reads and writes y.
+  virtual bool gemm_accumulates() const { return false; }
   // dx [T, in] = dy·W, or dx += dy·W when accumulate.
   virtual void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const;
 

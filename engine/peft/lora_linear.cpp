@@ -53,13 +53,24 @@ void LoraLinear::refresh_copies() {
 void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
   const int64_t t = x.size(0);
   Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
-  {
+  // When the frozen GEMM can add onto y in its epilogue, LoRA's term goes first: y is then
+  // written once by the skinny GEMM and read inside the compute-bound one, instead of a second
+  // skinny GEMM reading and writing all of y.
+  const bool fused = weight_->gemm_accumulates();
+  if (!fused) {
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->forward(x, y, shared);
   }
-  prof::Scope scope(prof::Part::AdapterMath);
-  ops::gemm(x, a_compute_, xa, {.trans_b = true});
-  ops::gemm(xa, b_compute_, y, {.trans_b = true, .alpha = opt_.scaling(), .beta = 1.0f});
+  {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(x, a_compute_, xa, {.trans_b = true});
+    ops::gemm(xa, b_compute_, y,
+              {.trans_b = true, .alpha = opt_.scaling(), .beta = fused ? 0.0f : 1.0f});
+  }
+  if (fused) {
+    prof::Scope scope(prof::Part::FrozenGemm);
+    weight_->forward_add(x, y, shared);
+  }
   if (saved) saved->tensors = {x, xa};
 }
 
@@ -77,12 +88,19 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
     ops::gemm(dy, b_compute_, g);
     ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
   }
+  const bool fused = weight_->gemm_accumulates();  // as in forward: LoRA's term first
+  if (fused) {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = accumulate_dx ? 1.0f : 0.0f});
+  }
   {
     prof::Scope scope(prof::Part::FrozenGemm);
-    weight_->backward_input(dy, dx, accumulate_dx);
+    weight_->backward_input(dy, dx, fused || accumulate_dx);
   }
-  prof::Scope scope(prof::Part::AdapterMath);
-  ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
+  if (!fused) {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
+  }
 }
 
 Tensor LoraLinear::merged_weight() const {

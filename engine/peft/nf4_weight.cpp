@@ -27,6 +27,12 @@ class Nf4Weight final : public FrozenWeight {
     prof::Scope s(prof::Part::FrozenGemm);
     ops::gemm(x, w, y, {.trans_b = true});
   }
+  void forward_add(const Tensor& x, Tensor& y, SharedInput*) const override {
+    const Tensor w = decoded();
+    prof::Scope s(prof::Part::FrozenGemm);
+    ops::gemm(x, w, y, {.trans_b = true, .beta = 1.0f});
+  }
+  bool gemm_accumulates() const override { return true; }
   void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const override {
     const Tensor w = decoded();
     prof::Scope s(prof::Part::FrozenGemm);

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Issue 15's measurement in ONE device call (after scripts/gpu-check.sh or a plain unpack of
+# .gpurun): for each of the three shapes, the PEFT baseline and `loft bench` over every method,
+# JSON lines into $OUT/round2.jsonl and a log per shape. Each piece is bounded so one slow shape
+# cannot take the whole call.
+#   [METHODS=lora,qlora,falqon,halo,halo:nf4] [STEPS=4] scripts/bench-round2.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+run=$PWD/.gpurun
+[ -f "$run/gpurun.tgz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
+export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUT=${OUT:-/tmp/loft-out}; mkdir -p "$OUT"
+methods=${METHODS:-lora,qlora,falqon,halo,halo:nf4}
+steps=${STEPS:-4}
+shapes=${SHAPES:-"llama-7b:4:512: llama-13b:16:512:gc llama3-8b:2:2048:gc"}
+for s in $shapes; do
+  IFS=: read -r shape batch seq gc <<<"$s"
+  lgc=""; pgc=""; [ "$gc" = gc ] && lgc=--grad-checkpointing && pgc=--gc
+  echo "== $shape $batch x $seq $lgc"
+  timeout "${PEFT_TIMEOUT:-150}" python3 "$run/bench/peft_baseline.py" --shape "$shape" \
+    --batch "$batch" --seq "$seq" $pgc --steps "$steps" --warmup 2 2>&1 | grep -v Warning \
+    | tee -a "$OUT/round2.jsonl"
+  timeout "${LOFT_TIMEOUT:-240}" "$run/bin/loft" bench --shape "$shape" --batch "$batch" \
+    --seq "$seq" $lgc --steps "$steps" --warmup 2 --profile-steps 1 --method "$methods" --json \
+    2>"$OUT/$shape.err" | tee -a "$OUT/round2.jsonl" | cut -c1-300
+done
