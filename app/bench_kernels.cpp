@@ -10,12 +10,14 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <set>
 #include <ostream>
 #include <string>
 
 #include "engine/device/memory.h"
 #include "engine/ops/ops.h"
+#include "engine/optim/adamw.h"
 #include "engine/peft/falqon_ops.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
@@ -191,6 +193,30 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                       ops::attention_backward(o, q, k, v, o, lse, doc, seq, sc, a, b, c);
                     }});
   }
+
+  // The optimizer step over every adapter tensor of the model (A and B of all projections at r=64,
+  // LoRA's default): the grad norm with its clip factor and the fused AdamW that zeroes the grads
+  // (engine/optim/adamw.h), as train_step runs them. At least 36 B per param: g read twice (norm,
+  // update), p, m, v read and written, g written. After the first call the grads are zero, which
+  // changes no traffic.
+  std::vector<Param> adapter;
+  adapter.reserve(size_t(cfg.num_layers) * 2 * llama::kNumProj);
+  int64_t trainable = 0;
+  for (int64_t l = 0; l < cfg.num_layers; ++l)
+    for (const llama::ProjShape& p : cfg.projections())
+      for (const Shape& s : {Shape{64, p.in}, Shape{p.out, 64}}) {
+        adapter.push_back({"", random(s, DType::F32, device, 11), random(s, DType::F32, device, 12)});
+        trainable += shape_numel(s);
+      }
+  std::vector<Param*> adapter_params;
+  for (Param& p : adapter) adapter_params.push_back(&p);
+  auto optimizer = std::make_shared<AdamW>(adapter_params, AdamWConfig{.weight_decay = 0.01});
+  rows.push_back({"adamw step " + std::to_string(adapter.size()) + " tensors " +
+                      std::to_string(trainable) + " params",
+                  36.0 * double(trainable), 0, [optimizer] {
+                    optimizer->clip_grad_norm(0.3);
+                    optimizer->step(2e-4);
+                  }});
 
   char line[200];
   std::snprintf(line, sizeof line, "%-46s %10s %10s %10s\n", "kernel", "us/call", "GB/s", "TFLOP/s");

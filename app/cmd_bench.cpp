@@ -16,6 +16,7 @@
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
 #include "app/method_flags.h"
+#include "app/option_checks.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
@@ -39,6 +40,7 @@ struct BenchOptions {
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;
   float alpha = 16.0f;
+  double max_grad_norm = -1;  // -1: the method's default, as finetune
   bool grad_checkpointing = false, json = false, kernels = false;
   uint64_t seed = 0;
 };
@@ -56,6 +58,12 @@ MethodOptions method_options(const BenchOptions& o, const std::string& item) {
   apply_method_variants(item, m);
   apply_method_invariants(m);
   return m;
+}
+
+// The grad-norm clip a step uses: --max-grad-norm, else the method's default, as finetune does.
+double max_grad_norm_for(const BenchOptions& o, const std::string& item) {
+  return o.max_grad_norm >= 0 ? o.max_grad_norm
+                              : method_defaults(item.substr(0, item.find(':'))).max_grad_norm;
 }
 
 // ...and reported here, so a run's JSON and plan say exactly what was built.
@@ -169,7 +177,7 @@ void print_plan(std::ostream& out, const BenchOptions& o, const Setup& s,
   std::snprintf(line, sizeof line,
                 "bench    %s: %lld layers, hidden %lld, intermediate %lld, %lld heads / %lld KV "
                 "heads, vocab %lld\n"
-                "methods  %s, each on a fresh model (AdamW, lr 2e-4)\n"
+                "methods  %s, each on a fresh model (AdamW, lr 2e-4, finetune's step)\n"
                 "batch    %lld x %lld = %lld tokens/step, grad checkpointing %s, %lld warm-up + "
                 "%lld timed + %lld profiled steps\n"
                 "device   %s (%s), %s weights: %lld parameters, %.3f GiB\n",
@@ -188,6 +196,7 @@ void print_plan(std::ostream& out, const BenchOptions& o, const Setup& s,
 struct MethodRun {
   std::string method;
   nlohmann::ordered_json options;
+  double max_grad_norm = 0;
   int64_t trainable = 0;
   BenchTimes times;
   std::string error;
@@ -203,7 +212,9 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
   MethodRun r;
   r.method = method;
   r.options = options_json(o, method);
+  r.max_grad_norm = max_grad_norm_for(o, method);
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
+           << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;
   try {
     std::mt19937_64 adapter_rng(o.seed);
@@ -215,7 +226,11 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
     AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
     r.times = time_training_steps(
         model, optimizer, batch, s.device,
-        {.warmup = o.warmup, .steps = o.steps, .profiled = o.profiled, .lr = 2e-4});
+        {.warmup = o.warmup,
+         .steps = o.steps,
+         .profiled = o.profiled,
+         .lr = 2e-4,
+         .max_grad_norm = r.max_grad_norm});
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -235,7 +250,10 @@ nlohmann::ordered_json breakdown_json(const BenchTimes& t) {
 }
 
 nlohmann::ordered_json method_json(const BenchOptions& o, const Setup& s, const MethodRun& r) {
-  nlohmann::ordered_json j{{"method", r.method}, {"options", r.options}, {"fits", r.error.empty()}};
+  nlohmann::ordered_json j{{"method", r.method},
+                           {"options", r.options},
+                           {"max_grad_norm", r.max_grad_norm},
+                           {"fits", r.error.empty()}};
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j;
@@ -412,6 +430,9 @@ void add_bench_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--rank", o->rank, "LoRA rank")->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "LoRA alpha")->capture_default_str();
+  cmd->add_option("--max-grad-norm", o->max_grad_norm,
+                  "clip the global grad norm as finetune does; 0 = off (default: per method)")
+      ->check(non_negative_finite());
   cmd->add_option("--seed", o->seed, "seed of the random weights, adapter and tokens")
       ->capture_default_str();
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing,

@@ -35,6 +35,8 @@ class Backend {
   virtual void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
                      const AdamWStep& s) = 0;
   virtual double sum_squares(const Tensor& x) = 0;
+  virtual double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) = 0;
+  virtual void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) = 0;
 };
 
 Backend& cpu_backend();

@@ -12,11 +12,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define LOFT_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define LOFT_HOST_DEVICE inline
-#endif
+#include "engine/ops/host_device.h"
 
 namespace loft::ops::counter_rng {
 

@@ -280,6 +280,51 @@ double sum_squares(const Tensor& x) {
   return backend_for(x.device()).sum_squares(x);
 }
 
+namespace {
+
+// with_state: every list as long as params, every tensor F32 on params[0]'s device, the i-th of
+// each of one shape. Else the grads alone: F32 on one device.
+void check_adamw_tensors(const char* op, const AdamWTensors& t, bool with_state) {
+  const size_t n = with_state ? t.params.size() : t.grads.size();
+  LOFT_CHECK(t.grads.size() == n && (!with_state || (t.m.size() == n && t.v.size() == n)), op,
+             ": ", t.params.size(), " params, ", t.grads.size(), " grads, ", t.m.size(), " m, ",
+             t.v.size(), " v");
+  for (size_t i = 0; i < n; ++i) {
+    if (with_state) {
+      same_device(op, {&t.params[0], &t.params[i], &t.grads[i], &t.m[i], &t.v[i]});
+      for (const Tensor* x : {&t.params[i], &t.grads[i], &t.m[i], &t.v[i]}) {
+        need_dtype(op, "argument", *x, DType::F32);
+        need_shape(op, "argument", *x, t.params[i].shape());
+      }
+    } else {
+      same_device(op, {&t.grads[0], &t.grads[i]});
+      need_dtype(op, "grad", t.grads[i], DType::F32);
+    }
+  }
+}
+
+}  // namespace
+
+double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) {
+  check_adamw_tensors("grad_norm_clip", t, !t.params.empty());  // the grads alone, or all four
+  need_dtype("grad_norm_clip", "grad_scale", grad_scale, DType::F32);
+  need_shape("grad_norm_clip", "grad_scale", grad_scale, {1});
+  if (!t.grads.empty()) same_device("grad_norm_clip", {&t.grads[0], &grad_scale});
+  return backend_for(grad_scale.device()).grad_norm_clip(t, max_norm, grad_scale);
+}
+
+void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
+  check_adamw_tensors("adamw_all", t, true);
+  LOFT_CHECK(s.step >= 1, "adamw_all: step counts from 1, got ", s.step);
+  if (grad_scale) {
+    need_dtype("adamw_all", "grad_scale", *grad_scale, DType::F32);
+    need_shape("adamw_all", "grad_scale", *grad_scale, {1});
+  }
+  if (t.params.empty()) return;
+  if (grad_scale) same_device("adamw_all", {&t.params[0], grad_scale});
+  backend_for(t.params[0].device()).adamw_all(t, grad_scale, s);
+}
+
 double sum(const Tensor& x) {
   double s = 0;
   for (float v : x.to_float_vector()) s += v;

@@ -7,7 +7,9 @@
 // takes F32 or BF16 activations and accumulates in fp32. Small parameter vectors (norm weights,
 // rope inverse frequencies) may be F32 or the activation dtype. Index tensors are I32.
 #pragma once
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "engine/tensor/tensor.h"
 
@@ -105,8 +107,27 @@ struct AdamWStep {
   int64_t step = 1;
 };
 void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& s);
-// Σ x² of a F32 tensor, accumulated in double (syncs with the device).
+// Σ x² of a F32 tensor, accumulated in double (syncs with the device). Deterministic: the same
+// tensor gives the same bits on every run (the CUDA reduction has a fixed order).
 double sum_squares(const Tensor& x);
+
+// ---- the optimizer over all of a model's tensors at once ----------------------------------------
+// One optimizer's tensors: params[i], grads[i], m[i], v[i] are F32 of one shape, all on one device
+// (the Tensors share storage with the owner's). On CUDA each op below is one pass over all of them
+// (multi-tensor kernels walking a device table of chunks); `plan` keeps that table between calls
+// and is rebuilt when a tensor's storage moves. The CPU runs the per-tensor ops in sequence.
+struct AdamWTensors {
+  std::vector<Tensor> params, grads, m, v;
+  std::shared_ptr<void> plan;  // the backend's; callers leave it alone
+};
+// The global gradient norm √(Σᵢ Σ gᵢ²) (double; on CUDA in a fixed order, so the same bits on every
+// run, not the CPU's order), and grad_scale (F32 [1] on the grads' device) ← clip_factor(norm,
+// max_norm) (adamw_math.h: torch's clip_grad_norm_; 1 when max_norm <= 0). On CUDA the factor is
+// computed on the device; copying the norm back is the one wait.
+double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale);
+// ops::adamw on every param with grads[i] · grad_scale[0] (rounded to F32 as ops::scale rounds;
+// grad_scale null: the grads as they are) as its gradient, then every grad set to 0 (consumed).
+void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s);
 
 // Sum of a F32 tensor, in double on the host (device → host copy when needed).
 double sum(const Tensor& x);

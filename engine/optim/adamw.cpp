@@ -1,6 +1,5 @@
 #include "engine/optim/adamw.h"
 
-#include <cmath>
 #include <map>
 
 #include "engine/device/profile.h"
@@ -10,28 +9,45 @@ namespace loft {
 AdamW::AdamW(std::vector<Param*> params, AdamWConfig config)
     : params_(std::move(params)), config_(config) {
   for (Param* p : params_) {
-    m_.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
-    v_.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
+    tensors_.m.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
+    tensors_.v.push_back(Tensor::zeros(p->value.shape(), DType::F32, p->value.device()));
   }
+  const Device device = params_.empty() ? Device::cpu() : params_.front()->value.device();
+  grad_scale_ = Tensor::empty({1}, DType::F32, device);
+}
+
+// The params' tensors as they are now (a method may have replaced one), as every step read them.
+void AdamW::refresh_lists() {
+  tensors_.params.clear();
+  tensors_.grads.clear();
+  for (Param* p : params_) {
+    tensors_.params.push_back(p->value);
+    tensors_.grads.push_back(p->grad);
+  }
+}
+
+double AdamW::clip_grad_norm(double max_norm) {
+  prof::Scope scope(prof::Part::Optimizer);
+  refresh_lists();
+  const double norm = ops::grad_norm_clip(tensors_, max_norm, grad_scale_);
+  clip_pending_ = max_norm > 0;
+  return norm;
 }
 
 void AdamW::step(double lr) {
   prof::Scope scope(prof::Part::Optimizer);
   ++step_;
   const ops::AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, step_};
-  for (size_t i = 0; i < params_.size(); ++i) ops::adamw(params_[i]->value, params_[i]->grad, m_[i], v_[i], s);
-}
-
-void AdamW::zero_grad() {
-  prof::Scope scope(prof::Part::Optimizer);
-  for (Param* p : params_) p->grad.zero_();
+  refresh_lists();
+  ops::adamw_all(tensors_, clip_pending_ ? &grad_scale_ : nullptr, s);
+  clip_pending_ = false;
 }
 
 std::vector<std::pair<std::string, Tensor>> AdamW::state() const {
   std::vector<std::pair<std::string, Tensor>> out;
   for (size_t i = 0; i < params_.size(); ++i) {
-    out.emplace_back(params_[i]->name + ".exp_avg", m_[i]);
-    out.emplace_back(params_[i]->name + ".exp_avg_sq", v_[i]);
+    out.emplace_back(params_[i]->name + ".exp_avg", tensors_.m[i]);
+    out.emplace_back(params_[i]->name + ".exp_avg_sq", tensors_.v[i]);
   }
   return out;
 }
@@ -41,7 +57,8 @@ void AdamW::load_state(const std::vector<std::pair<std::string, Tensor>>& tensor
   std::map<std::string, const Tensor*> by_name;
   for (const auto& [name, t] : tensors) by_name[name] = &t;
   for (size_t i = 0; i < params_.size(); ++i) {
-    for (auto [suffix, dst] : {std::pair{".exp_avg", &m_[i]}, std::pair{".exp_avg_sq", &v_[i]}}) {
+    for (auto [suffix, dst] :
+         {std::pair{".exp_avg", &tensors_.m[i]}, std::pair{".exp_avg_sq", &tensors_.v[i]}}) {
       const std::string name = params_[i]->name + suffix;
       auto it = by_name.find(name);
       if (it == by_name.end()) throw Error(cat("optimizer state: tensor ", name, " is missing"));
@@ -52,24 +69,6 @@ void AdamW::load_state(const std::vector<std::pair<std::string, Tensor>>& tensor
     }
   }
   step_ = steps_taken;
-}
-
-double grad_norm(const std::vector<Param*>& params) {
-  prof::Scope scope(prof::Part::Optimizer);
-  double s = 0;
-  for (const Param* p : params) s += ops::sum_squares(p->grad);
-  return std::sqrt(s);
-}
-
-double clip_grad_norm(const std::vector<Param*>& params, double max_norm) {
-  prof::Scope scope(prof::Part::Optimizer);
-  const double norm = grad_norm(params);
-  if (max_norm > 0 && std::isfinite(norm)) {
-    const double coef = max_norm / (norm + 1e-6);
-    if (coef < 1.0)
-      for (Param* p : params) ops::scale(p->grad, float(coef));
-  }
-  return norm;
 }
 
 }  // namespace loft

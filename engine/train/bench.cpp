@@ -1,5 +1,6 @@
 #include "engine/train/bench.h"
 
+#include "engine/train/train_step.h"
 #include "engine/train/trainer.h"
 
 #include <algorithm>
@@ -11,18 +12,13 @@ namespace loft {
 
 namespace {
 
-// One optimizer step; returns the mean loss per target token.
-double train_step(TrainableModel& model, AdamW& optimizer, const Batch& batch, double lr,
-                  int64_t step) {
-  const float scale = batch.target_count > 0 ? 1.0f / float(batch.target_count) : 0.0f;
-  const LossSums s = model.forward_backward(batch, scale);
-  if (!std::isfinite(s.loss_sum))
-    throw Error(cat("bench step ", step, ": loss is ", s.loss_sum));
-  optimizer.step(lr);
-  optimizer.zero_grad();
-  prof::Scope update(prof::Part::Optimizer);  // refreshing derived copies applies the update
-  model.after_step();
-  return s.tokens > 0 ? s.loss_sum / double(s.tokens) : 0.0;
+// One step as finetune takes it (train_step.h), on the bench batch as its one micro-batch; returns
+// the mean loss per target token.
+double bench_step(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+                  const BenchSchedule& schedule, int64_t step) {
+  const StepResult r = train_step(model, optimizer, std::span<const Batch>(&batch, 1),
+                                  schedule.max_grad_norm, schedule.lr, step);
+  return r.targets > 0 ? r.loss_sum / double(r.targets) : 0.0;
 }
 
 }  // namespace
@@ -47,12 +43,12 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Ba
   // The method's calibration pass (if any), on the bench batch, as finetune runs it.
   run_calibration(model, [&batch]() -> std::optional<Batch> { return batch; });
   for (; step < schedule.warmup; ++step)
-    train_step(model, optimizer, batch, schedule.lr, step + 1);
+    bench_step(model, optimizer, batch, schedule, step + 1);
   synchronize(device);
   reset_peak_memory(device);
   for (int64_t i = 0; i < schedule.steps; ++i, ++step) {
     const auto start = Clock::now();
-    t.last_loss = train_step(model, optimizer, batch, schedule.lr, step + 1);
+    t.last_loss = bench_step(model, optimizer, batch, schedule, step + 1);
     synchronize(device);
     t.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
@@ -67,7 +63,7 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Ba
   prof::start(device);
   try {
     for (int64_t i = 0; i < schedule.profiled; ++i, ++step)
-      train_step(model, optimizer, batch, schedule.lr, step + 1);
+      bench_step(model, optimizer, batch, schedule, step + 1);
   } catch (...) {
     try {
       prof::stop();  // leave the profiler off for whoever runs next

@@ -1,8 +1,8 @@
 // Timing of training steps for `loft bench`: warm-up steps, then timed steps on one fixed batch,
 // each step bracketed by a device synchronisation so the clock sees the GPU's work, and the
 // device's peak allocated memory over the timed steps (weights and optimizer state included).
-// A step is what the trainer does without clipping: forward + backward, AdamW, zero the grads,
-// refresh the method's derived copies. After the timed steps, a few more steps run under the
+// A step is exactly the trainer's (train_step.h): forward + backward, the grad norm and its
+// clipping, AdamW (zeroing the grads), the method's after_step. After the timed steps, a few more steps run under the
 // profiler (engine/device/profile.h) for the per-part breakdown; the timed steps stay unprofiled.
 #pragma once
 #include <array>
@@ -20,6 +20,7 @@ struct BenchSchedule {
   int64_t steps = 8;   // timed steps, >= 1
   int64_t profiled = 2;  // profiled steps after the timed ones, >= 0 (0: no breakdown)
   double lr = 2e-4;
+  double max_grad_norm = 0.3;  // clip as finetune does (its default is the method's); <= 0: off
 };
 
 struct BenchTimes {
@@ -35,7 +36,7 @@ struct BenchTimes {
 };
 
 // Runs the schedule on `model` with `optimizer` (built over model.params()). Throws Error when a
-// step's loss is not finite.
+// step's loss or gradient norm is not finite.
 BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
                                Device device, const BenchSchedule& schedule);
 

@@ -15,6 +15,7 @@
 #include "engine/io/safetensors_writer.h"
 #include "engine/peft/method_state.h"
 #include "engine/tensor/finite.h"
+#include "engine/train/train_step.h"
 
 namespace loft {
 
@@ -94,45 +95,25 @@ Trainer::Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
 std::optional<StepMetrics> Trainer::train_step() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Batch> micro;
-  int64_t targets = 0;
   for (int64_t k = 0; k < config_.grad_accum; ++k) {
     std::optional<Batch> b = data_.next();
     if (!b) break;  // the data ran out: a last, smaller step with what is there
-    targets += b->target_count;
     micro.push_back(std::move(*b));
   }
   if (micro.empty()) return std::nullopt;
-  // Normalise by the target tokens of the whole accumulated batch, as one big batch would.
-  const float scale = targets > 0 ? 1.0f / float(targets) : 0.0f;
-  double loss_sum = 0;
-  for (size_t k = 0; k < micro.size(); ++k) {
-    const LossSums s = model_.forward_backward(micro[k], scale);
-    if (!std::isfinite(s.loss_sum))
-      throw Error(cat("step ", step_ + 1, ": loss is ", s.loss_sum, " in micro-batch ", k + 1, " of ",
-                      micro.size(), "; nothing from this step was applied or saved"));
-    loss_sum += s.loss_sum;
-  }
-  const double norm = clip_grad_norm(params_, config_.max_grad_norm);
-  if (!std::isfinite(norm))
-    throw Error(cat("step ", step_ + 1, ": gradient norm is ", norm,
-                    "; nothing from this step was applied or saved"));
   const double lr = config_.schedule.lr(step_);
-  optimizer_.step(lr);
-  optimizer_.zero_grad();
-  model_.after_step();
+  const StepResult r = loft::train_step(model_, optimizer_, micro, config_.max_grad_norm, lr, step_ + 1);
   ++step_;
   if (!params_.empty()) synchronize(params_.front()->value.device());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t tokens = 0;
-  for (const Batch& b : micro) tokens += b.ids.numel();
   StepMetrics m;
   m.step = step_;
-  m.loss = targets ? loss_sum / double(targets) : 0.0;
+  m.loss = r.targets ? r.loss_sum / double(r.targets) : 0.0;
   m.lr = lr;
-  m.grad_norm = norm;
-  m.tokens = targets;
+  m.grad_norm = r.grad_norm;
+  m.tokens = r.targets;
   m.seconds = secs;
-  m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
+  m.tokens_per_s = secs > 0 ? double(r.tokens) / secs : 0.0;
   if (!params_.empty()) m.peak_memory = int64_t(memory_stats(params_.front()->value.device()).peak_allocated);
   return m;
 }

@@ -1,7 +1,7 @@
-// The training loop: micro-batches with gradient accumulation, loss normalised by the target
-// tokens of the whole accumulated batch, global grad-norm clipping, AdamW, an LR schedule,
-// non-finite detection before anything is written, metrics.jsonl, progress, atomic checkpoints
-// and exact resume.
+// The training loop: micro-batches with gradient accumulation, each step taken by train_step
+// (train_step.h: loss normalised by the target tokens of the whole accumulated batch, global
+// grad-norm clipping, AdamW, non-finite detection before anything is written), an LR schedule,
+// metrics.jsonl, progress, atomic checkpoints and exact resume.
 #pragma once
 #include <filesystem>
 #include <functional>

@@ -184,6 +184,33 @@ TEST(BenchCommand, TextReportHasPlanAndTable) {
   EXPECT_FALSE(contains(r.out, "\nfit ")) << "no device memory to fit into on the CPU";
 }
 
+// The step is finetune's: the grad norm is clipped at the method's default (lora 0.3, halo off)
+// unless --max-grad-norm says otherwise, and the clip reaches the update (a clip far below the
+// norm leaves AdamW's update at about lr·g/eps, so the next step's loss differs).
+TEST(BenchCommand, ClipsTheGradNormAsFinetune) {
+  const std::vector<std::string> common = {"--shape", "tiny", "--batch", "1", "--seq", "16",
+                                           "--steps", "1", "--warmup", "1", "--profile-steps", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), common.begin(), common.end());
+    return bench_json(extra);
+  };
+  const auto defaults = with({"--method", "lora,halo,falqon"});
+  ASSERT_EQ(defaults["methods"].size(), 3u);
+  EXPECT_EQ(defaults["methods"][0]["max_grad_norm"], 0.3);
+  EXPECT_EQ(defaults["methods"][1]["max_grad_norm"], 0.0);
+  EXPECT_EQ(defaults["methods"][2]["max_grad_norm"], 3.0);
+  const auto off = with({"--max-grad-norm", "0"}), tight = with({"--max-grad-norm", "1e-9"});
+  EXPECT_EQ(only_method(tight)["max_grad_norm"], 1e-9);
+  EXPECT_NE(double(only_method(off)["last_loss"]), double(only_method(tight)["last_loss"]));
+
+  const CliResult r = test::run_cli_captured(
+      {"bench", "--device", "cpu", "--shape", "tiny", "--batch", "1", "--seq", "16", "--steps",
+       "1", "--warmup", "0", "--profile-steps", "0", "--method", "lora,halo"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down, grad-norm clip 0.3\n"));
+  EXPECT_TRUE(contains(r.out, "backbone=dense on q,k,v,o,gate,up,down, grad-norm clip off\n"));
+}
+
 TEST(BenchCommand, RealCheckpointFolder) {
   const std::string dir = (data_dir() / "models" / "stories260K-hf").string();
   const auto j = bench_json({"--model", dir, "--batch", "1", "--seq", "16", "--steps", "1",
@@ -218,6 +245,8 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--warmup", "-1"}, {"--warmup"}},
       {{"--shape", "tiny", "--profile-steps", "-1"}, {"--profile-steps"}},
       {{"--shape", "tiny", "--alpha", "0"}, {"--alpha"}},
+      {{"--shape", "tiny", "--max-grad-norm", "-1"}, {"--max-grad-norm"}},
+      {{"--shape", "tiny", "--max-grad-norm", "nan"}, {"--max-grad-norm"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
       {{"--shape", "tiny", "--eval", "hellaswag"}, {"--eval", "hellaswag"}},

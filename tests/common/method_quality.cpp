@@ -115,9 +115,8 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
     if (!next) throw Error(cat("method quality: alpaca_small ran out after ", s, " steps"));
     const Batch b = data::to_model_batch(*next, device);
     model->forward_backward(b, 1.0f / float(std::max<int64_t>(1, b.target_count)));
-    clip_grad_norm(model->params(), 1.0);
+    opt.clip_grad_norm(1.0);
     opt.step(lr);
-    opt.zero_grad();
     model->after_step();
   }
   return {before, val_loss()};

@@ -19,7 +19,6 @@ inline void train_a_little(llama::LlamaModel& model, uint32_t steps) {
     const Batch b = make_batch(v, v, {}, 2, 64, Device::cpu());
     model.forward_backward(b, 1.0f / float(b.target_count));
     opt.step(1e-2);
-    opt.zero_grad();
     model.after_step();
   }
 }

@@ -218,9 +218,8 @@ TrainedRun train(const MethodOptions& m, int steps, double lr) {
   for (int s = 0; s < steps; ++s) {
     const Batch b = gram_batch(vocab, s % 4, s);
     run.model->forward_backward(b, 1.0f / float(b.target_count));
-    clip_grad_norm(run.model->params(), 3.0);
+    opt.clip_grad_norm(3.0);
     opt.step(lr);
-    opt.zero_grad();
     run.model->after_step();
   }
   const LossSums l1 = run.model->evaluate(probe);

@@ -66,9 +66,8 @@ HotRun train(bool hot, bool lqs, int steps, uint64_t seed = 5) {
   for (int s = 0; s < steps; ++s) {
     const Batch b = gram_batch(vocab, s % 4, s);
     model->forward_backward(b, 1.0f / float(b.target_count));
-    clip_grad_norm(model->params(), 3.0);
+    opt.clip_grad_norm(3.0);
     opt.step(1e-2);
-    opt.zero_grad();
     model->after_step();
   }
   const LossSums l1 = model->evaluate(probe);

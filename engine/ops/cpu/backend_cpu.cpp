@@ -62,6 +62,12 @@ class CpuBackend final : public Backend {
     cpu::adamw(param, grad, m, v, s);
   }
   double sum_squares(const Tensor& x) override { return cpu::sum_squares(x); }
+  double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) override {
+    return cpu::grad_norm_clip(t, max_norm, grad_scale);
+  }
+  void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) override {
+    cpu::adamw_all(t, grad_scale, s);
+  }
 };
 
 }  // namespace

@@ -25,6 +25,14 @@ void CudaBackend::adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
 
 double CudaBackend::sum_squares(const Tensor& x) { return cuda_optim::sum_squares(x); }
 
+double CudaBackend::grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) {
+  return cuda_optim::grad_norm_clip(t, max_norm, grad_scale);
+}
+
+void CudaBackend::adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
+  cuda_optim::adamw_all(t, grad_scale, s);
+}
+
 Backend& cuda_backend() {
   static CudaBackend backend;
   return backend;

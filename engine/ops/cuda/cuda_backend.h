@@ -33,6 +33,8 @@ class CudaBackend final : public Backend {
   void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
              const AdamWStep& s) override;
   double sum_squares(const Tensor& x) override;
+  double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) override;
+  void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) override;
 };
 
 }  // namespace loft::ops
