@@ -1,4 +1,5 @@
 #include "engine/device/memory.h"
+#include "engine/device/pinned_memory.h"
 
 #include <algorithm>
 #include <atomic>

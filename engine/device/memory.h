@@ -35,11 +35,6 @@ class Storage {
 // undefined. Throws Error when out of memory, naming the device and size.
 std::shared_ptr<Storage> allocate_storage(size_t bytes, Device device);
 
-// A host buffer the GPU copies from at full speed: page-locked (cudaHostAlloc) when `for_device`
-// is a CUDA device, otherwise ordinary host memory as allocate_storage gives. Its Storage's device
-// is the CPU, and the CPU counters (memory_stats(Device::cpu())) count it.
-std::shared_ptr<Storage> allocate_pinned_host(size_t bytes, Device for_device);
-
 // Copies n bytes between any two devices. Copies that end on the host wait for the device.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n);
 void zero_bytes(void* dst, Device device, size_t n);

@@ -64,8 +64,7 @@ void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, T
                      Tensor& dup);
 
 // ---- embedding -----------------------------------------------------------------------------
-// out[t] = table[ids[t]]; table [V, D] F32 or BF16 (BF16 on the CPU too: a copy is exact), ids
-// [T] I32, out [T, D] in the table's dtype. An id outside [0, V) is an
+// out[t] = table[ids[t]]; table [V, D], ids [T] I32, out [T, D]. An id outside [0, V) is an
 // error naming the token position (checked on the host for CPU; on CUDA the kernel writes zeros
 // and raises a device-side flag that the op turns into the same error).
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out);

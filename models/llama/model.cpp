@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/device/pinned_memory.h"
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/rope_freq.h"
