@@ -75,8 +75,8 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   const MemoryEstimateOptions plain{.batch = 4, .seq = 1024, .lora_rank = 64};
   MemoryEstimateOptions gc = plain;
   gc.grad_checkpointing = true;
-  const auto& p = estimate_training_memory(llama2_7b(), plain)[0];
-  const auto& g = estimate_training_memory(llama2_7b(), gc)[0];
+  const MethodMemory p = estimate_training_memory(llama2_7b(), plain)[0];
+  const MethodMemory g = estimate_training_memory(llama2_7b(), gc)[0];
   const int64_t T = 4096, h = 4096, i = 11008, r = 64;
   const int64_t per_layer = activation_bytes_per_token_layer(llama2_7b(), r);
   EXPECT_EQ(p.activations, T * (32 * per_layer + 16));
