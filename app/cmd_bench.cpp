@@ -17,6 +17,7 @@
 #include "app/commands.h"
 #include "app/method_flags.h"
 #include "app/option_checks.h"
+#include "app/run_limits.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
@@ -198,6 +199,7 @@ struct MethodRun {
   nlohmann::ordered_json options;
   double max_grad_norm = 0;
   int64_t trainable = 0;
+  int64_t estimated_peak = 0;  // models/llama/memory_estimate's total for this method and shape
   BenchTimes times;
   std::string error;
 };
@@ -213,6 +215,9 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
   r.method = method;
   r.options = options_json(o, method);
   r.max_grad_norm = max_grad_norm_for(o, method);
+  r.estimated_peak = method_estimate(s.config, method_options(o, method), o.batch, o.seq,
+                                     o.grad_checkpointing, s.device)
+                         .total();
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;
@@ -254,6 +259,7 @@ nlohmann::ordered_json method_json(const BenchOptions& o, const Setup& s, const 
                            {"options", r.options},
                            {"max_grad_norm", r.max_grad_norm},
                            {"fits", r.error.empty()}};
+  j["estimated_peak_bytes"] = r.estimated_peak;
   if (!r.error.empty()) {
     j["error"] = r.error;
     return j;
@@ -301,7 +307,7 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
   int name_width = 8;  // the widest method item, variants included ("halo:nf4:l1")
   for (const MethodRun& r : runs) name_width = std::max(name_width, int(r.method.size()));
   std::vector<std::pair<std::string, int>> cols = {
-      {"method", name_width}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"trainable", 11}, {"loss", 7}};
+      {"method", name_width}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"est. GiB", 9}, {"trainable", 11}, {"loss", 7}};
   if (o.profiled > 0) {
     for (int p = 0; p < prof::kParts; ++p) {
       const std::string name = prof::part_name(prof::Part(p));
@@ -337,6 +343,7 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
                                       fmt("%.0f", t.tokens_per_s),
                                       fmt("%.4f", t.median_s),
                                       fmt("%.2f", double(t.peak_bytes) / kGiB),
+                                      fmt("%.2f", double(r.estimated_peak) / kGiB),
                                       std::to_string(r.trainable),
                                       fmt("%.3f", t.last_loss)};
     if (o.profiled > 0) {
@@ -346,7 +353,7 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
     row(cells);
   }
   out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
-         "timed steps (weights included)\n";
+         "timed steps (weights included); est. = loft info's estimate of that peak\n";
   if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
   for (const MethodRun& r : runs) {
     if (!r.error.empty()) continue;

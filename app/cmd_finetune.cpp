@@ -93,12 +93,14 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
   {
-    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq);
-    os << "  memory     ~" << gib(e.total()) << " estimated on a GPU: frozen weights "
-       << gib(e.frozen_weights) << ", embeddings " << gib(e.embeddings) << ", adapter+AdamW "
-       << gib(e.adapter) << ", activations " << gib(e.activations) << ", logits chunk "
-       << gib(e.logits) << (o.grad_checkpointing ? " (activations less with checkpointing)" : "")
-       << "\n";
+    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq, o.grad_checkpointing, device);
+    os << "  memory     ~" << gib(e.total()) << " estimated peak on " << device.str() << ": frozen weights "
+       << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
+       << gib(e.adapter) << ", activations " << gib(e.activations)
+       << (o.grad_checkpointing ? " (checkpointed block inputs)" : "") << ", step working set "
+       << gib(e.working);
+    if (e.host_embeddings > 0) os << "; embedding table in host memory " << gib(e.host_embeddings);
+    os << "\n";
   }
 }
 
@@ -179,7 +181,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
   check_tokenizer_fits(*tok, cfg, o.model);
-  check_run_fits(cfg, m, o.micro_batch, o.data.seq, device);
+  check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, device);
 
   TrainerConfig tc;
   tc.grad_accum = o.batch / o.micro_batch;

@@ -21,13 +21,14 @@ namespace {
 struct InfoOptions {
   std::string model;
   bool json = false;
+  std::string estimate_for = "gpu";
   llama::MemoryEstimateOptions estimate;
 };
 
 constexpr const char* kEstimateNote =
-    "estimate: counts weights, adapter state, saved activations and one logits chunk; excludes "
-    "the CUDA context, cuBLAS workspaces, allocator fragmentation and transient backward buffers, "
-    "so real peaks run higher";
+    "estimate of the step's peak: weights, adapter state, what the forward keeps for the backward "
+    "and the most a layer's backward or the loss head adds on top; excludes the CUDA context, "
+    "cuBLAS workspaces, allocator rounding and small per-product temporaries";
 
 std::string with_commas(int64_t n) {  // n >= 0
   const std::string digits = std::to_string(n);
@@ -79,7 +80,9 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
                   {"embeddings_bytes", m.embeddings},
                   {"adapter_bytes", m.adapter},
                   {"adapter_parameters", m.adapter_params},
+                  {"host_embeddings_bytes", m.host_embeddings},
                   {"activations_bytes", m.activations},
+                  {"working_bytes", m.working},
                   {"logits_bytes", m.logits},
                   {"total_bytes", m.total()}});
   return {{"model", o.model},
@@ -104,8 +107,8 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
            {{"batch", o.estimate.batch},
             {"seq", o.estimate.seq},
             {"lora_rank", o.estimate.lora_rank},
-            {"logits_chunk_tokens", o.estimate.logits_chunk_tokens},
-            {"activation_checkpointing", false},
+            {"device", o.estimate.gpu ? "gpu" : "cpu"},
+            {"activation_checkpointing", o.estimate.grad_checkpointing},
             {"note", kEstimateNote},
             {"methods", ms}}}};
 }
@@ -135,23 +138,31 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
   print_tokenizer_text(out, tok);
   out << "\nmemory estimate for training: batch " << o.estimate.batch
       << " x seq " << o.estimate.seq << ", LoRA rank " << o.estimate.lora_rank
-      << ", bf16 activations, activation checkpointing off\n";
+      << (o.estimate.gpu ? ", on a GPU (bf16)" : ", on the CPU (f32)") << ", grad checkpointing "
+      << (o.estimate.grad_checkpointing ? "on" : "off") << "\n";
   char line[200];
   std::snprintf(line, sizeof line, "  %-11s %11s %11s %11s %12s %11s %11s  %s\n", "method",
-                "frozen", "embed/head", "adapter", "activations", "logits", "total",
+                "frozen", "embed/head", "adapter", "activations", "working", "total",
                 "adapter params");
   out << line;
   for (const auto& m : methods) {
     std::snprintf(line, sizeof line, "  %-11s %11s %11s %11s %12s %11s %11s  %s\n",
                   m.method.c_str(), human_bytes(m.frozen_weights).c_str(),
                   human_bytes(m.embeddings).c_str(), human_bytes(m.adapter).c_str(),
-                  human_bytes(m.activations).c_str(), human_bytes(m.logits).c_str(),
+                  human_bytes(m.activations).c_str(), human_bytes(m.working).c_str(),
                   human_bytes(m.total()).c_str(), with_commas(m.adapter_params).c_str());
     out << line;
   }
-  out << "frozen = the 7 projections as each method stores them + RMSNorm weights; adapter = "
-         "fp32 params, grads and AdamW moments (16 B/param)\n"
-      << kEstimateNote << '\n';
+  out << "frozen = the 7 projections as each method stores them (with the scratch one product "
+         "decodes) + RMSNorm weights; adapter = fp32 params, grads and AdamW moments (16 B/param) "
+         "+ compute-dtype copies; activations = what the forward keeps for the backward (with "
+         "checkpointing: each block's input); working = one layer's backward (recomputed) or the "
+         "loss head with a logits chunk of "
+      << human_bytes(methods.empty() ? 0 : methods.front().logits) << "\n";
+  if (!methods.empty() && methods.front().host_embeddings > 0)
+    out << "the input embedding table (" << human_bytes(methods.front().host_embeddings)
+        << ") stays in host memory: only a batch's rows go to the GPU\n";
+  out << kEstimateNote << '\n';
 }
 
 void run_info(const InfoOptions& o) {
@@ -188,7 +199,15 @@ void add_info_command(CLI::App& root) {
   cmd->add_option("--lora-rank", o->estimate.lora_rank, "adapter rank for the estimate")
       ->check(kPositive)
       ->capture_default_str();
-  cmd->callback([o] { run_info(*o); });
+  cmd->add_flag("--grad-checkpointing", o->estimate.grad_checkpointing,
+                "estimate with activation checkpointing (finetune/bench --grad-checkpointing)");
+  cmd->add_option("--estimate-for", o->estimate_for, "the estimate's device: gpu (bf16) or cpu (f32)")
+      ->check(CLI::IsMember({"gpu", "cpu"}))
+      ->capture_default_str();
+  cmd->callback([o] {
+    o->estimate.gpu = o->estimate_for == "gpu";
+    run_info(*o);
+  });
 }
 
 }  // namespace loft::app

@@ -6,6 +6,9 @@
 
 namespace loft::cuda {
 std::shared_ptr<Storage> allocate(size_t bytes, int device);
+// Page-locked host memory (cudaHostAlloc) and its release.
+void* allocate_pinned(size_t bytes);
+void free_pinned(void* p);
 void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t n);
 void zero(void* dst, int device, size_t n);
 MemoryStats stats(int device);

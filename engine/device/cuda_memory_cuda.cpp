@@ -89,6 +89,18 @@ std::shared_ptr<Storage> allocate(size_t bytes, int device) {
                                    [device, size](void* p) { give_back(device, p, size); });
 }
 
+void* allocate_pinned(size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t err = cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(cat("out of host memory allocating ", bytes, " pinned bytes: ", cudaGetErrorString(err)));
+  }
+  return p;
+}
+
+void free_pinned(void* p) { cudaFreeHost(p); }
+
 void copy(void* dst, Device dst_device, const void* src, Device src_device, size_t n) {
   const int dev = dst_device.is_cuda() ? dst_device.index : src_device.index;
   set_device(dev);

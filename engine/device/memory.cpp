@@ -1,5 +1,7 @@
 #include "engine/device/memory.h"
+#include "engine/device/pinned_memory.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +27,30 @@ CpuCounters& cpu_counters() {
 [[noreturn, maybe_unused]] void no_cuda() {
   throw Error("this loft was built without the CUDA backend; use --device cpu");
 }
+
+// Host memory from `alloc` (64-byte rounded), counted in the CPU counters and released by `release`.
+std::shared_ptr<Storage> counted_host(size_t bytes, void* (*alloc)(size_t), void (*release)(void*)) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = rounded ? alloc(rounded) : nullptr;
+  if (rounded && !p) throw Error(cat("out of host memory allocating ", bytes, " bytes"));
+  {
+    auto& c = cpu_counters();
+    std::lock_guard lock(c.mu);
+    c.s.allocated += rounded;
+    c.s.reserved = c.s.allocated;
+    c.s.peak_allocated = std::max(c.s.peak_allocated, c.s.allocated);
+  }
+  return std::make_shared<Storage>(p, bytes, Device::cpu(), [rounded, release](void* q) {
+    if (q) release(q);
+    auto& c = cpu_counters();
+    std::lock_guard lock(c.mu);
+    c.s.allocated -= rounded;
+    c.s.reserved = c.s.allocated;
+  });
+}
+
+void* aligned_host(size_t bytes) { return std::aligned_alloc(64, bytes); }
+void free_host(void* p) { std::free(p); }
 }  // namespace
 
 std::shared_ptr<Storage> allocate_storage(size_t bytes, Device device) {
@@ -35,23 +61,15 @@ std::shared_ptr<Storage> allocate_storage(size_t bytes, Device device) {
     no_cuda();
 #endif
   }
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = rounded ? std::aligned_alloc(64, rounded) : nullptr;
-  if (rounded && !p) throw Error(cat("out of host memory allocating ", bytes, " bytes"));
-  {
-    auto& c = cpu_counters();
-    std::lock_guard lock(c.mu);
-    c.s.allocated += rounded;
-    c.s.reserved = c.s.allocated;
-    c.s.peak_allocated = std::max(c.s.peak_allocated, c.s.allocated);
-  }
-  return std::make_shared<Storage>(p, bytes, device, [rounded](void* q) {
-    std::free(q);
-    auto& c = cpu_counters();
-    std::lock_guard lock(c.mu);
-    c.s.allocated -= rounded;
-    c.s.reserved = c.s.allocated;
-  });
+  return counted_host(bytes, aligned_host, free_host);
+}
+
+std::shared_ptr<Storage> allocate_pinned_host(size_t bytes, Device for_device) {
+#ifdef LOFT_WITH_CUDA
+  if (for_device.is_cuda()) return counted_host(bytes, cuda::allocate_pinned, cuda::free_pinned);
+#endif
+  (void)for_device;
+  return counted_host(bytes, aligned_host, free_host);
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t n) {

@@ -175,7 +175,10 @@ void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, T
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
   same_device("embedding", {&table, &ids, &out});
   LOFT_CHECK(table.dim() == 2, "embedding: table must be [vocab, dim], got ", table.str());
-  need_activation("embedding", "table", table);
+  // A lookup copies rows: a BF16 table is fine on the CPU too (a CUDA model's host-side table);
+  // out takes the table's dtype.
+  LOFT_CHECK(table.dtype() == DType::F32 || table.dtype() == DType::BF16, "embedding: table has dtype ",
+             dtype_name(table.dtype()), " (F32 or BF16 expected)");
   LOFT_CHECK(ids.dim() == 1, "embedding: ids must be 1-D, got ", ids.str());
   need_dtype("embedding", "ids", ids, DType::I32);
   need_shape("embedding", "out", out, {ids.size(0), table.size(1)});

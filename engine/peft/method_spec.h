@@ -40,6 +40,8 @@ struct ProjectionSizes {
   int64_t weights = 0;        // Σ out·in
   int64_t nf4_bytes = 0;      // Σ NF4-DQ bytes of each projection tensor
   int64_t largest_layer = 0;  // one layer's Σ out·in
+  int64_t largest_projection = 0;  // the largest out·in (a decoded weight's elements)
+  int64_t compute_bytes = 2;       // the compute dtype's element: bf16 on a GPU, f32 on the CPU
   int64_t rank_in = 0;        // r·Σ in  (A's elements)
   int64_t rank_out = 0;       // r·Σ out (B's elements)
   int64_t lora() const;       // rank_in + rank_out
@@ -53,8 +55,14 @@ struct ProjectionSizes {
 struct MethodMemoryRow {
   std::string name;         // "halo-int8": the method and the form it stores W in
   std::string description;  // how the frozen projections are held
-  int64_t frozen_bytes = 0;
+  int64_t frozen_bytes = 0;  // resident, plus the largest scratch one frozen product decodes
   int64_t trainable = 0;
+  // The LoRA family saves each projection's input for its backward and keeps compute-dtype copies
+  // of A and B for the GEMMs; a method that does neither (FALQON) says so. Bytes per trainable
+  // parameter it keeps beyond the 16 of fp32 value, grad and AdamW moments: e.g. FALQON's ΣΔB.
+  bool saves_inputs = true;
+  bool compute_copies = true;
+  int64_t extra_bytes_per_trainable = 0;
 };
 
 // 64-bit arithmetic for the memory estimate: UsageError instead of wrapping on absurd sizes.

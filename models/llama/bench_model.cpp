@@ -69,6 +69,12 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
     }
     *s.dst = Tensor::empty(s.shape, dtype, device);
     ops::fill_random(*s.dst, seeds(), kInitStd);
+    if (s.dst == &w.embed && embedding_in_host_memory(cfg, device)) {
+      // Drawn where every other matrix is (the same values as ever), then moved to host memory
+      // before anything else is allocated; its GPU block goes back to the driver.
+      *s.dst = s.dst->to(Device::cpu());
+      release_cached_memory(device);
+    }
   }
   return w;
 }

@@ -21,7 +21,8 @@ std::optional<LlamaConfig> bench_shape_config(const std::string& name);
 
 // Weights for `cfg` in `dtype` on `device`: every matrix from ops::fill_random with std 0.02
 // (transformers' initializer_range; uniform here, normal there: speed does not care), RMSNorm
-// weights 1. Each tensor draws its own seed from `seed`, so the result is reproducible.
+// weights 1. Each tensor draws its own seed from `seed`, so the result is reproducible. The
+// embedding table ends in host memory where embedding_in_host_memory says so.
 LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
                                   uint64_t seed = 0);
 

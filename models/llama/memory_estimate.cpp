@@ -1,6 +1,7 @@
 // Notation: L layers, h hidden, i intermediate, q = heads·head_dim, kv = kv_heads·head_dim, V
-// vocab, r LoRA rank, T = batch·seq tokens. Per layer the 7 projections hold P = Σ out·in
-// weights; LoRA adds r·Σ(in + out) trainable params (A [r×in], B [out×r]) per layer.
+// vocab, r LoRA rank, T = batch·seq tokens, e the compute dtype's bytes (2 on a GPU, 4 on the
+// CPU). Per layer the 7 projections hold P = Σ out·in weights; LoRA adds r·Σ(in + out) trainable
+// params (A [r×in], B [out×r]) per layer.
 #include "models/llama/memory_estimate.h"
 
 #include <algorithm>
@@ -12,9 +13,10 @@ namespace loft::llama {
 
 namespace {
 
-constexpr int64_t kBf16 = 2, kFp32 = 4;
+constexpr int64_t kFp32 = 4;
 // Trainable fp32 tensors cost 4 (master) + 4 (grad) + 8 (AdamW m and v) bytes per param.
 constexpr int64_t kTrainableBytesPerParam = 16;
+constexpr int64_t kBatchBytesPerToken = 4 * 4;  // ids, targets, positions, doc_start: I32
 
 int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
@@ -26,8 +28,12 @@ template <typename... Rest>
 int64_t mul(int64_t a, int64_t b, Rest... rest) {
   return mul(mul(a, b), rest...);
 }
+template <typename... Rest>
+int64_t add(int64_t a, int64_t b, Rest... rest) {
+  return add(add(a, b), rest...);
+}
 
-ProjectionSizes sizes(const LlamaConfig& c, int64_t r) {
+ProjectionSizes sizes(const LlamaConfig& c, int64_t r, int64_t e) {
   ProjectionSizes s;
   for (const ProjShape& p : c.projections()) {
     const int64_t w = mul(p.out, p.in);
@@ -36,10 +42,46 @@ ProjectionSizes sizes(const LlamaConfig& c, int64_t r) {
     s.rank_in = add(s.rank_in, mul(r, p.in, c.num_layers));
     s.rank_out = add(s.rank_out, mul(r, p.out, c.num_layers));
     s.largest_layer = add(s.largest_layer, w);
+    s.largest_projection = std::max(s.largest_projection, w);
     s.layer_shapes.emplace_back(p.out, p.in);
   }
   s.layers = c.num_layers;
+  s.compute_bytes = e;
   return s;
+}
+
+// One layer's tensors per token (LlamaModel::block_forward / block_backward), in bytes.
+struct LayerBytes {
+  int64_t x = 0;          // the block input
+  int64_t attn = 0;       // saved by the attention half, besides x
+  int64_t mlp = 0;        // saved by the MLP half
+  int64_t down_bwd = 0;   // beside all of it while down_proj's backward runs: the peak of the MLP half
+  int64_t attn_bwd = 0;   // beside x + attn while the attention backward runs (the MLP's are gone)
+  int64_t saved() const { return add(x, attn, mlp); }
+  // What a layer's backward adds on top of its saved tensors at its peak.
+  int64_t backward_excess() const { return std::max<int64_t>(down_bwd, attn_bwd - mlp); }
+};
+
+//   x                                                                   e·h
+//   attention: rstd1 (fp32), q, k, v, the attention output, its log-sum-exp per head (fp32);
+//     the LoRA family's q/k/v input rmsnorm(x); x·Aᵀ of q, k, v, o       e·(2q + 2kv [+ h] + 4r) + 4(1 + heads)
+//   MLP: x2 (the residual), rstd2 (fp32), gate, up; the LoRA family's inputs of gate/up
+//     (rmsnorm(x2)) and of down (silu(gate)·up); x·Aᵀ of gate, up, down  e·(h + 2i [+ h + i] + 3r) + 4
+// Backward (block_backward lets each tensor go after its last reader; swiglu's gradients
+// overwrite gate and up): down_proj's backward holds the incoming gradient, its dX and LoRA's
+// dY·B (e·(h + i + r)); the attention backward holds dx2, the gradient of the attention output,
+// dq, dk, dv, and on a GPU the flash kernel's fp32 dQ and per-row dot (4q + 4·heads).
+LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_inputs, bool gpu) {
+  const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), i = c.intermediate_size;
+  LayerBytes b;
+  b.x = mul(e, h);
+  b.attn = add(mul(e, add(mul(2, q), mul(2, kv), saves_inputs ? h : 0, mul(4, r))),
+               mul(kFp32, add(1, c.num_heads)));
+  b.mlp = add(mul(e, add(h, mul(2, i), saves_inputs ? add(h, i) : 0, mul(3, r))), kFp32);
+  b.down_bwd = mul(e, add(h, i, r));
+  b.attn_bwd = add(mul(e, add(h, mul(2, q), mul(2, kv))),
+                   gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
+  return b;
 }
 
 }  // namespace
@@ -49,52 +91,58 @@ int64_t nf4_dq_bytes(int64_t n) {
   return add(add(ceil_div(n, 2), blocks), mul(add(ceil_div(blocks, 256), 1), kFp32));
 }
 
-// Saved per token per layer, bf16 unless noted:
-//   residual input and its RMSNorm output, for attention and for the MLP     4h
-//   q (post-RoPE) and the attention output (input of o_proj)                  2q
-//   k and v                                                                   2kv
-//   gate, up and silu(gate)·up (input of down_proj)                           3i
-//   x·Aᵀ of the 7 LoRA projections                                            7r
-//   fp32: 2 RMSNorm rstd + 1 softmax log-sum-exp per head (a fused attention
-//         that never stores the [seq × seq] scores)                           2 + heads
-// The same formula is used for every method: FALQON keeps x·Aᵀ but not the projection inputs,
-// so it can save somewhat less than this.
-int64_t activation_bytes_per_token_layer(const LlamaConfig& c, int64_t r) {
-  const int64_t bf16_values =
-      add(add(add(mul(4, c.hidden_size), mul(2, c.q_dim())), add(mul(2, c.kv_dim()), mul(3, c.intermediate_size))),
-          mul(7, r));
-  return add(mul(kBf16, bf16_values), mul(kFp32, add(2, c.num_heads)));
+int64_t default_loss_chunk_tokens(int64_t vocab) {
+  return std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(vocab, 1));
+}
+
+int64_t activation_bytes_per_token_layer(const LlamaConfig& c, int64_t r, int64_t compute_bytes,
+                                         bool saves_inputs) {
+  return layer_bytes(c, r, compute_bytes, saves_inputs, false).saved();
 }
 
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
                                                    const MemoryEstimateOptions& opt) {
-  LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens > 0,
-             "memory estimate: batch, seq, rank and chunk must be positive");
-  const int64_t r = opt.lora_rank, T = mul(opt.batch, opt.seq);
-  const ProjectionSizes s = sizes(c, r);
+  LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens >= 0,
+             "memory estimate: batch, seq and rank must be positive");
+  const int64_t r = opt.lora_rank, T = mul(opt.batch, opt.seq), e = opt.gpu ? 2 : kFp32;
+  const int64_t L = c.num_layers, h = c.hidden_size, V = c.vocab_size;
+  const ProjectionSizes s = sizes(c, r, e);
 
-  const int64_t norms = mul(kBf16, add(mul(2, c.num_layers), 1), c.hidden_size);
-  const int64_t embeddings = mul(kBf16, c.vocab_size, c.hidden_size, c.tie_word_embeddings ? 1 : 2);
-  // Layers, plus the embedding output and the final RMSNorm output (bf16, h each).
-  const int64_t activations =
-      mul(T, add(mul(c.num_layers, activation_bytes_per_token_layer(c, r)), mul(kBf16, 2, c.hidden_size)));
-  // One chunk of logits: bf16 out of the lm_head GEMM + fp32 softmax/gradient written in place.
-  const int64_t logits = mul(std::min(T, opt.logits_chunk_tokens), c.vocab_size, kBf16 + kFp32);
+  const int64_t norms = mul(e, add(mul(2, L), 1), h);
+  const int64_t table = mul(e, V, h);
+  const bool table_on_host = opt.gpu && !c.tie_word_embeddings;
+  const int64_t embeddings = add(table_on_host ? 0 : table, c.tie_word_embeddings ? 0 : table);
+  // One chunk of fp32 logits (the cross-entropy writes its gradient in place) and, in bf16, the
+  // gradient rounded once for the GEMM back to the hidden state.
+  const int64_t chunk = opt.logits_chunk_tokens > 0 ? opt.logits_chunk_tokens : default_loss_chunk_tokens(V);
+  const int64_t logits = mul(std::min(T, chunk), V, add(kFp32, e < kFp32 ? e : 0));
+  // The loss head: the last hidden state, its norm, the norm's gradient (then ∂h), fp32 losses
+  // and rstd, and one chunk.
+  const int64_t loss_head = add(mul(T, add(mul(3, e, h), 2 * kFp32)), logits);
 
-  // Each method's rows (engine/peft/method_spec.h), in registry order.
   std::vector<MethodMemory> out;
   for (const MethodSpec* spec : method_specs())
     for (const MethodMemoryRow& row : spec->memory_rows(s)) {
+      const LayerBytes lb = layer_bytes(c, r, e, row.saves_inputs, opt.gpu);
       MethodMemory m;
       m.method = row.name;
       m.description = row.description;
       m.frozen_weights = add(row.frozen_bytes, norms);
       m.embeddings = embeddings;
+      m.host_embeddings = table_on_host ? table : 0;
       m.adapter_params = row.trainable;
-      m.adapter = mul(kTrainableBytesPerParam, row.trainable);
-      m.activations = activations;
+      const int64_t copies = row.compute_copies && e < kFp32 ? e : 0;
+      m.adapter = mul(add(kTrainableBytesPerParam, row.extra_bytes_per_trainable, copies), row.trainable);
+      // Kept through the backward: every layer's saved tensors, or only each block's input
+      // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
+      // tensors, and what its backward adds.
+      const int64_t kept_per_token = opt.grad_checkpointing ? mul(L, lb.x) : mul(L, lb.saved());
+      m.activations = mul(T, add(kept_per_token, kBatchBytesPerToken));
+      const int64_t layer = opt.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
+                                                   : lb.backward_excess();
+      m.working = std::max(mul(T, layer), loss_head);
       m.logits = logits;
-      add(add(add(m.frozen_weights, m.embeddings), add(m.adapter, m.activations)), m.logits);  // total() fits
+      add(m.frozen_weights, m.embeddings, m.adapter, m.activations, m.working);  // total() fits
       out.push_back(std::move(m));
     }
   return out;

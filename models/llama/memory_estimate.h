@@ -1,8 +1,12 @@
-// An ESTIMATE of the device memory a Llama fine-tune needs per method, from the architecture
-// alone, before anything is allocated (loft info, the plan printed at start). It counts the big
-// buffers the methods are defined by (METHODS.md); it does not count the CUDA context, cuBLAS
-// workspaces, allocator fragmentation or a layer's transient backward buffers, so real peaks run
-// higher (typically by a few hundred MB).
+// An ESTIMATE of the device memory a Llama fine-tune's step peaks at, per method, from the
+// architecture alone, before anything is allocated (loft info, finetune's plan, loft bench's "est."
+// column). It follows what LlamaModel::forward_backward allocates (models/llama/model.cpp): the
+// frozen weights as each method stores them, the adapter state, what the forward keeps for the
+// backward (every layer's saved tensors, or with grad checkpointing only each block's input), and
+// the most the step adds on top at once: one layer's recomputed activations with the gradient
+// buffers of its backward, or the loss head with one logits chunk. It does not count the CUDA
+// context, cuBLAS workspaces, allocator rounding or a method's small per-product temporaries
+// (quantized copies of an input), so measured peaks run a little higher.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,20 +20,26 @@ struct MemoryEstimateOptions {
   int64_t batch = 1;
   int64_t seq = 512;
   int64_t lora_rank = 64;
-  int64_t logits_chunk_tokens = 1024;  // chunked cross-entropy: tokens per logits chunk
+  bool grad_checkpointing = false;
+  // Training on a GPU: bf16 weights and activations, the embedding table in host memory unless
+  // tied (embedding_in_host_memory). False: the CPU's f32, where host memory is the device's.
+  bool gpu = true;
+  int64_t logits_chunk_tokens = 0;  // tokens per logits chunk; 0: as the model picks
 };
 
 // Bytes per part, for one method.
 struct MethodMemory {
   std::string method;          // the method and its weight form: MethodSpec::memory_rows' names
   std::string description;     // how the frozen projections are held
-  int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights (bf16)
-  int64_t embeddings = 0;      // embed_tokens + lm_head (unless tied), bf16
-  int64_t adapter = 0;         // trainable params + grads + AdamW m, v, all fp32 (16 B/param)
-  int64_t activations = 0;     // saved for backward, bf16, activation checkpointing off
-  int64_t logits = 0;          // one cross-entropy chunk
+  int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights
+  int64_t embeddings = 0;      // on the device: lm_head, and embed_tokens where it is there
+  int64_t host_embeddings = 0; // embed_tokens in host memory (not in total())
+  int64_t adapter = 0;         // trainable params + grads + AdamW m, v (16 B/param) + copies
+  int64_t activations = 0;     // kept by the forward for the backward (checkpointing: inputs)
+  int64_t working = 0;         // the most added on top at once (a layer's backward, or the loss head)
+  int64_t logits = 0;          // one logits chunk (part of `working` when the loss head is larger)
   int64_t adapter_params = 0;  // trainable parameter count
-  int64_t total() const { return frozen_weights + embeddings + adapter + activations + logits; }
+  int64_t total() const { return frozen_weights + embeddings + adapter + activations + working; }
 };
 
 // Bytes of one tensor of n elements in NF4 with double quantization (bitsandbytes layout):
@@ -37,8 +47,14 @@ struct MethodMemory {
 // offset = 4.127 bits/param for large n.
 int64_t nf4_dq_bytes(int64_t n);
 
-// Activation bytes saved per token per decoder layer (see memory_estimate.cpp for the formula).
-int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_rank);
+// Rows of logits the loss head materialises at once by default (~16M logits per chunk).
+int64_t default_loss_chunk_tokens(int64_t vocab);
+
+// Bytes a decoder layer's forward saves for its backward per token, everything included (the
+// block input too), for a method that saves each projection's input (the LoRA family) or not
+// (FALQON: only x·Aᵀ). `compute_bytes`: 2 (bf16) or 4 (f32).
+int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_rank,
+                                         int64_t compute_bytes = 2, bool saves_inputs = true);
 
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/device/pinned_memory.h"
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/ops/rope_freq.h"
 #include "engine/peft/method_state.h"
 #include "engine/peft/shared_input.h"
+#include "models/llama/memory_estimate.h"
 
 namespace loft::llama {
 
@@ -50,7 +52,7 @@ struct LlamaModel::Saved {
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory)
     : config_(std::move(config)), weights_(std::move(weights)) {
-  const Device dev = weights_.embed.device();
+  const Device dev = device();
   for (int l = 0; l < config_.num_layers; ++l) {
     auto& w = weights_.layers[size_t(l)];
     auto layer = std::make_unique<Layer>();
@@ -62,7 +64,7 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     // codes + scales goes to the factory as such (engine/peft/weight_source.h).
     auto make = [&](const char* module, const char* target, Proj proj) {
       quant::ScaledFp8& fp8 = w.fp8[size_t(proj)];
-      WeightSource src = fp8.defined() ? WeightSource(std::move(fp8), weights_.embed.dtype(), dev)
+      WeightSource src = fp8.defined() ? WeightSource(std::move(fp8), compute_dtype(), dev)
                                        : WeightSource(std::move(w.proj(proj)));
       auto lin = factory(p + "." + module + "." + target, target, std::move(src));
       w.proj(proj) = Tensor();
@@ -124,9 +126,24 @@ void LlamaModel::load_method_state(const std::map<std::string, Tensor>& state,
 }
 
 Tensor LlamaModel::embed(const Batch& b) {
-  Tensor x = Tensor::empty({b.ids.size(0), config_.hidden_size}, compute_dtype(), device());
+  const int64_t T = b.ids.size(0), H = config_.hidden_size;
+  Tensor x = Tensor::empty({T, H}, compute_dtype(), device());
   prof::Scope scope(kElementwise);
-  ops::embedding(weights_.embed, b.ids, x);
+  const Tensor& table = weights_.embed;
+  if (table.device() == device()) {
+    ops::embedding(table, b.ids, x);
+    return x;
+  }
+  // Gathered into a page-locked buffer kept for the next micro-batch (the upload then runs at
+  // full PCIe speed); copy_from waits for the upload, so the buffer is free again on return.
+  const size_t bytes = x.nbytes();
+  if (!staging_ || staging_->bytes() < bytes) {
+    staging_.reset();
+    staging_ = allocate_pinned_host(bytes, device());
+  }
+  Tensor rows = Tensor::wrap(staging_->data(), {T, H}, table.dtype(), Device::cpu(), staging_);
+  ops::embedding(table, b.ids.to(Device::cpu()), rows);
+  x.copy_from(rows);
   return x;
 }
 
@@ -199,30 +216,39 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   }
 }
 
-void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& dx) {
+void LlamaModel::block_backward(int l, Saved& s, const Batch& b, Tensor& dx) {
   Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(dx);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
-  const Tensor dout = dx;  // ∂loss/∂(block output)
+  Tensor dout = std::move(dx);  // ∂loss/∂(block output)
 
   // MLP: out = x2 + down(swiglu(gate(h2), up(h2))), h2 = rmsnorm(x2).
   Tensor dact = d.act({T, F});
   L.down->backward(dout, s.sdown, dact, false);
-  Tensor dgate = d.act({T, F}), dup = d.act({T, F});
-  { prof::Scope p(kElementwise); ops::swiglu_backward(dact, s.gate, s.up, dgate, dup); }
+  s.sdown.clear();
+  // In place: each element's gradients overwrite the gate and up values they come from (the
+  // kernels read an element's inputs before writing its outputs), so no [T, i] pair is added.
+  Tensor dgate = std::move(s.gate), dup = std::move(s.up);
+  { prof::Scope p(kElementwise); ops::swiglu_backward(dact, dgate, dup, dgate, dup); }
+  dact = Tensor();
   Tensor dh2 = d.act({T, H});
   L.gate->backward(dgate, s.sgate, dh2, false);
   L.up->backward(dup, s.sup, dh2, true);
+  dgate = dup = Tensor();
+  s.sgate.clear();
+  s.sup.clear();
   Tensor dx2 = d.act({T, H});
   {
     prof::Scope p(kElementwise);
     ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
     ops::axpy(1.0f, dout, dx2);
   }
+  dh2 = dout = s.x2 = Tensor();
 
   // Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = rmsnorm(x).
   Tensor datt = d.act({T, hq * D});
   L.o->backward(dx2, s.so, datt, false);
+  s.so.clear();
   Tensor dq = d.act({T, hq, D}), dk = d.act({T, hkv, D}),
          dv = d.act({T, hkv, D});
   {
@@ -230,6 +256,7 @@ void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& d
     ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start,
                             b.seq, 1.0f / std::sqrt(float(D)), dq, dk, dv);
   }
+  datt = s.q = s.k = s.v = s.att = s.lse = Tensor();
   {
     prof::Scope p(kElementwise);
     ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
@@ -239,6 +266,10 @@ void LlamaModel::block_backward(int l, const Saved& s, const Batch& b, Tensor& d
   L.q->backward(dq.view({T, hq * D}), s.sq, dh1, false);
   L.k->backward(dk.view({T, hkv * D}), s.sk, dh1, true);
   L.v->backward(dv.view({T, hkv * D}), s.sv, dh1, true);
+  dq = dk = dv = Tensor();
+  s.sq.clear();
+  s.sk.clear();
+  s.sv.clear();
   Tensor dxn = d.act({T, H});
   {
     prof::Scope p(kElementwise);
@@ -262,7 +293,7 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
   // first would cost ~3% relative error in softmax probabilities (logits of magnitude ~10 keep only
   // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~16M logits per chunk.
-  const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : std::max<int64_t>(1, (int64_t(1) << 24) / V);
+  const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : default_loss_chunk_tokens(V);
   for (int64_t c0 = 0; c0 < T; c0 += chunk) {
     const int64_t n = std::min(chunk, T - c0);
     Tensor logits = d.f32({n, V});
@@ -280,6 +311,7 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
       }
     }
   }
+  hn = Tensor();  // only the chunks read it
   if (dh) {
     *dh = d.act({T, H});
     prof::Scope p(kElementwise);
@@ -301,6 +333,7 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
   }
   Tensor dh;
   const LossSums sums = loss_head(x, b, &dh, grad_scale);
+  x = Tensor();  // the last block's output: no block's backward reads it
   for (size_t l = n; l-- > 0;) {
     if (checkpointing_) {
       Saved s;

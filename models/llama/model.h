@@ -57,8 +57,8 @@ class LlamaModel : public TrainableModel {
   const std::vector<std::pair<std::string, AdaptedLinear*>>& linears() const { return named_; }
 
   const LlamaConfig& config() const { return config_; }
-  Device device() const { return weights_.embed.device(); }
-  DType compute_dtype() const { return weights_.embed.dtype(); }
+  Device device() const { return weights_.final_norm.device(); }
+  DType compute_dtype() const { return weights_.final_norm.dtype(); }
   // Keep only block inputs in forward and re-run each block's forward before its backward.
   void set_grad_checkpointing(bool on) { checkpointing_ = on; }
   // Rows of logits materialised at once in the loss head.
@@ -72,7 +72,11 @@ class LlamaModel : public TrainableModel {
   // Attention by ops::attention over b's rows and documents, or by `attend` when given.
   void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
                      const Attend* attend = nullptr);
-  void block_backward(int l, const Saved& saved, const Batch& b, Tensor& dx);
+  // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
+  // holds its MLP's [T, intermediate] activations and gradients all at once.
+  void block_backward(int l, Saved& saved, const Batch& b, Tensor& dx);
+  // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
+  // in host memory (embedding_in_host_memory), a gather on the host and one upload.
   Tensor embed(const Batch& b);
   // Embedding and every block without saving anything: the last hidden state [T, H].
   Tensor forward_hidden(const Batch& b, const Attend* attend = nullptr);
@@ -84,6 +88,7 @@ class LlamaModel : public TrainableModel {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::pair<std::string, AdaptedLinear*>> named_;
   Tensor inv_freq_;
+  std::shared_ptr<Storage> staging_;  // pinned host rows of the last gathered batch, reused
   bool checkpointing_ = false;
   int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
 };

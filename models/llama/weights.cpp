@@ -101,6 +101,10 @@ const Tensor& LlamaLayerWeights::proj(Proj p) const {
   return const_cast<LlamaLayerWeights*>(this)->proj(p);
 }
 
+bool embedding_in_host_memory(const LlamaConfig& cfg, Device device) {
+  return device.is_cuda() && !cfg.tie_word_embeddings;
+}
+
 std::string hf_proj_name(int64_t layer, Proj p) {
   return cat("model.layers.", layer, ".", hf_proj_suffix(p), ".weight");
 }
@@ -132,6 +136,7 @@ LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaCo
   LlamaWeights w;
   const std::vector<WeightSlot> wanted = weight_slots(cfg, w);
   std::vector<quant::ScaledFp8> scaled(wanted.size());
+  const bool host_embed = embedding_in_host_memory(cfg, device);
   for (size_t i = 0; i < wanted.size(); ++i) {  // fail before any copy
     check_present(ckpt, wanted[i]);
     if (cfg.quantization) scaled[i] = read_fp8_weight(ckpt, *cfg.quantization, wanted[i].name);
@@ -145,12 +150,13 @@ LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaCo
     } else {
       require_finite(ckpt.tensor(x.name), x.name, file);
     }
+    const Device to = x.dst == &w.embed && host_embed ? Device::cpu() : device;
     if (!scaled[i].defined())
-      *x.dst = convert_to(ckpt.tensor(x.name), dtype, device);
+      *x.dst = convert_to(ckpt.tensor(x.name), dtype, to);
     else if (fp8 == Fp8Load::keep && x.fp8)
       *x.fp8 = std::move(scaled[i]);
     else
-      *x.dst = WeightSource(std::move(scaled[i]), dtype, device).dense();
+      *x.dst = WeightSource(std::move(scaled[i]), dtype, to).dense();
   }
   return w;
 }

@@ -34,6 +34,12 @@ struct LlamaWeights {
   const Tensor& output_weight() const { return lm_head.defined() ? lm_head : embed; }
 };
 
+// Where a model on `device` keeps its input embedding table: in host memory when training on a
+// GPU, since a batch needs only its own rows (LlamaModel gathers them there and uploads [T, hidden]
+// once per micro-batch), unless the table is also the lm_head (tie_word_embeddings), which every
+// step multiplies by in full and so stays on the GPU. On the CPU host memory is the device.
+bool embedding_in_host_memory(const LlamaConfig& cfg, Device device);
+
 // "model.layers.3.self_attn.q_proj.weight", ...
 std::string hf_proj_name(int64_t layer, Proj p);
 
@@ -57,7 +63,8 @@ enum class Fp8Load { dequantize, keep };
 // checks it), then loads them. Tensors the model does not use (rotary_emb.inv_freq, a tied
 // lm_head.weight, scales of other modules, input scales) are ignored. `dtype` must be F32 or BF16;
 // stored F32/F16/BF16/F8 values are converted on the host (round to nearest even); scaled FP8
-// weights are decode(code) x scale in fp32, then rounded once to `dtype`.
+// weights are decode(code) x scale in fp32, then rounded once to `dtype`. The embedding table goes
+// to host memory where embedding_in_host_memory says so.
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
                                 DType dtype, Device device, Fp8Load fp8 = Fp8Load::dequantize);
 

@@ -1,6 +1,8 @@
 // The memory estimate against numbers worked out by hand (Llama-2-7B, stories260K).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/llama/memory_estimate.h"
 #include "tests/common/test_util.h"
 
@@ -25,38 +27,80 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   // 4·4096² + 3·4096·11008 per layer, 32 layers.
   const int64_t P = 6'476'005'376;
   const int64_t norms = 2 * 65 * 4096;
+  const int64_t largest = 11008 * 4096LL;  // gate/up/down: the largest projection
   // r = 64 on all 7 projections: PEFT reports 159,907,840 trainable parameters for this model.
   const auto& lora = find(ms, "lora-bf16");
   EXPECT_EQ(lora.adapter_params, 159'907'840);
-  EXPECT_EQ(lora.adapter, 16 * 159'907'840LL);
+  // fp32 value, grad, AdamW m and v + the bf16 copies of A and B the GEMMs use.
+  EXPECT_EQ(lora.adapter, (16 + 2) * 159'907'840LL);
   EXPECT_EQ(lora.frozen_weights, 2 * P + norms);
-  EXPECT_EQ(lora.embeddings, 2 * 2 * 32000 * 4096LL);
+  // On a GPU the untied input table stays in host memory: only lm_head is on the device.
+  EXPECT_EQ(lora.embeddings, 2 * 32000 * 4096LL);
+  EXPECT_EQ(lora.host_embeddings, 2 * 32000 * 4096LL);
 
   // HOT (dense backbone): bf16 W + INT8-carrier codes of W (Llama widths need no padding) + a
   // 4-byte step per in-channel: 6 projections with in = 4096, down_proj with in = 11008.
   EXPECT_EQ(find(ms, "hot-dense").frozen_weights, 3 * P + 32 * 4 * (6 * 4096 + 11008) + norms);
   EXPECT_EQ(find(ms, "hot-dense").adapter_params, 159'907'840);
 
+  // QLoRA: NF4-DQ + one projection decoded to bf16 for its GEMM.
   const auto& qlora = find(ms, "qlora-nf4");
-  EXPECT_NEAR(double(qlora.frozen_weights - norms), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);
+  EXPECT_NEAR(double(qlora.frozen_weights - norms - 2 * largest), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);
   EXPECT_EQ(qlora.adapter_params, lora.adapter_params);
 
-  // FALQON: [W; A] + W transposed in E4M3, A = r·Σin; B = r·Σout trains.
+  // FALQON: [W; A] + W transposed in E4M3, A = r·Σin; B = r·Σout trains, in fp32 with its
+  // applied sum beside it (20 B/param); it saves x·Aᵀ but not the projections' inputs.
   const auto& falqon = find(ms, "falqon-fp8");
   EXPECT_EQ(falqon.frozen_weights, 2 * P + 64 * 35584 * 32LL + norms);
   EXPECT_EQ(falqon.adapter_params, 64 * 42496 * 32LL);
+  EXPECT_EQ(falqon.adapter, 20 * falqon.adapter_params);
+  EXPECT_EQ(lora.activations - falqon.activations, 512 * 32 * 2 * (2 * 4096 + 11008LL));
 
   for (const char* halo : {"halo-fp8", "halo-int8"})
     EXPECT_EQ(find(ms, halo).frozen_weights, 2 * P + norms) << halo;
   EXPECT_EQ(find(ms, "halo-nf4").frozen_weights,
-            qlora.frozen_weights + 2 * (4 * 4096 * 4096LL + 3 * 4096 * 11008LL));
+            qlora.frozen_weights - 2 * largest + 2 * (4 * 4096 * 4096LL + 3 * 4096 * 11008LL));
 
   for (const auto& m : ms) {
-    EXPECT_EQ(m.activations, lora.activations) << m.method;
-    EXPECT_EQ(m.total(), m.frozen_weights + m.embeddings + m.adapter + m.activations + m.logits);
+    if (m.method != "falqon-fp8") EXPECT_EQ(m.activations, lora.activations) << m.method;
+    EXPECT_EQ(m.total(), m.frozen_weights + m.embeddings + m.adapter + m.activations + m.working);
   }
-  // One 512-token chunk of logits: bf16 + fp32.
+  // One 512-token chunk of logits: fp32 + the bf16 gradient.
   EXPECT_EQ(lora.logits, 512 * 32000 * 6LL);
+}
+
+// Checkpointing keeps each block's input instead of its saved tensors, and adds back one layer's
+// recomputed set during its backward; by hand for Llama-2-7B at 4 × 1024.
+TEST(MemoryEstimate, CheckpointingByHand) {
+  const MemoryEstimateOptions plain{.batch = 4, .seq = 1024, .lora_rank = 64};
+  MemoryEstimateOptions gc = plain;
+  gc.grad_checkpointing = true;
+  const MethodMemory p = estimate_training_memory(llama2_7b(), plain)[0];
+  const MethodMemory g = estimate_training_memory(llama2_7b(), gc)[0];
+  const int64_t T = 4096, h = 4096, i = 11008, r = 64;
+  const int64_t per_layer = activation_bytes_per_token_layer(llama2_7b(), r);
+  EXPECT_EQ(p.activations, T * (32 * per_layer + 16));
+  EXPECT_EQ(g.activations, T * (32 * 2 * h + 16));
+  // The backward's peak is at down_proj: the incoming gradient, dX [T, i] and dY·B beside the
+  // layer's saved tensors (recomputed with checkpointing, minus the block input counted above).
+  // Or the loss head is: the last hidden state, its norm and the norm's gradient, fp32 losses
+  // and rstd, and one logits chunk (524 tokens of 32000 fp32 logits + their bf16 gradient).
+  const int64_t excess = 2 * (h + i + r), head = T * (3 * 2 * h + 8) + 524 * 32000 * 6LL;
+  EXPECT_EQ(p.working, std::max(T * excess, head));
+  EXPECT_EQ(g.working, std::max(T * (per_layer - 2 * h + excess), head));
+  EXPECT_EQ(g.frozen_weights, p.frozen_weights);
+  EXPECT_LT(g.total(), p.total());
+}
+
+// On the CPU everything is f32 and the input table is host memory, i.e. the device's.
+TEST(MemoryEstimate, CpuCountsF32AndTheTable) {
+  const auto gpu = estimate_training_memory(llama2_7b(), {.batch = 1, .seq = 64, .lora_rank = 8});
+  const auto cpu =
+      estimate_training_memory(llama2_7b(), {.batch = 1, .seq = 64, .lora_rank = 8, .gpu = false});
+  EXPECT_EQ(cpu[0].frozen_weights, 2 * gpu[0].frozen_weights);
+  EXPECT_EQ(cpu[0].embeddings, 2 * 2 * gpu[0].embeddings);  // both tables, f32
+  EXPECT_EQ(cpu[0].host_embeddings, 0);
+  EXPECT_EQ(cpu[0].adapter, 16 * cpu[0].adapter_params);  // no copies: f32 is the compute dtype
 }
 
 TEST(MemoryEstimate, Nf4Layout) {
@@ -71,13 +115,18 @@ TEST(MemoryEstimate, ActivationsByHand) {
   EXPECT_EQ(activation_bytes_per_token_layer(c, 8), 2 * 1020 + 4 * 10);
   const auto one = estimate_training_memory(c, {.batch = 2, .seq = 64, .lora_rank = 8});
   const auto two = estimate_training_memory(c, {.batch = 4, .seq = 64, .lora_rank = 8});
-  EXPECT_EQ(one[0].activations, 128 * (5 * 2080 + 2 * 2 * 64));
+  EXPECT_EQ(one[0].activations, 128 * (5 * 2080 + 16));  // + the batch's 4 I32 per token
   EXPECT_EQ(two[0].activations, 2 * one[0].activations);
-  EXPECT_EQ(one[0].embeddings, 2 * 512 * 64);  // tied: one matrix
+  EXPECT_EQ(one[0].embeddings, 2 * 512 * 64);  // tied: one matrix, on the device
+  EXPECT_EQ(one[0].host_embeddings, 0);
   EXPECT_EQ(one[0].logits, 128 * 512 * 6);
-  // The logits chunk stops growing at 1024 tokens.
+  // The logits chunk is the model's: 2^24 / vocab tokens (32768 here), or --logits-chunk-tokens.
+  EXPECT_EQ(default_loss_chunk_tokens(512), 32768);
   const auto big = estimate_training_memory(c, {.batch = 16, .seq = 512, .lora_rank = 8});
-  EXPECT_EQ(big[0].logits, 1024 * 512 * 6);
+  EXPECT_EQ(big[0].logits, 8192 * 512 * 6);
+  const auto chunked =
+      estimate_training_memory(c, {.batch = 16, .seq = 512, .lora_rank = 8, .logits_chunk_tokens = 1024});
+  EXPECT_EQ(chunked[0].logits, 1024 * 512 * 6);
   EXPECT_THROW(estimate_training_memory(c, {.batch = 0}), Error);
   EXPECT_THROW(estimate_training_memory(c, {.batch = int64_t(1) << 40, .seq = int64_t(1) << 30}),
                UsageError);

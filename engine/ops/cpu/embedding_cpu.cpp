@@ -1,7 +1,9 @@
 // Embedding lookup and its scatter-add backward on the CPU. Ids are checked before anything is
 // written, so a bad id leaves the output untouched and names the token position.
+#include <algorithm>
 #include <cstring>
 
+#include "engine/core/parallel.h"
 #include "engine/ops/cpu/cpu_ops.h"
 
 namespace loft::ops::cpu {
@@ -18,13 +20,21 @@ void check_ids(const char* op, const Tensor& ids, int64_t vocab) {
 }  // namespace
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
-  const int64_t vocab = table.size(0), d = table.size(1);
+  const int64_t vocab = table.size(0), n = ids.numel();
   check_ids("embedding", ids, vocab);
   const int32_t* id = ids.ptr<int32_t>();
-  const float* tp = table.ptr<float>();
-  float* op = out.ptr<float>();
-  for (int64_t t = 0, n = ids.numel(); t < n; ++t)
-    std::memcpy(op + t * d, tp + int64_t(id[t]) * d, size_t(d) * sizeof(float));
+  // Rows are copied as bytes (F32 or BF16: exact either way), in blocks of rows over host threads
+  // when there is enough to copy (a GPU model's batch gathered from its host-side table).
+  const size_t row = size_t(table.size(1)) * dtype_size(table.dtype());
+  const auto* tp = static_cast<const char*>(table.data());
+  auto* op = static_cast<char*>(out.data());
+  constexpr int64_t kRowsPerBlock = 256;
+  const int64_t blocks = (n + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int threads = size_t(n) * row >= (size_t(8) << 20) ? 0 : 1;  // 8 MiB: worth the threads
+  parallel_for(blocks, [&](int64_t b) {
+    for (int64_t t = b * kRowsPerBlock, end = std::min(n, t + kRowsPerBlock); t < end; ++t)
+      std::memcpy(op + size_t(t) * row, tp + size_t(id[t]) * row, row);
+  }, threads);
 }
 
 void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {

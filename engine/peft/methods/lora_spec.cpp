@@ -16,15 +16,13 @@ LinearFactory lora_family_factory(const MethodOptions& opt, std::mt19937_64& rng
 
 namespace {
 
-constexpr int64_t kBf16 = 2;
-
 class LoraSpec : public MethodSpec {
  public:
   std::string name() const override { return "lora"; }
   // METHODS.md: the QLoRA recipe.
   MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    return {{"lora-bf16", "bf16 W", memory_mul(kBf16, s.weights), s.lora()}};
+    return {{"lora-bf16", "bf16 W", memory_mul(s.compute_bytes, s.weights), s.lora()}};
   }
   std::string memory_row(const MethodOptions&) const override { return "lora-bf16"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {

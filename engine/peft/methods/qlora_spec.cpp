@@ -14,7 +14,9 @@ class QloraSpec : public MethodSpec {
     return flag == "--backbone" ? "; qlora already stores its backbone NF4" : "";
   }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    return {{"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)", s.nf4_bytes, s.lora()}};
+    // Each product decodes its W to the compute dtype first: one projection's worth at a time.
+    return {{"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)",
+             memory_add(s.nf4_bytes, memory_mul(s.compute_bytes, s.largest_projection)), s.lora()}};
   }
   std::string memory_row(const MethodOptions&) const override { return "qlora-nf4"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
