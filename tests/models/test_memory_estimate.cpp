@@ -41,13 +41,17 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   EXPECT_NEAR(double(qlora.frozen_weights - norms), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);
   EXPECT_EQ(qlora.adapter_params, lora.adapter_params);
 
-  // FALQON: [W; A] + W transposed in E4M3, A = r·Σin; B = r·Σout trains.
+  // FALQON: [W; A] in E4M3, A = r·Σin, + one transpose scratch as large as the largest
+  // projection (gate/up/down: 11008·4096 bytes); B = r·Σout trains.
+  const int64_t scratch = 11008 * 4096LL;
   const auto& falqon = find(ms, "falqon-fp8");
-  EXPECT_EQ(falqon.frozen_weights, 2 * P + 64 * 35584 * 32LL + norms);
+  EXPECT_EQ(falqon.frozen_weights, P + 64 * 35584 * 32LL + scratch + norms);
   EXPECT_EQ(falqon.adapter_params, 64 * 42496 * 32LL);
 
   for (const char* halo : {"halo-fp8", "halo-int8"})
-    EXPECT_EQ(find(ms, halo).frozen_weights, 2 * P + norms) << halo;
+    EXPECT_EQ(find(ms, halo).frozen_weights, P + scratch + norms) << halo;
+  EXPECT_EQ(find(ms, "hot-fp8").frozen_weights,
+            find(ms, "hot-dense").frozen_weights - P + scratch) << "bf16 W -> E4M3 W + scratch";
   EXPECT_EQ(find(ms, "halo-nf4").frozen_weights,
             qlora.frozen_weights + 2 * (4 * 4096 * 4096LL + 3 * 4096 * 11008LL));
 
