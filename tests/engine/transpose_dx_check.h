@@ -52,9 +52,11 @@ inline void expect_dx_as_with_a_resident_transpose(Device device, const std::vec
   std::vector<Layer> layers;
   int64_t largest = 0;
   for (const DxCase& c : cases) {  // all built first: the backwards below share one scratch
-    Layer l{c, compute_tensor(random_tensor({c.out, c.in}, rng, -0.1f, 0.1f), device),
-            compute_tensor(random_tensor({c.t, c.in}, rng), device),
-            compute_tensor(random_tensor({c.t, c.out}, rng), device)};
+    Layer l;
+    l.c = c;
+    l.w = compute_tensor(random_tensor({c.out, c.in}, rng, -0.1f, 0.1f), device);
+    l.x = compute_tensor(random_tensor({c.t, c.in}, rng), device);
+    l.dy = compute_tensor(random_tensor({c.t, c.out}, rng), device);
     l.falqon = std::make_unique<FalqonLinear>("m", l.w, 8, FalqonOptions{});
     l.halo_fp8 = halo_weight(l.w, {0, quant::LowpFormat::E4M3});
     l.halo_int8 = halo_weight(l.w, {0, quant::LowpFormat::INT8});
