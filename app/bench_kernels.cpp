@@ -19,6 +19,7 @@
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/falqon_ops.h"
+#include "engine/quant/code_transpose.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/nf4.h"
@@ -114,6 +115,17 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                         }});
       }
     }
+  // The byte transpose FALQON and HALO run before each frozen dX GEMM (W's codes [out, in] ->
+  // [in, out] in the shared scratch), at each projection shape: read once, written once.
+  for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
+    const Tensor w = Tensor::zeros({out_f, in_f}, DType::U8, device);  // a copy: values do not matter
+    Tensor wt = Tensor::empty({in_f, out_f}, DType::U8, device);
+    rows.push_back({"transpose codes [" + std::to_string(out_f) + "," + std::to_string(in_f) + "]",
+                    2.0 * double(out_f * in_f), 0, [=] {
+                      Tensor t = wt;
+                      quant::transpose_codes(w, t);
+                    }});
+  }
   // FALQON (r = k = 64, its defaults) at each projection shape: the forward's O_A GEMM beside the
   // melded [W; A] GEMM it split from, and the after-step update of one projection. The update rows
   // run in accumulate mode first (B keeps rows to select), then reset (B zero after the first call:
@@ -123,9 +135,8 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
     const int64_t r = 64, k = std::min<int64_t>(64, out_f);
     const std::string s = "[" + std::to_string(out_f) + "x" + std::to_string(in_f) + " r64]";
     Tensor wm = Tensor::empty({out_f + r, in_f}, DType::F8_E4M3, device);
-    Tensor wt = Tensor::empty({in_f, out_f}, DType::F8_E4M3, device);
     Tensor scale = Tensor::empty({1}, DType::F32, device), codes = wm.slice(0, out_f);
-    quant::quantize_into(random({out_f, in_f}, dt, device, 7), codes, &wt, scale);
+    quant::quantize_into(random({out_f, in_f}, dt, device, 7), codes, nullptr, scale);
     Tensor a_codes = wm.slice(out_f, r);
     falqon::encode_e4m3(random({r, in_f}, DType::F32, device, 8), scale, a_codes);
     if (!device.is_cpu()) {
@@ -165,7 +176,7 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
       rows.push_back({std::string("falqon after_step ") + (reset ? "reset " : "accumulate ") + s,
                       b_bytes + update_bytes, 0, [=] {
                         Tensor sc = scores;
-                        falqon::RowUpdate u{idx, b, wm, wt, scale, changed, applied};
+                        falqon::RowUpdate u{idx, b, wm, Tensor(), scale, changed, applied};
                         falqon::row_scores(u.b, sc);
                         falqon::select_topk(sc, u.idx);
                         falqon::apply_rows(u, reset);

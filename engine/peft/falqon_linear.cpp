@@ -10,6 +10,7 @@
 #include "engine/peft/falqon_ops.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/shared_input.h"
+#include "engine/quant/code_transpose.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/quantize.h"
@@ -68,22 +69,20 @@ FalqonLinear::FalqonLinear(std::string name, const WeightSource& weight, int ran
   const int64_t r = rank;
 
   wm_ = Tensor::empty({out_ + r, in_}, DType::F8_E4M3, dev);
-  wt_ = Tensor::empty({in_, out_}, DType::F8_E4M3, dev);
   scale_ = Tensor::empty({1}, DType::F32, dev);
   Tensor w_codes = backbone();
   const uint64_t seed = module_seed(opt.seed, name_);
   LowRankFactors f;
-  if (auto q = weight.e4m3_codes(/*also_transposed=*/true)) {
+  if (auto q = weight.e4m3_codes()) {
     // A per-tensor FP8 checkpoint: its codes under its scale are W exactly, so Q(W) is taken bit
     // for bit and E = 0.
     w_codes.copy_from(q->codes);
-    wt_.copy_from(q->codes_t);
     scale_.copy_from(q->scale);
   } else {
     // E = W − deq(Q(W)) in fp32 (an FP8 checkpoint's exact fp32 values), and its best rank-r
     // approximation B̂·Â.
     const Tensor w = weight.values();
-    quant::quantize_into(w, w_codes, &wt_, scale_);
+    quant::quantize_into(w, w_codes, nullptr, scale_);
     Tensor e = Tensor::empty({out_, in_}, DType::F32, dev);
     ops::convert(w, e);
     {
@@ -107,6 +106,7 @@ FalqonLinear::FalqonLinear(std::string name, const WeightSource& weight, int ran
   const int64_t k = std::min<int64_t>(opt.topk > 0 ? opt.topk : rank, out_);
   scores_ = Tensor::empty({out_}, DType::F32, dev);
   topk_ = Tensor::empty({k}, DType::I32, dev);
+  scratch_ = quant::TransposeScratch::of(dev);
 }
 
 void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
@@ -142,17 +142,22 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
   LOFT_CHECK(saved.tensors.size() == 1, name_, ": FALQON backward without a saved forward");
   const Tensor& oa = saved.tensors[0];
   quant::QuantizedTensor dyq, oaq;
+  Tensor wt;
   {
     prof::Scope s(prof::Part::QuantHadamard);
     // The transposed copies make dYqᵀ [out×T] and E4M3(O_A)ᵀ [r×T] K-major for the dB GEMM.
     dyq = quant::quantize(dy, quant::LowpFormat::E5M2, /*also_transposed=*/true);
     oaq = quant::quantize(oa, quant::LowpFormat::E4M3, /*also_transposed=*/true);
+    // W's codes [out, in] as [in, out] for the dX GEMM, in the device's shared scratch (valid
+    // until the next layer's backward asks for it).
+    wt = scratch_->transposed(backbone());
   }
   {
     prof::Scope s(prof::Part::FrozenGemm);
-    // dX = dYq·W_q: [T, out] · [in, out]ᵀ with the transposed backbone codes (E5M2 × E4M3).
+    // dX = dYq·W_q: [T, out] · [in, out]ᵀ with the transposed backbone codes (E5M2 × E4M3): both
+    // operands K-major.
     Tensor out = accumulate_dx ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
-    quant::gemm_lowp(dyq.codes, dyq.scale, wt_, scale_, out);
+    quant::gemm_lowp(dyq.codes, dyq.scale, wt, scale_, out);
     if (accumulate_dx) ops::axpy(1.0f, out, dx);
   }
   {
@@ -168,7 +173,7 @@ void FalqonLinear::after_step() {
   prof::Scope s(prof::Part::FalqonUpdate);
   falqon::row_scores(b_.value, scores_);
   falqon::select_topk(scores_, topk_);
-  falqon::RowUpdate u{topk_, b_.value, wm_, wt_, scale_, changed_, applied_};
+  falqon::RowUpdate u{topk_, b_.value, wm_, Tensor(), scale_, changed_, applied_};
   falqon::apply_rows(u, opt_.buffer == FalqonOptions::Buffer::reset);
 }
 
@@ -191,7 +196,9 @@ std::optional<std::pair<Tensor, float>> FalqonLinear::trained_fp8() const {
 }
 
 Tensor FalqonLinear::melded_codes() const { return retyped(wm_, DType::U8); }
-Tensor FalqonLinear::transposed_codes() const { return retyped(wt_, DType::U8); }
+Tensor FalqonLinear::transposed_codes() const {
+  return quant::transpose_codes(melded_codes().slice(0, out_));
+}
 float FalqonLinear::weight_scale() const { return scale_.to(Device::cpu()).ptr<float>()[0]; }
 
 std::map<std::string, Tensor> FalqonLinear::method_state() const {
@@ -250,11 +257,7 @@ void FalqonLinear::load_method_state(const std::map<std::string, Tensor>& state)
     changed.ptr<uint8_t>()[i] = 1;
   }
   std::memcpy(w + out_ * in_, a_codes.ptr<uint8_t>(), size_t(rank_ * in_));
-  Tensor wt = Tensor::empty({in_, out_}, DType::U8);
-  for (int64_t i = 0; i < out_; ++i)
-    for (int64_t j = 0; j < in_; ++j) wt.ptr<uint8_t>()[j * out_ + i] = w[i * in_ + j];
   wm_.copy_from(retyped(wm, DType::F8_E4M3));
-  wt_.copy_from(retyped(wt, DType::F8_E4M3));
   changed_.copy_from(changed);
   applied_.copy_from(applied);
   auto pending = state.find("falqon_pending");

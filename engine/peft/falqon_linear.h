@@ -6,7 +6,8 @@
 //   init:     E = W − deq(Q(W)); E ≈ B̂·Â (rank-r randomized SVD), Â = √σ·Vᵀ, B̂ = U·√σ
 //             (E = 0, an exact FP8 base: Â Kaiming-uniform as LoRA's A, B̂ = 0)
 //   forward:  Xq = E4M3(X); [O | O_A] = Xq·Wmᵀ (two GEMMs over Wm's row slices); y = O; save O_A
-//   backward: dYq = E5M2(dY); dX = dYq·W_q (transposed codes); dB += dYqᵀ·E4M3(O_A) (FP8 GEMM)
+//   backward: dYq = E5M2(dY); dX = dYq·W_q (W's codes transposed into the device's shared
+//             scratch just before: no resident transposed copy); dB += dYqᵀ·E4M3(O_A) (FP8 GEMM)
 //   step:     W_i ← E4M3(clamp(deq(W_i) + B_i·A_q, ±448·s_w)) for the top-k rows; B ← 0 (reset)
 //             or only those rows (accumulate)
 // A's entries above 448·s_w saturate at ±448·s_w (the reference keeps W's scale for the melded
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "engine/peft/adapted_linear.h"
+#include "engine/quant/transpose_scratch.h"
 
 namespace loft {
 
@@ -67,7 +69,7 @@ class FalqonLinear : public AdaptedLinear {
 
   int rank() const { return rank_; }
   // Host copies for tests and export: Wm's codes [(out+r), in] U8, the transposed backbone codes
-  // [in, out] U8, and s_w.
+  // [in, out] U8 (made on demand: the layer keeps none), and s_w.
   Tensor melded_codes() const;
   Tensor transposed_codes() const;
   float weight_scale() const;
@@ -82,13 +84,13 @@ class FalqonLinear : public AdaptedLinear {
   int64_t out_, in_;
   int rank_;
   Tensor wm_;       // F8_E4M3 [(out+r), in]: backbone rows, then A's rows
-  Tensor wt_;       // F8_E4M3 [in, out]: the backbone's codes transposed (dX GEMM)
   Tensor scale_;    // F32 [1] on the device: s_w
   Tensor changed_;  // U8 [out]: rows whose codes some update changed
   Tensor applied_;  // F32 [out, r]: ΣΔB_applied
   Tensor scores_, topk_;  // after_step scratch: F32 [out], I32 [k]
   Tensor a_hat_, b_hat_;  // F32 on the CPU: the SVD factors Â [r, in], B̂ [out, r]
   Param b_;
+  std::shared_ptr<quant::TransposeScratch> scratch_;  // W's codes transposed for each dX GEMM
 };
 
 }  // namespace loft

@@ -99,14 +99,17 @@ void select_topk(const Tensor& scores, Tensor& idx) {
 }
 
 void apply_rows(RowUpdate& u, bool zero_all) {
-  one_device("apply_rows", {&u.idx, &u.b, &u.wm, &u.wt, &u.scale, &u.changed, &u.applied});
+  one_device("apply_rows", {&u.idx, &u.b, &u.wm, &u.scale, &u.changed, &u.applied});
   need(u.b.dtype() == DType::F32 && u.b.dim() == 2, "apply_rows", "B", u.b, "F32 [out, r]");
   const int64_t out = u.b.size(0), r = u.b.size(1);
   need(u.wm.dtype() == DType::F8_E4M3 && u.wm.dim() == 2 && u.wm.size(0) == out + r, "apply_rows",
        "Wm", u.wm, "F8_E4M3 [out+r, in]");
   const int64_t in = u.wm.size(1);
-  need(u.wt.dtype() == DType::F8_E4M3 && u.wt.shape() == Shape({in, out}), "apply_rows", "Wt", u.wt,
-       "F8_E4M3 [in, out]");
+  if (u.wt.defined()) {
+    one_device("apply_rows", {&u.wm, &u.wt});
+    need(u.wt.dtype() == DType::F8_E4M3 && u.wt.shape() == Shape({in, out}), "apply_rows", "Wt", u.wt,
+         "F8_E4M3 [in, out] or undefined");
+  }
   need(u.idx.dtype() == DType::I32 && u.idx.dim() == 1 && u.idx.numel() <= out, "apply_rows", "idx",
        u.idx, "I32 [k], k <= out");
   need(u.scale.dtype() == DType::F32 && u.scale.numel() == 1, "apply_rows", "scale", u.scale, "F32 [1]");
@@ -124,7 +127,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   const int32_t* idx = u.idx.ptr<int32_t>();
   float* b = u.b.ptr<float>();
   auto* wm = u.wm.ptr<uint8_t>();
-  auto* wt = u.wt.ptr<uint8_t>();
+  auto* wt = u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr;
   std::vector<float> aq(size_t(r * in));
   for (int64_t i = 0; i < r * in; ++i) aq[size_t(i)] = dec[wm[out * in + i]] * s;
   for (int64_t t = 0; t < u.idx.numel(); ++t) {
@@ -139,7 +142,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
       if (code != old && (code | old) != 0x80) {  // ±0 swaps are no change
         u.changed.ptr<uint8_t>()[i] = 1;
         wm[i * in + j] = code;
-        wt[j * out + i] = code;
+        if (wt) wt[j * out + i] = code;
       }
     }
   }

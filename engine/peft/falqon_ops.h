@@ -24,7 +24,8 @@ void select_topk(const Tensor& scores, Tensor& idx);
 //   W_i ← E4M3(clamp(deq(W_i) + B_i·A_q, ±448·s) / s)   (fp32: acc = Σ_c fma(B_ic, A_q[c, j], acc),
 //   then fma(decode(W_ij), s, acc); A_q = decode(A codes)·s)
 // wm: F8_E4M3 [(out+r), in], rows 0..out-1 the backbone, rows out.. the A codes (read only);
-// wt: F8_E4M3 [in, out], the transposed backbone, patched alike; changed: U8 [out], set to 1 for
+// wt: F8_E4M3 [in, out], a transposed backbone patched alike, or undefined (FalqonLinear keeps
+// none: it transposes W's codes before each dX GEMM); changed: U8 [out], set to 1 for
 // a row where some code changed (a code whose value stays zero keeps its sign bit); applied F32
 // [out, r] += B_i for the rows in idx. Then B's rows in idx are zeroed, or all of B when zero_all
 // ("reset" mode).

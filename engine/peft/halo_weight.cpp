@@ -7,6 +7,7 @@
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/nf4_lowp.h"
 #include "engine/quant/rotate_quantize.h"
+#include "engine/quant/transpose_scratch.h"
 
 namespace loft {
 
@@ -24,8 +25,9 @@ class HaloWeight final : public FrozenWeight {
     // Level 0 in E4M3 with dense codes is Q(W) per tensor: a per-tensor FP8 checkpoint's own codes
     // and scale are W exactly, so they are taken as they are.
     const bool direct = opt.level == 0 && opt.format == quant::LowpFormat::E4M3 && !nf4();
-    if (auto q = direct ? src.e4m3_codes(/*also_transposed=*/true) : std::nullopt) {
+    if (auto q = direct ? src.e4m3_codes() : std::nullopt) {
       q_ = std::move(*q);
+      scratch_ = quant::TransposeScratch::of(device());
       return;
     }
     const Tensor w = src.values();  // FP8 checkpoints: exact fp32, rotated and quantized from there
@@ -41,7 +43,8 @@ class HaloWeight final : public FrozenWeight {
       q_.scale = Tensor::from_vector(std::vector<float>{s}, {1}).to(w.device());
       nf4_scale_ = s;
     } else {
-      q_ = quant::quantize(wr, opt.format, /*also_transposed=*/true);
+      q_ = quant::quantize(wr, opt.format);
+      scratch_ = quant::TransposeScratch::of(device());
     }
     q_.format = opt.format;
   }
@@ -51,7 +54,7 @@ class HaloWeight final : public FrozenWeight {
   Device device() const override { return q_.scale.device(); }
   size_t stored_bytes() const override {
     return nf4() ? nf4_.nbytes() + q_.scale.nbytes()
-                 : q_.codes.nbytes() + q_.codes_t.nbytes() + q_.scale.nbytes();
+                 : q_.codes.nbytes() + q_.scale.nbytes();
   }
 
   // The weight the GEMMs see, W ≈ deq(Q(W·H))·Hᵀ, in the compute dtype.
@@ -117,10 +120,12 @@ class HaloWeight final : public FrozenWeight {
  private:
   bool nf4() const { return opt_.backbone == HaloBackbone::Nf4; }
 
-  // W·H codes [out, in], or their transpose: resident, or decoded from NF4 now (a temporary).
+  // W·H codes [out, in], or their transpose: resident (the transpose made in the shared scratch
+  // now, valid until the next one), or decoded from NF4 now (a temporary).
   Tensor weight_codes(bool transposed) const {
-    if (!nf4()) return transposed ? q_.codes_t : q_.codes;
+    if (!nf4() && !transposed) return q_.codes;
     prof::Scope s(Part::QuantHadamard);
+    if (!nf4()) return scratch_->transposed(q_.codes);
     Tensor c = Tensor::empty(transposed ? Shape{in_, out_} : Shape{out_, in_},
                              quant::code_dtype(opt_.format), q_.scale.device());
     quant::nf4_to_lowp(nf4_, nf4_scale_, transposed, c);
@@ -131,7 +136,8 @@ class HaloWeight final : public FrozenWeight {
   DType dtype_;
   int64_t out_, in_;
   quant::HadamardPlan plan_;
-  quant::QuantizedTensor q_;  // dense: codes, codes_t, scale; nf4: the fixed scale only
+  quant::QuantizedTensor q_;  // dense: codes and scale; nf4: the fixed scale only
+  std::shared_ptr<quant::TransposeScratch> scratch_;  // dense: W·H's codes transposed for dX
   Nf4Tensor nf4_;
   float nf4_scale_ = 1.0f;
 };

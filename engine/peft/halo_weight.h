@@ -6,7 +6,8 @@
 //   level 2: as 1                      dX = H_Tᵀ·[Q(H_T·dY)·Q(W·H)]·Hᵀ
 // H_T rotates along the token dimension (quant::token_plan: blocks of up to 256 tokens, the count
 // zero-padded to a block multiple when it has no such split). The rotated weight is kept either
-// as codes + transposed codes (backbone dense), or NF4-DQ and decoded straight into the codes
+// as codes (backbone dense; the dX GEMM's transposed codes are made just before it in the
+// device's shared scratch, quant::TransposeScratch), or NF4-DQ and decoded straight into the codes
 // each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
 // dtype, unrotated and unquantized (LoraLinear).
 #pragma once

@@ -45,6 +45,9 @@ struct ProjectionSizes {
   int64_t rank_in = 0;        // r·Σ in  (A's elements)
   int64_t rank_out = 0;       // r·Σ out (B's elements)
   int64_t lora() const;       // rank_in + rank_out
+  // max out·in over layer_shapes: the bytes of the shared scratch a transposed weight's codes
+  // (one byte each) are made in for a dX GEMM (quant::TransposeScratch).
+  int64_t largest_projection() const;
   // One layer's projections {out, in} and the number of layers, for a method whose store pads
   // each projection's shape.
   std::vector<std::pair<int64_t, int64_t>> layer_shapes = {};

@@ -39,7 +39,7 @@ Tensor WeightSource::values() const {
   return is_fp8() ? decoded(fp8_, DType::F32, device_) : dense_;
 }
 
-std::optional<quant::QuantizedTensor> WeightSource::e4m3_codes(bool also_transposed) const {
+std::optional<quant::QuantizedTensor> WeightSource::e4m3_codes() const {
   if (!is_fp8()) return std::nullopt;
   const std::optional<float> s = quant::common_scale(fp8_);
   if (!s) return std::nullopt;
@@ -47,15 +47,6 @@ std::optional<quant::QuantizedTensor> WeightSource::e4m3_codes(bool also_transpo
   q.format = quant::LowpFormat::E4M3;
   q.codes = fp8_.codes.to(device_);  // a copy: the file's mapping is read-only
   q.scale = Tensor::from_vector(std::vector<float>{*s}, {1}, device_);
-  if (also_transposed) {
-    const int64_t rows = out_features(), cols = in_features();
-    Tensor t = Tensor::empty({cols, rows}, DType::F8_E4M3);
-    const auto* in = fp8_.codes.ptr<uint8_t>();
-    auto* o = t.ptr<uint8_t>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) o[c * rows + r] = in[r * cols + c];
-    q.codes_t = device_.is_cpu() ? t : t.to(device_);
-  }
   return q;
 }
 

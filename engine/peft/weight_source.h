@@ -33,9 +33,9 @@ class WeightSource {
   // A factory written for dense weights (a lambda taking Tensor) gets dense().
   operator Tensor() const { return dense(); }  // NOLINT(google-explicit-constructor)
   Tensor values() const;
-  // Codes F8_E4M3 [out, in] (and codes_t [in, out] when asked) and scale F32 [1] on the device;
-  // nullopt for a dense weight or blocks with different scales.
-  std::optional<quant::QuantizedTensor> e4m3_codes(bool also_transposed) const;
+  // Codes F8_E4M3 [out, in] and scale F32 [1] on the device; nullopt for a dense weight or blocks
+  // with different scales.
+  std::optional<quant::QuantizedTensor> e4m3_codes() const;
 
  private:
   Tensor dense_;

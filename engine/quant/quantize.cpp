@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/quant/code_transpose.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/int8.h"
 #ifdef LOFT_WITH_CUDA
@@ -80,12 +81,7 @@ void quantize_cpu(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale
   auto* out = codes.ptr<uint8_t>();
   encode_cpu(f, xf.data(), n, s, out);
   *scale.ptr<float>() = s;
-  if (codes_t) {
-    const int64_t rows = x.size(0), cols = x.size(1);
-    auto* t = codes_t->ptr<uint8_t>();
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = out[r * cols + c];
-  }
+  if (codes_t) transpose_codes(codes, *codes_t);
 }
 
 float decode_cpu(LowpFormat f, uint8_t code) {

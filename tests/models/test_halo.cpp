@@ -118,11 +118,12 @@ TEST(Halo, Nf4BackboneProductsAreCloseToExactAndSmall) {
         const Products p = halo_errors(x, w, dy, opt);
         EXPECT_LT(p.fwd, 0.15) << in << "x" << out << " level " << level;
         EXPECT_LT(p.bwd, 0.15) << in << "x" << out << " level " << level;
-        // NF4 keeps ~4.1 bits a weight resident; the dense store keeps 2 bytes (codes + transpose).
+        // NF4 keeps ~4.1 bits a weight resident; the dense store 1 byte (the codes and their
+        // scale: the transposed codes dX needs are made in a shared scratch per backward).
         const auto nf4 = halo_weight(w.clone(), opt);
         const auto dense = halo_weight(w.clone(), {level, f});
         EXPECT_LT(nf4->stored_bytes(), size_t(0.6 * double(in * out))) << nf4->stored_bytes();
-        EXPECT_GE(dense->stored_bytes(), size_t(2 * in * out));
+        EXPECT_EQ(dense->stored_bytes(), size_t(in * out) + sizeof(float));
       }
   }
 }

@@ -48,16 +48,20 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   EXPECT_NEAR(double(qlora.frozen_weights - norms - 2 * largest), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);
   EXPECT_EQ(qlora.adapter_params, lora.adapter_params);
 
-  // FALQON: [W; A] + W transposed in E4M3, A = r·Σin; B = r·Σout trains, in fp32 with its
-  // applied sum beside it (20 B/param); it saves x·Aᵀ but not the projections' inputs.
+  // FALQON: [W; A] in E4M3, A = r·Σin, + one transpose scratch as large as the largest
+  // projection (gate/up/down: 11008·4096 bytes); B = r·Σout trains, in fp32 with its applied sum
+  // beside it (20 B/param); it saves x·Aᵀ but not the projections' inputs.
+  const int64_t scratch = 11008 * 4096LL;
   const auto& falqon = find(ms, "falqon-fp8");
-  EXPECT_EQ(falqon.frozen_weights, 2 * P + 64 * 35584 * 32LL + norms);
+  EXPECT_EQ(falqon.frozen_weights, P + 64 * 35584 * 32LL + scratch + norms);
   EXPECT_EQ(falqon.adapter_params, 64 * 42496 * 32LL);
   EXPECT_EQ(falqon.adapter, 20 * falqon.adapter_params);
   EXPECT_EQ(lora.activations - falqon.activations, 512 * 32 * 2 * (2 * 4096 + 11008LL));
 
   for (const char* halo : {"halo-fp8", "halo-int8"})
-    EXPECT_EQ(find(ms, halo).frozen_weights, 2 * P + norms) << halo;
+    EXPECT_EQ(find(ms, halo).frozen_weights, P + scratch + norms) << halo;
+  EXPECT_EQ(find(ms, "hot-fp8").frozen_weights,
+            find(ms, "hot-dense").frozen_weights - P + scratch) << "bf16 W -> E4M3 W + scratch";
   EXPECT_EQ(find(ms, "halo-nf4").frozen_weights,
             qlora.frozen_weights - 2 * largest + 2 * (4 * 4096 * 4096LL + 3 * 4096 * 11008LL));
 

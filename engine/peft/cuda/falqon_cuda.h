@@ -11,7 +11,7 @@ void row_scores(const Tensor& b, Tensor& scores);
 // One block with the scores in shared memory (when they fit): a radix select of the k-th largest
 // key (8 bits a pass, stopping once its bin is taken whole), then an index-ordered compaction.
 void select_topk(const Tensor& scores, Tensor& idx);
-// One kernel for the k rows' codes (and wt's k columns) and `applied`; then B's rows (accumulate)
+// One kernel for the k rows' codes (and wt's k columns when given) and `applied`; then B's rows (accumulate)
 // or all of B (reset) are zeroed. Nothing is copied to the host.
 void apply_rows(RowUpdate& u, bool zero_all);
 

@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(kUpdateThreads)
         if (code != old && (code | old) != 0x80) {  // ±0 swaps are no change (as the CPU)
           changed[i] = 1;
           w[j] = code;
-          wt[j * out + i] = code;
+          if (wt) wt[j * out + i] = code;  // null: the caller keeps no transposed copy
         }
       }
     }
@@ -330,7 +330,8 @@ void apply_rows(RowUpdate& u, bool zero_all) {
     if (smem > 48 * 1024) allow_dynamic_smem(kernel, smem, dev);
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
-        u.wm.ptr<uint8_t>(), u.wt.ptr<uint8_t>(), u.changed.ptr<uint8_t>(), u.applied.ptr<float>());
+        u.wm.ptr<uint8_t>(), u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
+        u.applied.ptr<float>());
     loft::cuda::check_launch("falqon update_kernel");
     if (!zero_all && r > 0) {
       zero_rows_kernel<<<grid_for(k * r, kThreads, dev), kThreads, 0, st>>>(u.idx.ptr<int>(), k, r,

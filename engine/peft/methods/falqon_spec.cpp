@@ -73,9 +73,10 @@ class FalqonSpec : public MethodSpec {
   }
 
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    // [W; A] in E4M3 (1 byte each) + a transposed E4M3 copy of W for dX; only B trains.
-    return {{"falqon-fp8", "E4M3 [W; A] + transposed E4M3 W",
-             memory_add(memory_mul(2, s.weights), s.rank_in), s.rank_out,
+    // [W; A] in E4M3 (1 byte each) + the shared scratch each dX GEMM's transposed W codes are
+    // made in (the largest projection); only B trains.
+    return {{"falqon-fp8", "E4M3 [W; A] + one projection's transpose scratch",
+             memory_add(memory_add(s.weights, s.rank_in), s.largest_projection()), s.rank_out,
              // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
              /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4}};
   }

@@ -127,10 +127,11 @@ class HaloSpec : public MethodSpec {
   }
 
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    // Q(W·H) rotated once at load + its transpose, 1 byte each; LoRA in bf16 beside it.
-    const int64_t codes = memory_mul(2, s.weights);
-    return {{"halo-fp8", "E4M3 rotated W + transposed copy", codes, s.lora()},
-            {"halo-int8", "INT8 rotated W + transposed copy", codes, s.lora()},
+    // Q(W·H) rotated once at load, 1 byte each, + the shared scratch each dX GEMM's transposed
+    // codes are made in (the largest projection); LoRA in bf16 beside it.
+    const int64_t codes = memory_add(s.weights, s.largest_projection());
+    return {{"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", codes, s.lora()},
+            {"halo-int8", "INT8 rotated W + one projection's transpose scratch", codes, s.lora()},
             // NF4 backbone, dequantized one layer at a time into FP8 codes (W and its transpose).
             {"halo-nf4", "NF4 rotated W + one layer of FP8 scratch",
              memory_add(s.nf4_bytes, memory_mul(2, s.largest_layer)), s.lora()}};
