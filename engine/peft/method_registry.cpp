@@ -48,12 +48,6 @@ const MethodSpec& method_spec(const std::string& name) {
 
 int64_t ProjectionSizes::lora() const { return memory_add(rank_in, rank_out); }
 
-int64_t ProjectionSizes::largest_projection() const {
-  int64_t largest = 0;
-  for (const auto& [out, in] : layer_shapes) largest = std::max(largest, memory_mul(out, in));
-  return largest;
-}
-
 namespace {
 [[noreturn]] void overflow(int64_t a, const char* op, int64_t b) {
   throw UsageError(cat("memory estimate overflows 64 bits (", a, op, b,

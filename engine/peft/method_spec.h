@@ -40,14 +40,13 @@ struct ProjectionSizes {
   int64_t weights = 0;        // Σ out·in
   int64_t nf4_bytes = 0;      // Σ NF4-DQ bytes of each projection tensor
   int64_t largest_layer = 0;  // one layer's Σ out·in
-  int64_t largest_projection = 0;  // the largest out·in (a decoded weight's elements)
+  // The largest out·in: a decoded weight's elements, and the bytes of the shared scratch a
+  // transposed weight's codes (one byte each) are made in for a dX GEMM (quant::TransposeScratch).
+  int64_t largest_projection = 0;
   int64_t compute_bytes = 2;       // the compute dtype's element: bf16 on a GPU, f32 on the CPU
   int64_t rank_in = 0;        // r·Σ in  (A's elements)
   int64_t rank_out = 0;       // r·Σ out (B's elements)
   int64_t lora() const;       // rank_in + rank_out
-  // max out·in over layer_shapes: the bytes of the shared scratch a transposed weight's codes
-  // (one byte each) are made in for a dX GEMM (quant::TransposeScratch).
-  int64_t largest_projection() const;
   // One layer's projections {out, in} and the number of layers, for a method whose store pads
   // each projection's shape.
   std::vector<std::pair<int64_t, int64_t>> layer_shapes = {};

@@ -76,7 +76,7 @@ class FalqonSpec : public MethodSpec {
     // [W; A] in E4M3 (1 byte each) + the shared scratch each dX GEMM's transposed W codes are
     // made in (the largest projection); only B trains.
     return {{"falqon-fp8", "E4M3 [W; A] + one projection's transpose scratch",
-             memory_add(memory_add(s.weights, s.rank_in), s.largest_projection()), s.rank_out,
+             memory_add(memory_add(s.weights, s.rank_in), s.largest_projection), s.rank_out,
              // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
              /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4}};
   }

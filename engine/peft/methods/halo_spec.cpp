@@ -129,12 +129,13 @@ class HaloSpec : public MethodSpec {
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
     // Q(W·H) rotated once at load, 1 byte each, + the shared scratch each dX GEMM's transposed
     // codes are made in (the largest projection); LoRA in bf16 beside it.
-    const int64_t codes = memory_add(s.weights, s.largest_projection());
+    const int64_t codes = memory_add(s.weights, s.largest_projection);
     return {{"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", codes, s.lora()},
             {"halo-int8", "INT8 rotated W + one projection's transpose scratch", codes, s.lora()},
-            // NF4 backbone, dequantized one layer at a time into FP8 codes (W and its transpose).
-            {"halo-nf4", "NF4 rotated W + one layer of FP8 scratch",
-             memory_add(s.nf4_bytes, memory_mul(2, s.largest_layer)), s.lora()}};
+            // NF4 backbone, each GEMM's codes (W or its transpose) decoded just before it into a
+            // temporary as large as the projection.
+            {"halo-nf4", "NF4 rotated W + one projection's FP8 decode",
+             memory_add(s.nf4_bytes, s.largest_projection), s.lora()}};
   }
   std::string memory_row(const MethodOptions& m) const override {
     const HaloOptions& h = m.get<HaloOptions>();

@@ -115,7 +115,7 @@ class HotSpec : public MethodSpec {
     const int64_t codes = hot_code_bytes(s);
     return {{"hot-dense", "bf16 W + INT8-carrier dX codes of W", memory_add(memory_mul(kBf16, s.weights), codes), s.lora()},
             {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
-             memory_add(memory_add(s.weights, codes), s.largest_projection()), s.lora()},
+             memory_add(memory_add(s.weights, codes), s.largest_projection), s.lora()},
             {"hot-nf4", "NF4 W + one projection's decoded W and dX codes",
              memory_add(s.nf4_bytes, hot_nf4_scratch(s)), s.lora()}};
   }
