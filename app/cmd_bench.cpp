@@ -43,6 +43,7 @@ struct BenchOptions {
   float alpha = 16.0f;
   double max_grad_norm = -1;  // -1: the method's default, as finetune
   bool grad_checkpointing = false, json = false, kernels = false;
+  bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
   uint64_t seed = 0;
 };
 
@@ -216,7 +217,7 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
   r.options = options_json(o, method);
   r.max_grad_norm = max_grad_norm_for(o, method);
   r.estimated_peak = method_estimate(s.config, method_options(o, method), o.batch, o.seq,
-                                     o.grad_checkpointing, s.device)
+                                     o.grad_checkpointing, s.device, !o.checkpoints_on_gpu)
                          .total();
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
@@ -226,6 +227,7 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
     llama::LlamaModel model(s.config, weights_for(o, s.config, s.dtype, s.device),
                             make_linear_factory(method_options(o, method), adapter_rng));
     model.set_grad_checkpointing(o.grad_checkpointing);
+    model.set_checkpoint_offload(!o.checkpoints_on_gpu);
     const std::vector<Param*> params = model.params();
     for (const Param* p : params) r.trainable += p->value.numel();
     AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
@@ -444,6 +446,9 @@ void add_bench_command(CLI::App& root) {
       ->capture_default_str();
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing,
                 "recompute each block's forward in backward");
+  cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
+                "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
+                "pinned host memory");
   add_device_option(*cmd, o->device);
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
   cmd->add_flag("--kernels", o->kernels,

@@ -44,6 +44,7 @@ struct FinetuneOptions {
   float alpha = 0;
   uint64_t seed = 0;
   bool resume = false, overwrite = false, grad_checkpointing = false;
+  bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
 };
 
 // Streams the data loader's batches onto the device as the model's micro-batches.
@@ -93,7 +94,8 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
   {
-    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq, o.grad_checkpointing, device);
+    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq, o.grad_checkpointing, device,
+                                                  !o.checkpoints_on_gpu);
     os << "  memory     ~" << gib(e.total()) << " estimated peak on " << device.str() << ": frozen weights "
        << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
        << gib(e.adapter) << ", activations " << gib(e.activations)
@@ -181,7 +183,8 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
   check_tokenizer_fits(*tok, cfg, o.model);
-  check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, device);
+  check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, device,
+                 !o.checkpoints_on_gpu);
 
   TrainerConfig tc;
   tc.grad_accum = o.batch / o.micro_batch;
@@ -205,6 +208,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::mt19937_64 rng(o.seed);
   auto model = llama::load_model(o.model, device, make_linear_factory(m, rng));
   model->set_grad_checkpointing(o.grad_checkpointing);
+  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
   if (init) llama::apply_adapter(*model, *init, o.init_adapter);
   int64_t trainable = 0;
   for (const Param* p : model->params()) trainable += p->value.numel();
@@ -289,6 +293,9 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_flag("--overwrite", o->overwrite,
                 "replace the run already in --out (its metrics, checkpoints and adapter)");
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing, "keep only block inputs; recompute in backward");
+  cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
+                "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
+                "pinned host memory");
   cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->check(int_in(1));
   add_device_option(*cmd, o->device);
   auto run_outputs = add_run_output_options(*cmd);

@@ -14,12 +14,13 @@ double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
-                                    Device device) {
+                                    Device device, bool checkpoint_offload) {
   llama::MemoryEstimateOptions eo;
   eo.batch = micro;
   eo.seq = seq;
   eo.lora_rank = m.lora.rank;
   eo.grad_checkpointing = grad_checkpointing;
+  eo.checkpoint_offload = checkpoint_offload;
   eo.gpu = device.is_cuda();
   for (llama::MethodMemory& e : llama::estimate_training_memory(cfg, eo))
     if (e.method == method_spec(m.method).memory_row(m)) return e;
@@ -27,11 +28,11 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
 }
 
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
-                    int64_t seq, bool grad_checkpointing, Device device) {
+                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload) {
   if (seq > cfg.max_position_embeddings)
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
-  const llama::MethodMemory e = method_estimate(cfg, m, micro, seq, grad_checkpointing, device);
+  const llama::MethodMemory e = method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload);
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),

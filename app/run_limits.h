@@ -15,11 +15,11 @@ namespace loft::app {
 // `device` (a GPU's bf16, or the CPU's f32).
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
-                                    Device device);
+                                    Device device, bool checkpoint_offload = true);
 
 // Throws UsageError when `seq` exceeds max_position_embeddings or the estimated activations of
 // one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU).
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
-                    int64_t seq, bool grad_checkpointing, Device device);
+                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload = true);
 
 }  // namespace loft::app

@@ -136,7 +136,9 @@ std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
       // Kept through the backward: every layer's saved tensors, or only each block's input
       // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
       // tensors, and what its backward adds.
-      const int64_t kept_per_token = opt.grad_checkpointing ? mul(L, lb.x) : mul(L, lb.saved());
+      const int64_t kept_layers = opt.gpu && opt.checkpoint_offload ? std::min<int64_t>(L, 2) : L;
+      const int64_t kept_per_token =
+          opt.grad_checkpointing ? mul(kept_layers, lb.x) : mul(L, lb.saved());
       m.activations = mul(T, add(kept_per_token, kBatchBytesPerToken));
       const int64_t layer = opt.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
                                                    : lb.backward_excess();

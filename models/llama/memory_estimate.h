@@ -21,6 +21,9 @@ struct MemoryEstimateOptions {
   int64_t seq = 512;
   int64_t lora_rank = 64;
   bool grad_checkpointing = false;
+  // With checkpointing on a GPU, the block inputs wait in pinned host memory (CheckpointOffload):
+  // at most two are on the device at a time (one coming up while another is used).
+  bool checkpoint_offload = true;
   // Training on a GPU: bf16 weights and activations, the embedding table in host memory unless
   // tied (embedding_in_host_memory). False: the CPU's f32, where host memory is the device's.
   bool gpu = true;

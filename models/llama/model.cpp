@@ -325,8 +325,11 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
   std::vector<Tensor> inputs(n);
   std::vector<Saved> saved(checkpointing_ ? 0 : n);
   Tensor x = embed(b);
+  if (checkpointing_ && offload_on_ && !offload_) offload_ = make_checkpoint_offload(x.device(), n);
+  CheckpointOffload* off = checkpointing_ && offload_on_ ? offload_.get() : nullptr;
   for (size_t l = 0; l < n; ++l) {
-    inputs[l] = x;
+    if (off) off->store(l, x);
+    else inputs[l] = x;
     Tensor out;
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l]);
     x = out;
@@ -338,7 +341,9 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
     if (checkpointing_) {
       Saved s;
       Tensor unused;
-      block_forward(int(l), inputs[l], unused, b, &s);  // recompute what backward needs
+      const Tensor in = off ? off->fetch(l) : inputs[l];
+      if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
+      block_forward(int(l), in, unused, b, &s);  // recompute what backward needs
       block_backward(int(l), s, b, dh);
     } else {
       block_backward(int(l), saved[l], b, dh);

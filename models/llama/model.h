@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device/checkpoint_offload.h"
 #include "engine/peft/adapted_linear.h"
 #include "engine/train/batch.h"
 #include "models/llama/config.h"
@@ -61,6 +62,9 @@ class LlamaModel : public TrainableModel {
   DType compute_dtype() const { return weights_.final_norm.dtype(); }
   // Keep only block inputs in forward and re-run each block's forward before its backward.
   void set_grad_checkpointing(bool on) { checkpointing_ = on; }
+  // With checkpointing on a GPU, the block inputs wait in pinned host memory (CheckpointOffload)
+  // unless this is off: the default, true, costs no time when the copies hide behind compute.
+  void set_checkpoint_offload(bool on) { offload_on_ = on; }
   // Rows of logits materialised at once in the loss head.
   void set_loss_chunk_tokens(int64_t n) { loss_chunk_ = n; }
 
@@ -90,6 +94,8 @@ class LlamaModel : public TrainableModel {
   Tensor inv_freq_;
   std::shared_ptr<Storage> staging_;  // pinned host rows of the last gathered batch, reused
   bool checkpointing_ = false;
+  bool offload_on_ = true;
+  std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
 };
 

@@ -79,12 +79,18 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   const MemoryEstimateOptions plain{.batch = 4, .seq = 1024, .lora_rank = 64};
   MemoryEstimateOptions gc = plain;
   gc.grad_checkpointing = true;
+  gc.checkpoint_offload = false;  // every input on the GPU
+  MemoryEstimateOptions offloaded = gc;
+  offloaded.checkpoint_offload = true;  // CheckpointOffload: two inputs on the GPU at a time
   const MethodMemory p = estimate_training_memory(llama2_7b(), plain)[0];
   const MethodMemory g = estimate_training_memory(llama2_7b(), gc)[0];
+  const MethodMemory o = estimate_training_memory(llama2_7b(), offloaded)[0];
   const int64_t T = 4096, h = 4096, i = 11008, r = 64;
   const int64_t per_layer = activation_bytes_per_token_layer(llama2_7b(), r);
   EXPECT_EQ(p.activations, T * (32 * per_layer + 16));
   EXPECT_EQ(g.activations, T * (32 * 2 * h + 16));
+  EXPECT_EQ(o.activations, T * (2 * 2 * h + 16));
+  EXPECT_EQ(o.working, g.working);
   // The backward's peak is at down_proj: the incoming gradient, dX [T, i] and dY·B beside the
   // layer's saved tensors (recomputed with checkpointing, minus the block input counted above).
   // Or the loss head is: the last hidden state, its norm and the norm's gradient, fp32 losses
