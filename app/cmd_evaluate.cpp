@@ -53,9 +53,12 @@ void run_ppl(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer
                      .dump()
               << "\n";
   } else {
-    std::cout << "perplexity of " << o.data << ": " << std::fixed << std::setprecision(4) << r.ppl
-              << " (nll " << r.nll << " over " << r.tokens << " predicted tokens in "
-              << r.documents << " documents)\n";
+    // Formatted in its own stream: std::cout's flags stay as the caller left them.
+    std::ostringstream line;
+    line << "perplexity of " << o.data << ": " << std::fixed << std::setprecision(4) << r.ppl
+         << " (nll " << r.nll << " over " << r.tokens << " predicted tokens in " << r.documents
+         << " documents)\n";
+    std::cout << line.str();
   }
 }
 
