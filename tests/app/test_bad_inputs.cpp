@@ -149,6 +149,9 @@ TEST(BadInputs, OptionValuesAreCheckedAndNameTheRealOption) {
   }
   // --seq beyond the model's positions (512) is refused against the checkpoint.
   expect_one_line(test::run_cli_captured(finetune(dir / "run2", {"--seq", "4096"})), 2, "max_position_embeddings");
+  // A flag given a value that is not a boolean.
+  expect_one_line(test::run_cli_captured(finetune(dir / "run3", {"--checkpoints-on-gpu=maybe"})), 2,
+                  "--checkpoints-on-gpu");
   const auto r = test::run_cli_captured({"evaluate", "--model", model_dir(), "--task", "bogus"});
   expect_one_line(r, 2, "ppl, mmlu, gsm8k, gsm8k-cot");
 }

@@ -247,6 +247,7 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--alpha", "0"}, {"--alpha"}},
       {{"--shape", "tiny", "--max-grad-norm", "-1"}, {"--max-grad-norm"}},
       {{"--shape", "tiny", "--max-grad-norm", "nan"}, {"--max-grad-norm"}},
+      {{"--shape", "tiny", "--checkpoints-on-gpu=maybe"}, {"--checkpoints-on-gpu"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
       {{"--shape", "tiny", "--eval", "hellaswag"}, {"--eval", "hellaswag"}},
