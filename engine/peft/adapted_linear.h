@@ -46,6 +46,15 @@ class AdaptedLinear {
   // it (engine/peft/shared_input.h).
   virtual void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
                        SharedInput* shared = nullptr) = 0;
+  // Records in `saved` what forward(x, y, &saved) would, without producing y: grad
+  // checkpointing's recompute of a projection whose output no backward reads (the MLP's down
+  // projection), where the frozen GEMM would be wasted. The default runs forward into a scratch
+  // output; methods override it to skip their frozen product.
+  virtual void save_for_backward(const Tensor& x, LinearSaved& saved,
+                                 SharedInput* shared = nullptr) {
+    Tensor y = Tensor::empty({x.size(0), out_features()}, x.dtype(), x.device());
+    forward(x, y, &saved, shared);
+  }
   // Given dy [T, out], accumulates the adapter's gradients and writes dx [T, in] (added to dx's
   // contents when accumulate_dx: projections that share an input sum their dx).
   virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,

@@ -114,6 +114,13 @@ void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, Share
                  y.dtype() == x.dtype(),
              name_, ": FALQON forward of ", x.str(), " into ", y.str(), " (weight [", out_, ", ",
              in_, "])");
+  forward_parts(x, &y, saved, shared);
+}
+
+void FalqonLinear::forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved,
+                                 SharedInput* shared) {
+  LOFT_CHECK(x.dim() == 2 && x.size(1) == in_, name_, ": FALQON input ", x.str(),
+             " (weight [", out_, ", ", in_, "])");
   const int64_t t = x.size(0);
   quant::QuantizedTensor own;
   const quant::QuantizedTensor* xq;
@@ -130,9 +137,9 @@ void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, Share
     prof::Scope s(prof::Part::AdapterMath);
     quant::gemm_lowp(xq->codes, xq->scale, adapter_codes(), scale_, oa);
   }
-  {
+  if (y) {
     prof::Scope s(prof::Part::FrozenGemm);
-    quant::gemm_lowp(xq->codes, xq->scale, backbone(), scale_, y);
+    quant::gemm_lowp(xq->codes, xq->scale, backbone(), scale_, *y);
   }
   if (saved) saved->tensors = {oa};
 }

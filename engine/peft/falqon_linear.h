@@ -45,6 +45,9 @@ class FalqonLinear : public AdaptedLinear {
   int64_t out_features() const override { return out_; }
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
                SharedInput* shared = nullptr) override;
+  void save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) override {
+    forward_parts(x, nullptr, &saved, shared);
+  }
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&b_}; }
@@ -77,6 +80,8 @@ class FalqonLinear : public AdaptedLinear {
 
  private:
   Tensor backbone() const { return wm_.slice(0, out_); }
+  // forward's work; y null: only what backward reads (O_A), no frozen product.
+  void forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved, SharedInput* shared);
   Tensor adapter_codes() const { return wm_.slice(out_, rank_); }
 
   std::string name_;

@@ -19,6 +19,9 @@ class FrozenLinear : public AdaptedLinear {
     weight_->forward(x, y, shared);
     if (saved) saved->clear();
   }
+  void save_for_backward(const Tensor&, LinearSaved& saved, SharedInput*) override {
+    saved.clear();  // dx = dy·W needs nothing of the forward
+  }
   void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx) override {
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->backward_input(dy, dx, accumulate_dx);

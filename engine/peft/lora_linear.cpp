@@ -74,6 +74,16 @@ void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedI
   if (saved) saved->tensors = {x, xa};
 }
 
+void LoraLinear::save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput*) {
+  // Backward reads x and x·Aᵀ only (the frozen store's backward needs dy alone).
+  Tensor xa = Tensor::empty({x.size(0), opt_.rank}, x.dtype(), x.device());
+  {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(x, a_compute_, xa, {.trans_b = true});
+  }
+  saved.tensors = {x, xa};
+}
+
 void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                           bool accumulate_dx) {
   LOFT_CHECK(saved.tensors.size() == 2, a_.name, ": backward without a saved forward");

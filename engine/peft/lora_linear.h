@@ -29,6 +29,7 @@ class LoraLinear : public AdaptedLinear {
   int64_t out_features() const override { return weight_->out_features(); }
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
                SharedInput* shared = nullptr) override;
+  void save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) override;
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&a_, &b_}; }

@@ -148,7 +148,8 @@ Tensor LlamaModel::embed(const Batch& b) {
 }
 
 void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s,
-                               const Attend* attend) {
+                               const Attend* attend, bool recompute) {
+  LOFT_CHECK(!recompute || s, "block_forward: a recompute must save for backward");
   Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(x);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
@@ -197,9 +198,13 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   }
   Tensor act = d.act({T, F});
   { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
-  out = d.act({T, H});
-  L.down->forward(act, out, s ? &s->sdown : nullptr);
-  { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, out); }  // residual
+  if (recompute) {
+    L.down->save_for_backward(act, s->sdown);  // the block's output is not needed again
+  } else {
+    out = d.act({T, H});
+    L.down->forward(act, out, s ? &s->sdown : nullptr);
+    { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, out); }  // residual
+  }
 
   if (s) {
     s->x = x;
@@ -343,7 +348,7 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
       Tensor unused;
       const Tensor in = off ? off->fetch(l) : inputs[l];
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
-      block_forward(int(l), in, unused, b, &s);  // recompute what backward needs
+      block_forward(int(l), in, unused, b, &s, nullptr, /*recompute=*/true);
       block_backward(int(l), s, b, dh);
     } else {
       block_backward(int(l), saved[l], b, dh);

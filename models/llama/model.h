@@ -74,8 +74,11 @@ class LlamaModel : public TrainableModel {
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
   // Attention by ops::attention over b's rows and documents, or by `attend` when given.
+  // out = the block's output; with recompute (grad checkpointing's second forward, `saved`
+  // given) out is left empty: only what block_backward reads is produced, so the down
+  // projection records its backward's inputs without its frozen product.
   void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
-                     const Attend* attend = nullptr);
+                     const Attend* attend = nullptr, bool recompute = false);
   // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
   // holds its MLP's [T, intermediate] activations and gradients all at once.
   void block_backward(int l, Saved& saved, const Batch& b, Tensor& dx);
