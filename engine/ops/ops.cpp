@@ -210,7 +210,8 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, 
   if (dlogits) {
     same_device("cross_entropy", {&logits, dlogits});
     need_shape("cross_entropy", "dlogits", *dlogits, logits.shape());
-    need_dtype("cross_entropy", "dlogits", *dlogits, logits.dtype());
+    if (!(logits.dtype() == DType::F32 && dlogits->dtype() == DType::BF16))
+      need_dtype("cross_entropy", "dlogits", *dlogits, logits.dtype());
   }
   backend_for(logits.device()).cross_entropy(logits, targets, losses, dlogits, grad_scale);
 }

@@ -77,7 +77,9 @@ void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable);
 // logits [T, V]; targets [T] I32, kIgnoreIndex (-100) = no loss. Writes losses [T] F32
 // (-log softmax(logits)[target], 0 for ignored rows), computed in fp32 with a max-subtracted
 // log-sum-exp. When dlogits is given ([T, V], may be the same tensor as logits: overwritten in
-// place), writes grad_scale · (softmax − onehot(target)) per row, 0 for ignored rows. Callers
+// place), writes grad_scale · (softmax − onehot(target)) per row, 0 for ignored rows; dlogits is
+// the logits' dtype, or BF16 for F32 logits (the gradient rounded once, ready for a bf16 GEMM,
+// without a conversion pass over [T, V]). Callers
 // chunk over T so that [T, V] is never materialised for the whole batch.
 constexpr int32_t kIgnoreIndex = -100;
 void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,

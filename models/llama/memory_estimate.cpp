@@ -92,7 +92,11 @@ int64_t nf4_dq_bytes(int64_t n) {
 }
 
 int64_t default_loss_chunk_tokens(int64_t vocab) {
-  return std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(vocab, 1));
+  // ~64M logits a chunk (256 MB fp32 + 128 MB bf16 gradient), in whole 128-token tiles: the
+  // head's dX GEMM [chunk, V]·[V, hidden] has only chunk/128 · hidden/128 output tiles, so a
+  // small chunk (130 tokens at a 128K vocabulary) leaves most of the GPU idle.
+  const int64_t n = (int64_t(1) << 26) / std::max<int64_t>(vocab, 1);
+  return n >= 128 ? n / 128 * 128 : std::max<int64_t>(1, n);
 }
 
 int64_t activation_bytes_per_token_layer(const LlamaConfig& c, int64_t r, int64_t compute_bytes,

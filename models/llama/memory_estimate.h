@@ -50,7 +50,7 @@ struct MethodMemory {
 // offset = 4.127 bits/param for large n.
 int64_t nf4_dq_bytes(int64_t n);
 
-// Rows of logits the loss head materialises at once by default (~16M logits per chunk).
+// Rows of logits the loss head materialises at once by default (~64M logits per chunk, whole 128-token tiles).
 int64_t default_loss_chunk_tokens(int64_t vocab);
 
 // Bytes a decoder layer's forward saves for its backward per token, everything included (the

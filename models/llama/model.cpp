@@ -297,23 +297,20 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
   Tensor losses = d.f32({T});
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
   // first would cost ~3% relative error in softmax probabilities (logits of magnitude ~10 keep only
-  // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~16M logits per chunk.
+  // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~64M logits per chunk.
   const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : default_loss_chunk_tokens(V);
   for (int64_t c0 = 0; c0 < T; c0 += chunk) {
     const int64_t n = std::min(chunk, T - c0);
     Tensor logits = d.f32({n, V});
     ops::gemm(hn.slice(c0, n), weights_.output_weight(), logits, {.trans_b = true});
     Tensor lc = losses.slice(c0, n);
-    ops::cross_entropy(logits, b.targets.slice(c0, n), lc, dh ? &logits : nullptr, grad_scale);
+    // The gradient in the compute dtype (the GEMM takes matching inputs): fp32 in place, or
+    // rounded once to bf16 by the cross-entropy itself.
+    Tensor dl = !dh ? Tensor() : d.dtype == DType::F32 ? logits : d.act({n, V});
+    ops::cross_entropy(logits, b.targets.slice(c0, n), lc, dh ? &dl : nullptr, grad_scale);
     if (dh) {
       Tensor dchunk = dhn.slice(c0, n);
-      if (d.dtype == DType::F32) {
-        ops::gemm(logits, weights_.output_weight(), dchunk);
-      } else {  // the GEMM takes matching input dtypes: round the gradient once to bf16
-        Tensor dl = d.act({n, V});
-        ops::convert(logits, dl);
-        ops::gemm(dl, weights_.output_weight(), dchunk);
-      }
+      ops::gemm(dl, weights_.output_weight(), dchunk);
     }
   }
   hn = Tensor();  // only the chunks read it

@@ -126,6 +126,30 @@ TEST(OpsCpuCrossEntropy, DlogitsMayOverwriteLogits) {
   EXPECT_EQ(test::rel_error(losses2, losses), 0.0);
 }
 
+// A BF16 gradient of F32 logits is the F32 gradient rounded to nearest even, ignored rows zero.
+TEST(OpsCpuCrossEntropy, Bf16GradientIsTheF32OneRounded) {
+  std::mt19937 rng(65);
+  for (auto [t, v] : {std::pair<int64_t, int64_t>{1, 7}, {6, 172}, {9, 1001}}) {
+    Tensor logits = test::random_tensor({t, v}, rng, -8.0f, 8.0f);
+    std::vector<int32_t> tgt = targets_for(t, v, rng);
+    tgt[0] = ops::kIgnoreIndex;
+    Tensor targets = Tensor::from_vector(tgt, {t});
+    Tensor l32 = Tensor::empty({t}, DType::F32), l16 = Tensor::empty({t}, DType::F32);
+    Tensor g32 = Tensor::empty({t, v}, DType::F32), g16 = Tensor::empty({t, v}, DType::BF16);
+    ops::cross_entropy(logits, targets, l32, &g32, 0.5f);
+    ops::cross_entropy(logits, targets, l16, &g16, 0.5f);
+    Tensor rounded = Tensor::empty({t, v}, DType::BF16);
+    ops::convert(g32, rounded);
+    EXPECT_EQ(test::rel_error(l16, l32), 0.0);
+    EXPECT_EQ(g16.to_float_vector(), rounded.to_float_vector());
+  }
+  Tensor logits = Tensor::zeros({2, 5}, DType::F32), losses = Tensor::empty({2}, DType::F32);
+  Tensor f16 = Tensor::empty({2, 5}, DType::F16);
+  EXPECT_THROW(ops::cross_entropy(logits, Tensor::from_vector(std::vector<int32_t>{0, 1}, {2}),
+                                  losses, &f16),
+               Error);
+}
+
 TEST(OpsCpuCrossEntropy, BadTargetNamesPosition) {
   Tensor logits = Tensor::zeros({4, 5}, DType::F32), losses = Tensor::zeros({4}, DType::F32);
   for (int32_t bad : {5, -1, -99}) {

@@ -51,6 +51,23 @@ TEST(CrossEntropyCuda, LossesAndGradientsMatchCpu) {
       }
 }
 
+// F32 logits with a BF16 gradient (the loss head's path): the CPU's fp32 gradient rounded once.
+TEST(CrossEntropyCuda, Bf16GradientOfFp32LogitsMatchesCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(73);
+  for (const CeCase& c : kCases) {
+    const Shape s{c.rows, c.vocab};
+    Tensor clogits = random_tensor(s, rng, -8.0f, 8.0f);
+    Tensor targets = targets_for(c.rows, c.vocab, rng);
+    Tensor closses = Tensor::empty({c.rows}, DType::F32), cdl = Tensor::empty(s, DType::BF16);
+    ops::cross_entropy(clogits, targets, closses, &cdl, 0.25f);
+    Tensor losses = Tensor::empty({c.rows}, DType::F32, kGpu), dl = Tensor::empty(s, DType::BF16, kGpu);
+    ops::cross_entropy(clogits.to(kGpu), targets.to(kGpu), losses, &dl, 0.25f);
+    EXPECT_LT(rel_error(losses, closses), 1e-5) << shape_str(s);
+    EXPECT_LT(rel_error(dl, cdl), tol(DType::BF16)) << shape_str(s);
+  }
+}
+
 TEST(CrossEntropyCuda, LossesOnlyMatchCpu) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(72);

@@ -94,8 +94,8 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   // The backward's peak is at down_proj: the incoming gradient, dX [T, i] and dY·B beside the
   // layer's saved tensors (recomputed with checkpointing, minus the block input counted above).
   // Or the loss head is: the last hidden state, its norm and the norm's gradient, fp32 losses
-  // and rstd, and one logits chunk (524 tokens of 32000 fp32 logits + their bf16 gradient).
-  const int64_t excess = 2 * (h + i + r), head = T * (3 * 2 * h + 8) + 524 * 32000 * 6LL;
+  // and rstd, and one logits chunk (2048 tokens of 32000 fp32 logits + their bf16 gradient).
+  const int64_t excess = 2 * (h + i + r), head = T * (3 * 2 * h + 8) + 2048 * 32000 * 6LL;
   EXPECT_EQ(p.working, std::max(T * excess, head));
   EXPECT_EQ(g.working, std::max(T * (per_layer - 2 * h + excess), head));
   EXPECT_EQ(g.frozen_weights, p.frozen_weights);
@@ -130,8 +130,13 @@ TEST(MemoryEstimate, ActivationsByHand) {
   EXPECT_EQ(one[0].embeddings, 2 * 512 * 64);  // tied: one matrix, on the device
   EXPECT_EQ(one[0].host_embeddings, 0);
   EXPECT_EQ(one[0].logits, 128 * 512 * 6);
-  // The logits chunk is the model's: 2^24 / vocab tokens (32768 here), or --logits-chunk-tokens.
-  EXPECT_EQ(default_loss_chunk_tokens(512), 32768);
+  // The logits chunk is the model's: 2^26 / vocab tokens in whole 128-token tiles (131072 here),
+  // or --logits-chunk-tokens.
+  EXPECT_EQ(default_loss_chunk_tokens(512), 131072);
+  EXPECT_EQ(default_loss_chunk_tokens(128256), 512);  // Llama 3 (523 rounded down)
+  EXPECT_EQ(default_loss_chunk_tokens(32000), 2048);  // Llama 2 (2097 rounded down)
+  EXPECT_EQ(default_loss_chunk_tokens(int64_t(1) << 20), 64);  // under one tile: as it comes
+  EXPECT_EQ(default_loss_chunk_tokens(int64_t(1) << 30), 1);
   const auto big = estimate_training_memory(c, {.batch = 16, .seq = 512, .lora_rank = 8});
   EXPECT_EQ(big[0].logits, 8192 * 512 * 6);
   const auto chunked =

@@ -3,10 +3,19 @@
 // fully read (max, sum, target logit) before any of it is overwritten.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "engine/ops/cpu/cpu_ops.h"
 
 namespace loft::ops::cpu {
+
+namespace {
+// Row r of a BF16 [rows, vocab] tensor = the fp32 values rounded to nearest even.
+void store_rounded(const std::vector<float>& values, Tensor& out, int64_t r) {
+  uint16_t* dst = out.ptr<uint16_t>() + r * int64_t(values.size());
+  for (size_t j = 0; j < values.size(); ++j) dst[j] = f32_to_bf16(values[j]);
+}
+}  // namespace
 
 void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, Tensor* dlogits,
                    float grad_scale) {
@@ -20,14 +29,18 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, 
                       kIgnoreIndex));
   const float* lp = logits.ptr<float>();
   float* loss = losses.ptr<float>();
-  float* gp = dlogits ? dlogits->ptr<float>() : nullptr;
+  // A BF16 gradient (F32 logits) is computed in fp32 per row, then rounded.
+  const bool rounded = dlogits && dlogits->dtype() == DType::BF16;
+  float* gp = dlogits && !rounded ? dlogits->ptr<float>() : nullptr;
+  std::vector<float> row(rounded ? size_t(vocab) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = lp + r * vocab;
-    float* g = gp ? gp + r * vocab : nullptr;
+    float* g = rounded ? row.data() : gp ? gp + r * vocab : nullptr;
     if (tgt[r] == kIgnoreIndex) {
       loss[r] = 0.0f;
       if (g)
         for (int64_t j = 0; j < vocab; ++j) g[j] = 0.0f;
+      if (rounded) store_rounded(row, *dlogits, r);
       continue;
     }
     float mx = -INFINITY;
@@ -41,6 +54,7 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, 
     for (int64_t j = 0; j < vocab; ++j) g[j] = float(inv * std::exp(x[j] - mx));
     // Subtract the one-hot in double: p·s − s in fp32 would cancel badly when p → 1.
     g[tgt[r]] = float(inv * std::exp(shifted_target) - double(grad_scale));
+    if (rounded) store_rounded(row, *dlogits, r);
   }
 }
 

@@ -2,6 +2,7 @@
 // merged across the block, gives the row's log-sum-exp; only then is dlogits written, so it may
 // overwrite the logits in place. Out-of-range targets raise a DeviceFlag that becomes an Error.
 #include <cmath>
+#include <type_traits>
 
 #include "engine/ops/cuda/cuda_backend.h"
 #include "engine/ops/cuda/device_flag.h"
@@ -49,12 +50,14 @@ __device__ MaxSum block_merge(MaxSum a) {
   return a;
 }
 
-template <typename T>
+// T: the logits' dtype; G: the gradient's (T, or bf16 for fp32 logits: rounded once here, so no
+// separate conversion pass reads the fp32 gradient back).
+template <typename T, typename G>
 __global__ void cross_entropy_kernel(const T* logits, const int32_t* targets, float* losses,
-                                     T* dlogits, int64_t v, float grad_scale, uint32_t* bad) {
+                                     G* dlogits, int64_t v, float grad_scale, uint32_t* bad) {
   const int64_t row = blockIdx.x;
   const T* x = logits + row * v;
-  T* dx = dlogits ? dlogits + row * v : nullptr;
+  G* dx = dlogits ? dlogits + row * v : nullptr;
   const int32_t target = targets[row];
   const bool ignored = target == kIgnoreIndex;
   if (ignored || target < 0 || target >= v) {  // uniform over the block
@@ -63,7 +66,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* targets, fl
       if (!ignored) atomicMin(bad, uint32_t(row));
     }
     if (dx)
-      for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dx[j] = from_f32<T>(0.0f);
+      for (int64_t j = threadIdx.x; j < v; j += blockDim.x) dx[j] = from_f32<G>(0.0f);
     return;
   }
   // Read by every thread before block_merge's barrier, i.e. before any dlogits write.
@@ -97,7 +100,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* targets, fl
   }
   for (int64_t j = out_chunks * kChunk + threadIdx.x; j < v; j += blockDim.x) {
     const float onehot = j == target ? 1.0f : 0.0f;
-    dx[j] = from_f32<T>(grad_scale * (expf(to_f32(x[j]) - lse) - onehot));
+    dx[j] = from_f32<G>(grad_scale * (expf(to_f32(x[j]) - lse) - onehot));
   }
 }
 
@@ -112,13 +115,22 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targets, Ten
   LOFT_CHECK(rows < int64_t(DeviceFlag::kClear) && rows <= INT32_MAX, "cross_entropy: ", rows,
              " rows are too many for one launch");
   DeviceFlag bad(dev);
+  const bool rounded = dlogits && dlogits->dtype() != logits.dtype();  // ops.cpp checked the pair
   dispatch_activation(logits.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    cross_entropy_kernel<T><<<unsigned(rows), row_threads(v, 512), 0, cuda::stream(dev)>>>(
-        logits.ptr<const T>(), targets.ptr<const int32_t>(), losses.ptr<float>(),
-        dlogits ? dlogits->ptr<T>() : nullptr, v, grad_scale, bad.ptr());
-    cuda::check_launch("cross_entropy");
+    const auto launch = [&](auto* dx) {
+      using G = std::remove_pointer_t<decltype(dx)>;
+      cross_entropy_kernel<T, G><<<unsigned(rows), row_threads(v, 512), 0, cuda::stream(dev)>>>(
+          logits.ptr<const T>(), targets.ptr<const int32_t>(), losses.ptr<float>(), dx, v,
+          grad_scale, bad.ptr());
+      cuda::check_launch("cross_entropy");
+    };
+    if (rounded)
+      launch(dlogits->ptr<bf16>());
+    else
+      launch(dlogits ? dlogits->ptr<T>() : static_cast<T*>(nullptr));
   });
+
   if (auto pos = bad.first_raised()) {
     const int64_t target = targets.slice(*pos, 1).to_int_vector()[0];
     throw Error(cat("cross_entropy: target ", target, " at row ", *pos,
