@@ -14,17 +14,20 @@ namespace loft {
 class CheckpointOffload {
  public:
   virtual ~CheckpointOffload() = default;
-  // Starts copying layer l's input x (on the device, contiguous) to its host slot. x's device
-  // memory is let go at the next store, where the compute stream waits for this copy.
-  virtual void store(size_t l, const Tensor& x) = 0;
-  // Starts bringing layer l's input back (call it a layer ahead of fetch).
+  // Starts copying tensor `item` of layer l (on the device, contiguous; item < the items given
+  // at make) to its host slot. Its device memory is let go at the first store of layer l + 2,
+  // where the compute stream waits for this copy.
+  virtual void store(size_t l, size_t item, const Tensor& x) = 0;
+  // Starts bringing every stored tensor of layer l back (call it a layer ahead of fetch).
   virtual void prefetch(size_t l) = 0;
-  // Layer l's input on the device; the compute stream waits for its copy first.
-  virtual Tensor fetch(size_t l) = 0;
+  // Tensor `item` of layer l on the device; the compute stream waits for its copy first.
+  virtual Tensor fetch(size_t l, size_t item) = 0;
 };
 
-// One per model and device; nullptr on the CPU (host memory is the device's there) or in a build
-// without CUDA.
-std::unique_ptr<CheckpointOffload> make_checkpoint_offload(Device device, size_t layers);
+// One per model and device, with `items` tensors a layer at most (the block input; the
+// attention's tensors when those are kept too); nullptr on the CPU (host memory is the device's
+// there) or in a build without CUDA.
+std::unique_ptr<CheckpointOffload> make_checkpoint_offload(Device device, size_t layers,
+                                                           size_t items = 1);
 
 }  // namespace loft

@@ -21,7 +21,9 @@ cudaEvent_t new_event() {
 
 class CudaCheckpointOffload final : public CheckpointOffload {
  public:
-  CudaCheckpointOffload(int device, size_t layers) : dev_(device), slots_(layers) {
+  CudaCheckpointOffload(int device, size_t layers, size_t items)
+      : dev_(device), items_(items), slots_(layers * items) {
+    LOFT_CHECK(items > 0, "checkpoint offload: no tensors a layer");
     cuda::set_device(dev_);
     LOFT_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     handed_ = new_event();
@@ -35,8 +37,8 @@ class CudaCheckpointOffload final : public CheckpointOffload {
     cudaStreamDestroy(copy_);
   }
 
-  void store(size_t l, const Tensor& x) override {
-    Slot& s = slot(l);
+  void store(size_t l, size_t item, const Tensor& x) override {
+    Slot& s = slot(l, item);
     cuda::set_device(dev_);
     const size_t bytes = x.nbytes();
     if (!s.host || s.bytes != bytes) {
@@ -48,9 +50,10 @@ class CudaCheckpointOffload final : public CheckpointOffload {
     after_compute();
     LOFT_CUDA_CHECK(cudaMemcpyAsync(s.host->data(), x.data(), bytes, cudaMemcpyDeviceToHost, copy_));
     LOFT_CUDA_CHECK(cudaEventRecord(s.done, copy_));
-    // The previous input's copy was queued a layer ago: its device memory can go now.
-    for (Slot& o : slots_)
-      if (o.device.defined() && &o != &s) {
+    // Copies of layers two or more below were queued over a layer ago: their device memory can
+    // go now (the layer below's may have been queued only midway through it).
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (Slot& o = slots_[i]; o.device.defined() && i / items_ + 1 < l) {
         LOFT_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(dev_), o.done, 0));
         o.device = Tensor();
       }
@@ -59,19 +62,25 @@ class CudaCheckpointOffload final : public CheckpointOffload {
   }
 
   void prefetch(size_t l) override {
-    Slot& s = slot(l);
-    if (s.device.defined()) return;  // still on the device (the last block's), or fetched already
-    LOFT_CHECK(s.on_host, "checkpoint offload: layer ", l, " was never stored");
     cuda::set_device(dev_);
-    s.device = Tensor::empty(s.shape, s.dtype, Device::cuda(dev_));
-    after_compute();
-    LOFT_CUDA_CHECK(cudaMemcpyAsync(s.device.data(), s.host->data(), s.bytes, cudaMemcpyHostToDevice, copy_));
-    LOFT_CUDA_CHECK(cudaEventRecord(s.done, copy_));
+    bool queued = false;
+    for (size_t item = 0; item < items_; ++item) {
+      Slot& s = slot(l, item);
+      // Still on the device (the last block's), fetched already, or never stored (fetch says).
+      if (s.device.defined() || !s.on_host) continue;
+      s.device = Tensor::empty(s.shape, s.dtype, Device::cuda(dev_));
+      if (!queued) after_compute();
+      queued = true;
+      LOFT_CUDA_CHECK(cudaMemcpyAsync(s.device.data(), s.host->data(), s.bytes, cudaMemcpyHostToDevice, copy_));
+      LOFT_CUDA_CHECK(cudaEventRecord(s.done, copy_));
+    }
   }
 
-  Tensor fetch(size_t l) override {
+  Tensor fetch(size_t l, size_t item) override {
+    Slot& s = slot(l, item);
+    LOFT_CHECK(s.device.defined() || s.on_host, "checkpoint offload: tensor ", item, " of layer ",
+               l, " was never stored");
     prefetch(l);
-    Slot& s = slot(l);
     cuda::set_device(dev_);
     LOFT_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(dev_), s.done, 0));
     Tensor t = s.device;
@@ -90,9 +99,10 @@ class CudaCheckpointOffload final : public CheckpointOffload {
     Tensor device;  // being copied down (store), or up (prefetch)
     cudaEvent_t done = nullptr;
   };
-  Slot& slot(size_t l) {
-    LOFT_CHECK(l < slots_.size(), "checkpoint offload: layer ", l, " of ", slots_.size());
-    return slots_[l];
+  Slot& slot(size_t l, size_t item) {
+    LOFT_CHECK(l < slots_.size() / items_ && item < items_, "checkpoint offload: tensor ", item,
+               " of layer ", l, " (", slots_.size() / items_, " layers of ", items_, ")");
+    return slots_[l * items_ + item];
   }
   // The side stream waits for everything queued on the compute stream so far.
   void after_compute() {
@@ -101,6 +111,7 @@ class CudaCheckpointOffload final : public CheckpointOffload {
   }
 
   int dev_;
+  size_t items_;
   cudaStream_t copy_ = nullptr;
   cudaEvent_t handed_ = nullptr;
   std::vector<Slot> slots_;
@@ -108,8 +119,9 @@ class CudaCheckpointOffload final : public CheckpointOffload {
 
 }  // namespace
 
-std::unique_ptr<CheckpointOffload> make_cuda_checkpoint_offload(int device, size_t layers) {
-  return std::make_unique<CudaCheckpointOffload>(device, layers);
+std::unique_ptr<CheckpointOffload> make_cuda_checkpoint_offload(int device, size_t layers,
+                                                                size_t items) {
+  return std::make_unique<CudaCheckpointOffload>(device, layers, items);
 }
 
 }  // namespace loft

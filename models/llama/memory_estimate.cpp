@@ -57,6 +57,7 @@ struct LayerBytes {
   int64_t mlp = 0;        // saved by the MLP half
   int64_t down_bwd = 0;   // beside all of it while down_proj's backward runs: the peak of the MLP half
   int64_t attn_bwd = 0;   // beside x + attn while the attention backward runs (the MLP's are gone)
+  int64_t attention_tensors = 0;  // of attn: q, k, v, the output and its log-sum-exp
   int64_t saved() const { return add(x, attn, mlp); }
   // What a layer's backward adds on top of its saved tensors at its peak.
   int64_t backward_excess() const { return std::max<int64_t>(down_bwd, attn_bwd - mlp); }
@@ -78,6 +79,7 @@ LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_in
   b.attn = add(mul(e, add(mul(2, q), mul(2, kv), saves_inputs ? h : 0, mul(4, r))),
                mul(kFp32, add(1, c.num_heads)));
   b.mlp = add(mul(e, add(h, mul(2, i), saves_inputs ? add(h, i) : 0, mul(3, r))), kFp32);
+  b.attention_tensors = add(mul(e, add(mul(2, q), mul(2, kv))), mul(kFp32, c.num_heads));
   b.down_bwd = mul(e, add(h, i, r));
   b.attn_bwd = add(mul(e, add(h, mul(2, q), mul(2, kv))),
                    gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
@@ -140,9 +142,13 @@ std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
       // Kept through the backward: every layer's saved tensors, or only each block's input
       // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
       // tensors, and what its backward adds.
-      const int64_t kept_layers = opt.gpu && opt.checkpoint_offload ? std::min<int64_t>(L, 2) : L;
+      // Offloaded (CheckpointOffload): two layers' inputs on the device, and the next layer's
+      // attention tensors coming up beside the recomputed layer's (LlamaModel::keeps_attention).
+      const bool offloaded = opt.gpu && opt.checkpoint_offload;
+      const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
       const int64_t kept_per_token =
-          opt.grad_checkpointing ? mul(kept_layers, lb.x) : mul(L, lb.saved());
+          !opt.grad_checkpointing ? mul(L, lb.saved())
+          : add(mul(kept_layers, lb.x), offloaded && L > 1 ? lb.attention_tensors : 0);
       m.activations = mul(T, add(kept_per_token, kBatchBytesPerToken));
       const int64_t layer = opt.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
                                                    : lb.backward_excess();

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
+#include "engine/device/device_info.h"
 #include "engine/device/pinned_memory.h"
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
@@ -148,8 +150,10 @@ Tensor LlamaModel::embed(const Batch& b) {
 }
 
 void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s,
-                               const Attend* attend, bool recompute) {
+                               const Attend* attend, const BlockPass& pass) {
+  const bool recompute = pass.recompute;
   LOFT_CHECK(!recompute || s, "block_forward: a recompute must save for backward");
+  LOFT_CHECK(!pass.restored || recompute, "block_forward: restored attention outside a recompute");
   Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(x);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
@@ -157,29 +161,39 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
 
   Tensor h1 = d.act({T, H}), rstd1 = d.f32({T});
   { prof::Scope p(kElementwise); ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1); }
-  Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}),
-         v = d.act({T, hkv * D});
-  {
+  Tensor q3, k3, v3, att, lse;
+  if (pass.restored) {
     SharedInput in(h1);  // q, k and v read the same input
-    L.q->forward(h1, q, s ? &s->sq : nullptr, &in);
-    L.k->forward(h1, k, s ? &s->sk : nullptr, &in);
-    L.v->forward(h1, v, s ? &s->sv : nullptr, &in);
-  }
-  Tensor q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
-  {
-    prof::Scope p(kElementwise);
-    ops::rope(q3, b.positions, inv_freq_);
-    ops::rope(k3, b.positions, inv_freq_);
-  }
-  Tensor att = d.act({T, hq, D}), lse;
-  {
-    prof::Scope p(kAttention);
-    if (attend) {
-      (*attend)(l, q3, k3, v3, att);
-    } else {
-      lse = d.f32({T, hq});
-      ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+    L.q->save_for_backward(h1, s->sq, &in);
+    L.k->save_for_backward(h1, s->sk, &in);
+    L.v->save_for_backward(h1, s->sv, &in);
+    const BlockAttention& r = *pass.restored;
+    q3 = r.q, k3 = r.k, v3 = r.v, att = r.att, lse = r.lse;
+  } else {
+    Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}), v = d.act({T, hkv * D});
+    {
+      SharedInput in(h1);
+      L.q->forward(h1, q, s ? &s->sq : nullptr, &in);
+      L.k->forward(h1, k, s ? &s->sk : nullptr, &in);
+      L.v->forward(h1, v, s ? &s->sv : nullptr, &in);
     }
+    q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
+    {
+      prof::Scope p(kElementwise);
+      ops::rope(q3, b.positions, inv_freq_);
+      ops::rope(k3, b.positions, inv_freq_);
+    }
+    att = d.act({T, hq, D});
+    {
+      prof::Scope p(kAttention);
+      if (attend) {
+        (*attend)(l, q3, k3, v3, att);
+      } else {
+        lse = d.f32({T, hq});
+        ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
+      }
+    }
+    if (pass.keep) *pass.keep = {q3, k3, v3, att, lse};
   }
   Tensor att2 = att.view({T, hq * D});
   Tensor x2 = d.act({T, H});
@@ -322,18 +336,42 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
   return {ops::sum(losses), b.target_count};
 }
 
+// Tensors a layer keeps in CheckpointOffload: its input, then its BlockAttention's.
+enum OffloadItem : size_t { kInput, kQ, kK, kV, kAtt, kLse, kOffloadItems };
+
+bool LlamaModel::keeps_attention(int64_t tokens) const {
+  const LlamaConfig& c = config_;
+  const int64_t e = int64_t(dtype_size(compute_dtype()));
+  const int64_t per_token = e * (c.hidden_size + c.head_dim * (2 * c.num_heads + 2 * c.num_kv_heads)) +
+                            4 * c.num_heads;  // input, q, k, v, output; fp32 lse
+  if (std::getenv("LOFT_AB_NO_ATTENTION_OFFLOAD")) return false;  // TEMPORARY: A/B measurement
+  const int64_t host = device_memory_bytes(Device::cpu());
+  return host > 0 && c.num_layers * tokens * per_token <= host / 2;
+}
+
 LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
   const size_t n = layers_.size();
   std::vector<Tensor> inputs(n);
   std::vector<Saved> saved(checkpointing_ ? 0 : n);
   Tensor x = embed(b);
-  if (checkpointing_ && offload_on_ && !offload_) offload_ = make_checkpoint_offload(x.device(), n);
+  if (checkpointing_ && offload_on_ && !offload_)
+    offload_ = make_checkpoint_offload(x.device(), n, kOffloadItems);
   CheckpointOffload* off = checkpointing_ && offload_on_ ? offload_.get() : nullptr;
+  const bool keep_attention = off && keeps_attention(x.size(0));
   for (size_t l = 0; l < n; ++l) {
-    if (off) off->store(l, x);
+    if (off) off->store(l, kInput, x);
     else inputs[l] = x;
     Tensor out;
-    block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l]);
+    BlockAttention kept;
+    block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
+                  {.keep = keep_attention ? &kept : nullptr});
+    if (keep_attention) {
+      off->store(l, kQ, kept.q);
+      off->store(l, kK, kept.k);
+      off->store(l, kV, kept.v);
+      off->store(l, kAtt, kept.att);
+      off->store(l, kLse, kept.lse);
+    }
     x = out;
   }
   Tensor dh;
@@ -343,9 +381,14 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
     if (checkpointing_) {
       Saved s;
       Tensor unused;
-      const Tensor in = off ? off->fetch(l) : inputs[l];
+      const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
+      BlockAttention restored;
+      if (keep_attention)
+        restored = {off->fetch(l, kQ), off->fetch(l, kK), off->fetch(l, kV), off->fetch(l, kAtt),
+                    off->fetch(l, kLse)};
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
-      block_forward(int(l), in, unused, b, &s, nullptr, /*recompute=*/true);
+      block_forward(int(l), in, unused, b, &s, nullptr,
+                    {.recompute = true, .restored = keep_attention ? &restored : nullptr});
       block_backward(int(l), s, b, dh);
     } else {
       block_backward(int(l), saved[l], b, dh);

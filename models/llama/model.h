@@ -64,6 +64,8 @@ class LlamaModel : public TrainableModel {
   void set_grad_checkpointing(bool on) { checkpointing_ = on; }
   // With checkpointing on a GPU, the block inputs wait in pinned host memory (CheckpointOffload)
   // unless this is off: the default, true, costs no time when the copies hide behind compute.
+  // Where the host has the room (keeps_attention), each block's attention tensors wait there
+  // too, so the recompute before its backward skips the q/k/v products and the attention.
   void set_checkpoint_offload(bool on) { offload_on_ = on; }
   // Rows of logits materialised at once in the loss head.
   void set_loss_chunk_tokens(int64_t n) { loss_chunk_ = n; }
@@ -74,11 +76,27 @@ class LlamaModel : public TrainableModel {
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
   // Attention by ops::attention over b's rows and documents, or by `attend` when given.
-  // out = the block's output; with recompute (grad checkpointing's second forward, `saved`
-  // given) out is left empty: only what block_backward reads is produced, so the down
-  // projection records its backward's inputs without its frozen product.
+  // A block's attention tensors as block_backward reads them: q and k rotated, v, the attention
+  // output and its log-sum-exp.
+  struct BlockAttention {
+    Tensor q, k, v, att, lse;
+  };
+  // How block_forward runs: a plain forward (the default); grad checkpointing's first forward,
+  // where `keep` receives the attention tensors (to wait in host memory); or its recompute
+  // before the block's backward (`saved` given), which produces only what block_backward reads:
+  // out is left empty and the down projection records its inputs without its frozen product;
+  // with `restored`, the attention tensors come from there and the q/k/v projections record
+  // their inputs without their frozen products, and no attention runs.
+  struct BlockPass {
+    bool recompute = false;
+    const BlockAttention* restored = nullptr;
+    BlockAttention* keep = nullptr;
+  };
   void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
-                     const Attend* attend = nullptr, bool recompute = false);
+                     const Attend* attend = nullptr, const BlockPass& pass = {});
+  // Whether this step's checkpointed forward keeps the attention tensors in host memory beside
+  // the block inputs: when they and the inputs of every layer take at most half the host's RAM.
+  bool keeps_attention(int64_t tokens) const;
   // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
   // holds its MLP's [T, intermediate] activations and gradients all at once.
   void block_backward(int l, Saved& saved, const Batch& b, Tensor& dx);
