@@ -15,6 +15,23 @@
 
 namespace loft::llama {
 
+// A block's attention tensors as block_backward reads them: q and k rotated, v, the attention
+// output and its log-sum-exp.
+struct BlockAttention {
+  Tensor q, k, v, att, lse;
+};
+// How block_forward runs: a plain forward (the default); grad checkpointing's first forward,
+// where `keep` receives the attention tensors (to wait in host memory); or its recompute
+// before the block's backward (`saved` given), which produces only what block_backward reads:
+// out is left empty and the down projection records its inputs without its frozen product;
+// with `restored`, the attention tensors come from there and the q/k/v projections record
+// their inputs without their frozen products, and no attention runs.
+struct BlockPass {
+  bool recompute = false;
+  const BlockAttention* restored = nullptr;
+  BlockAttention* keep = nullptr;
+};
+
 class LlamaModel : public TrainableModel {
  public:
   // Weights must already be in the compute dtype on the compute device (F32 on CPU, BF16 on
@@ -76,22 +93,6 @@ class LlamaModel : public TrainableModel {
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
   // Attention by ops::attention over b's rows and documents, or by `attend` when given.
-  // A block's attention tensors as block_backward reads them: q and k rotated, v, the attention
-  // output and its log-sum-exp.
-  struct BlockAttention {
-    Tensor q, k, v, att, lse;
-  };
-  // How block_forward runs: a plain forward (the default); grad checkpointing's first forward,
-  // where `keep` receives the attention tensors (to wait in host memory); or its recompute
-  // before the block's backward (`saved` given), which produces only what block_backward reads:
-  // out is left empty and the down projection records its inputs without its frozen product;
-  // with `restored`, the attention tensors come from there and the q/k/v projections record
-  // their inputs without their frozen products, and no attention runs.
-  struct BlockPass {
-    bool recompute = false;
-    const BlockAttention* restored = nullptr;
-    BlockAttention* keep = nullptr;
-  };
   void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
                      const Attend* attend = nullptr, const BlockPass& pass = {});
   // Whether this step's checkpointed forward keeps the attention tensors in host memory beside
