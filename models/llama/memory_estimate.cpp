@@ -142,13 +142,14 @@ std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
       // Kept through the backward: every layer's saved tensors, or only each block's input
       // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
       // tensors, and what its backward adds.
-      // Offloaded (CheckpointOffload): two layers' inputs on the device, and the next layer's
-      // attention tensors coming up beside the recomputed layer's (LlamaModel::keeps_attention).
+      // Offloaded (CheckpointOffload): two layers' inputs and attention tensors on the device
+      // (LlamaModel::keeps_attention): the last two layers' through the loss head, then the
+      // next layer's coming up beside the recomputed layer's.
       const bool offloaded = opt.gpu && opt.checkpoint_offload;
       const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
       const int64_t kept_per_token =
           !opt.grad_checkpointing ? mul(L, lb.saved())
-          : add(mul(kept_layers, lb.x), offloaded && L > 1 ? lb.attention_tensors : 0);
+          : add(mul(kept_layers, lb.x), offloaded ? mul(kept_layers, lb.attention_tensors) : 0);
       m.activations = mul(T, add(kept_per_token, kBatchBytesPerToken));
       const int64_t layer = opt.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
                                                    : lb.backward_excess();

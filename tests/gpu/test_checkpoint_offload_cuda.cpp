@@ -79,11 +79,11 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
       ASSERT_EQ(off.grads.size(), kept.grads.size());
       for (size_t i = 0; i < off.grads.size(); ++i)
         EXPECT_EQ(off.grads[i], kept.grads[i]) << what << " param " << i;
-      // At most two inputs stay on the device at a time, and one layer's attention tensors
-      // come up beside the recomputed layer's.
+      // At most two layers' inputs and attention tensors stay on the device at a time (the
+      // last two through the loss head, which is this shape's peak).
       if (cfg.num_layers > 2) {
         EXPECT_LE(off.peak, kept.peak - (inputs / cfg.num_layers) * (cfg.num_layers - 2) +
-                                attention + (1 << 20))
+                                2 * attention + (1 << 20))
             << what;
       }
     }

@@ -81,8 +81,8 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   gc.grad_checkpointing = true;
   gc.checkpoint_offload = false;  // every input on the GPU
   MemoryEstimateOptions offloaded = gc;
-  offloaded.checkpoint_offload = true;  // CheckpointOffload: two inputs on the GPU at a time,
-                                        // and one layer's attention tensors coming up
+  offloaded.checkpoint_offload = true;  // CheckpointOffload: two layers' inputs and attention
+                                        // tensors on the GPU at a time
   const MethodMemory p = estimate_training_memory(llama2_7b(), plain)[0];
   const MethodMemory g = estimate_training_memory(llama2_7b(), gc)[0];
   const MethodMemory o = estimate_training_memory(llama2_7b(), offloaded)[0];
@@ -91,7 +91,7 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   EXPECT_EQ(p.activations, T * (32 * per_layer + 16));
   EXPECT_EQ(g.activations, T * (32 * 2 * h + 16));
   // q, k, v and the output in bf16 (7b: no GQA, 4h), the fp32 log-sum-exp of 32 heads.
-  EXPECT_EQ(o.activations, T * (2 * 2 * h + 2 * 4 * h + 4 * 32 + 16));
+  EXPECT_EQ(o.activations, T * (2 * 2 * h + 2 * (2 * 4 * h + 4 * 32) + 16));
   EXPECT_EQ(o.working, g.working);
   // The backward's peak is at down_proj: the incoming gradient, dX [T, i] and dY·B beside the
   // layer's saved tensors (recomputed with checkpointing, minus the block input counted above).
