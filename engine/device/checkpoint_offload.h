@@ -22,6 +22,16 @@ class CheckpointOffload {
   virtual void prefetch(size_t l) = 0;
   // Tensor `item` of layer l on the device; the compute stream waits for its copy first.
   virtual Tensor fetch(size_t l, size_t item) = 0;
+
+  // Pacing, for tensors a layer may keep or not (the attention's): the forward's stores run
+  // between begin_forward and end_forward. The offload times that forward on the compute stream
+  // (less the time it waited for copies) and its own copies, and room_for(l, bytes) then says,
+  // once for each layer after its input was stored, whether `bytes` more fit in what the host
+  // link moves while a layer computes, so that the copies never fall behind and stall the
+  // compute stream (PCIe is narrower on some cards and slots). Yes until a step was measured.
+  virtual void begin_forward() = 0;
+  virtual void end_forward() = 0;
+  virtual bool room_for(size_t l, size_t bytes) = 0;
 };
 
 // One per model and device, with `items` tensors a layer at most (the block input; the

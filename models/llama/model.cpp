@@ -358,6 +358,8 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
     offload_ = make_checkpoint_offload(x.device(), n, kOffloadItems);
   CheckpointOffload* off = checkpointing_ && offload_on_ ? offload_.get() : nullptr;
   const bool keep_attention = off && keeps_attention(x.size(0));
+  std::vector<char> restores(n, 0);  // layers whose attention tensors wait in host memory
+  if (off) off->begin_forward();
   for (size_t l = 0; l < n; ++l) {
     if (off) off->store(l, kInput, x);
     else inputs[l] = x;
@@ -365,15 +367,24 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
     BlockAttention kept;
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
                   {.keep = keep_attention ? &kept : nullptr});
-    if (keep_attention) {
+    const auto bytes = [&] {
+      size_t sum = 0;
+      for (const Tensor* t : {&kept.q, &kept.k, &kept.v, &kept.att, &kept.lse}) sum += t->nbytes();
+      return sum;
+    };
+    // Paced to the host link: a layer whose tensors would make the copies fall behind the
+    // compute recomputes its attention instead (the same values either way).
+    if (keep_attention && off->room_for(l, bytes())) {
       off->store(l, kQ, kept.q);
       off->store(l, kK, kept.k);
       off->store(l, kV, kept.v);
       off->store(l, kAtt, kept.att);
       off->store(l, kLse, kept.lse);
+      restores[l] = 1;
     }
     x = out;
   }
+  if (off) off->end_forward();
   Tensor dh;
   const LossSums sums = loss_head(x, b, &dh, grad_scale);
   x = Tensor();  // the last block's output: no block's backward reads it
@@ -383,12 +394,12 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
       Tensor unused;
       const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
       BlockAttention restored;
-      if (keep_attention)
+      if (restores[l])
         restored = {off->fetch(l, kQ), off->fetch(l, kK), off->fetch(l, kV), off->fetch(l, kAtt),
                     off->fetch(l, kLse)};
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
       block_forward(int(l), in, unused, b, &s, nullptr,
-                    {.recompute = true, .restored = keep_attention ? &restored : nullptr});
+                    {.recompute = true, .restored = restores[l] ? &restored : nullptr});
       block_backward(int(l), s, b, dh);
     } else {
       block_backward(int(l), saved[l], b, dh);
