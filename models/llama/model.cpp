@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "engine/device/device_info.h"
 #include "engine/device/pinned_memory.h"
@@ -344,7 +343,6 @@ bool LlamaModel::keeps_attention(int64_t tokens) const {
   const int64_t e = int64_t(dtype_size(compute_dtype()));
   const int64_t per_token = e * (c.hidden_size + c.head_dim * (2 * c.num_heads + 2 * c.num_kv_heads)) +
                             4 * c.num_heads;  // input, q, k, v, output; fp32 lse
-  if (std::getenv("LOFT_AB_NO_ATTENTION_OFFLOAD")) return false;  // TEMPORARY: A/B measurement
   const int64_t host = device_memory_bytes(Device::cpu());
   return host > 0 && c.num_layers * tokens * per_token <= host / 2;
 }
