@@ -81,6 +81,35 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                     [=] { quant::token_transform(tok, x, y, true); }});
     rows.push_back({"axpy " + w, 3 * io, 0, [=] { Tensor yy = y; ops::axpy(1.0f, x, yy); }});
   }
+  // The norms at the hidden width: the plain ops, and the fused forms the block runs around its
+  // residual adds (add_rmsnorm = axpy + rmsnorm, rmsnorm_backward_add = rmsnorm_backward + axpy).
+  {
+    const std::string w = "[" + std::to_string(T) + "," + std::to_string(d) + "]";
+    const float eps = float(cfg.rms_norm_eps);
+    Tensor res = random({T, d}, dt, device, 12), x = random({T, d}, dt, device, 13);
+    Tensor dy = random({T, d}, dt, device, 14), add = random({T, d}, dt, device, 15);
+    Tensor weight = random({d}, dt, device, 16), rstd = Tensor::empty({T}, DType::F32, device);
+    Tensor y = Tensor::empty({T, d}, dt, device), dx = Tensor::empty({T, d}, dt, device);
+    ops::rmsnorm(x, weight, eps, y, &rstd);
+    const double io = double(T * d) * act;  // weight and rstd are negligible beside [T, d]
+    rows.push_back({"rmsnorm " + w, 2 * io, 0, [=] {
+                      Tensor yy = y, rr = rstd;
+                      ops::rmsnorm(x, weight, eps, yy, &rr);
+                    }});
+    // x grows by the residual each call, far from overflow over a benchmark's calls.
+    rows.push_back({"add_rmsnorm " + w, 4 * io, 0, [=] {
+                      Tensor xx = x, yy = y, rr = rstd;
+                      ops::add_rmsnorm(res, xx, weight, eps, yy, &rr);
+                    }});
+    rows.push_back({"rmsnorm_backward " + w, 3 * io, 0, [=] {
+                      Tensor g = dx;
+                      ops::rmsnorm_backward(dy, x, weight, rstd, g);
+                    }});
+    rows.push_back({"rmsnorm_backward_add " + w, 4 * io, 0, [=] {
+                      Tensor g = dx;
+                      ops::rmsnorm_backward_add(dy, x, weight, rstd, add, g);
+                    }});
+  }
   // The frozen products of one layer: bf16 and FP8 E4M3, forward Y = X·Wᵀ and backward dX = dY·W.
   for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
     const std::string s = std::to_string(T) + "x" + std::to_string(out_f) + "x" + std::to_string(in_f);

@@ -17,6 +17,11 @@ class Backend {
                        Tensor* rstd) = 0;
   virtual void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                 const Tensor& rstd, Tensor& dx, Tensor* dweight) = 0;
+  virtual void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps,
+                           Tensor& y, Tensor* rstd) = 0;
+  virtual void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                    const Tensor& rstd, const Tensor& add, Tensor& dx,
+                                    Tensor* dweight) = 0;
   virtual void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) = 0;
   virtual void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
   virtual void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up,

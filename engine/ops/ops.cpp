@@ -104,39 +104,74 @@ void fill_random(Tensor& x, uint64_t seed, float std) {
   backend_for(x.device()).fill_random(x, seed, std);
 }
 
-void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
-  same_device("rmsnorm", {&x, &weight, &y});
-  need_activation("rmsnorm", "x", x);
-  need_activation("rmsnorm", "weight", weight);
-  need_shape("rmsnorm", "weight", weight, {x.size(-1)});
-  need_shape("rmsnorm", "y", y, x.shape());
-  need_dtype("rmsnorm", "y", y, x.dtype());
+namespace {
+
+// The checks rmsnorm and add_rmsnorm share; `op` names the caller in errors.
+void check_rmsnorm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& y,
+                   const Tensor* rstd) {
+  same_device(op, {&x, &weight, &y});
+  need_activation(op, "x", x);
+  need_activation(op, "weight", weight);
+  need_shape(op, "weight", weight, {x.size(-1)});
+  need_shape(op, "y", y, x.shape());
+  need_dtype(op, "y", y, x.dtype());
   if (rstd) {
-    same_device("rmsnorm", {&x, rstd});
-    need_shape("rmsnorm", "rstd", *rstd, {rows_of(x)});
-    need_dtype("rmsnorm", "rstd", *rstd, DType::F32);
+    same_device(op, {&x, rstd});
+    need_shape(op, "rstd", *rstd, {rows_of(x)});
+    need_dtype(op, "rstd", *rstd, DType::F32);
   }
+}
+
+// The checks rmsnorm_backward and rmsnorm_backward_add share.
+void check_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
+                            const Tensor& weight, const Tensor& rstd, const Tensor& dx,
+                            const Tensor* dweight) {
+  same_device(op, {&dy, &x, &weight, &rstd, &dx});
+  need_activation(op, "x", x);
+  need_activation(op, "weight", weight);
+  need_shape(op, "weight", weight, {x.size(-1)});
+  need_shape(op, "dy", dy, x.shape());
+  need_shape(op, "dx", dx, x.shape());
+  need_dtype(op, "dy", dy, x.dtype());
+  need_dtype(op, "dx", dx, x.dtype());
+  need_shape(op, "rstd", rstd, {rows_of(x)});
+  need_dtype(op, "rstd", rstd, DType::F32);
+  if (dweight) {
+    same_device(op, {&x, dweight});
+    need_shape(op, "dweight", *dweight, {x.size(-1)});
+    need_dtype(op, "dweight", *dweight, DType::F32);
+  }
+}
+
+}  // namespace
+
+void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
+  check_rmsnorm("rmsnorm", x, weight, y, rstd);
   backend_for(x.device()).rmsnorm(x, weight, eps, y, rstd);
+}
+
+void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                 Tensor* rstd) {
+  check_rmsnorm("add_rmsnorm", x, weight, y, rstd);
+  same_device("add_rmsnorm", {&x, &residual});
+  need_shape("add_rmsnorm", "residual", residual, x.shape());
+  need_dtype("add_rmsnorm", "residual", residual, x.dtype());
+  backend_for(x.device()).add_rmsnorm(residual, x, weight, eps, y, rstd);
 }
 
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                       Tensor& dx, Tensor* dweight) {
-  same_device("rmsnorm_backward", {&dy, &x, &weight, &rstd, &dx});
-  need_activation("rmsnorm_backward", "x", x);
-  need_activation("rmsnorm_backward", "weight", weight);
-  need_shape("rmsnorm_backward", "weight", weight, {x.size(-1)});
-  need_shape("rmsnorm_backward", "dy", dy, x.shape());
-  need_shape("rmsnorm_backward", "dx", dx, x.shape());
-  need_dtype("rmsnorm_backward", "dy", dy, x.dtype());
-  need_dtype("rmsnorm_backward", "dx", dx, x.dtype());
-  need_shape("rmsnorm_backward", "rstd", rstd, {rows_of(x)});
-  need_dtype("rmsnorm_backward", "rstd", rstd, DType::F32);
-  if (dweight) {
-    same_device("rmsnorm_backward", {&x, dweight});
-    need_shape("rmsnorm_backward", "dweight", *dweight, {x.size(-1)});
-    need_dtype("rmsnorm_backward", "dweight", *dweight, DType::F32);
-  }
+  check_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, dx, dweight);
   backend_for(x.device()).rmsnorm_backward(dy, x, weight, rstd, dx, dweight);
+}
+
+void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight) {
+  check_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, dx, dweight);
+  same_device("rmsnorm_backward_add", {&x, &add});
+  need_shape("rmsnorm_backward_add", "add", add, x.shape());
+  need_dtype("rmsnorm_backward_add", "add", add, x.dtype());
+  backend_for(x.device()).rmsnorm_backward_add(dy, x, weight, rstd, add, dx, dweight);
 }
 
 void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {

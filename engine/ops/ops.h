@@ -50,6 +50,18 @@ void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor
 // dx = d(rmsnorm)/dx · dy, using the saved rstd. dweight (F32 [D]), when given, is ACCUMULATED.
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                       Tensor& dx, Tensor* dweight = nullptr);
+// The residual add fused into the norm (one pass fewer over [rows, D]): x ← residual + x, rounded
+// to x's dtype exactly as axpy(1, residual, x) rounds it, then rmsnorm(x, weight, eps, y, rstd).
+// Bit-identical to those two calls on every backend.
+void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                 Tensor* rstd = nullptr);
+// The backward of a norm whose input also feeds a residual path: dx = rmsnorm_backward(...) + add,
+// the norm gradient rounded to dx's dtype, then add added in fp32 and rounded again.
+// Bit-identical to rmsnorm_backward(dy, x, weight, rstd, dx, dweight) then axpy(1, add, dx). dx
+// may alias dy, x or add.
+void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          const Tensor& rstd, const Tensor& add, Tensor& dx,
+                          Tensor* dweight = nullptr);
 
 // ---- RoPE (Hugging Face rotate-half convention) --------------------------------------------
 // x [tokens, heads, head_dim], rotated in place: for i < head_dim/2, with θ = pos·inv_freq[i]

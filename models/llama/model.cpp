@@ -200,8 +200,7 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   Tensor h2 = d.act({T, H}), rstd2 = d.f32({T});
   {
     prof::Scope p(kElementwise);
-    ops::axpy(1.0f, x, x2);  // residual
-    ops::rmsnorm(x2, L.ffn_norm, eps, h2, &rstd2);
+    ops::add_rmsnorm(x, x2, L.ffn_norm, eps, h2, &rstd2);  // x2 += x (residual), h2 = norm(x2)
   }
   Tensor gate = d.act({T, F}), up = d.act({T, F});
   {
@@ -258,8 +257,7 @@ void LlamaModel::block_backward(int l, Saved& s, const Batch& b, Tensor& dx) {
   Tensor dx2 = d.act({T, H});
   {
     prof::Scope p(kElementwise);
-    ops::rmsnorm_backward(dh2, s.x2, L.ffn_norm, s.rstd2, dx2);
-    ops::axpy(1.0f, dout, dx2);
+    ops::rmsnorm_backward_add(dh2, s.x2, L.ffn_norm, s.rstd2, dout, dx2);  // + residual's dout
   }
   dh2 = dout = s.x2 = Tensor();
 
@@ -291,8 +289,7 @@ void LlamaModel::block_backward(int l, Saved& s, const Batch& b, Tensor& dx) {
   Tensor dxn = d.act({T, H});
   {
     prof::Scope p(kElementwise);
-    ops::rmsnorm_backward(dh1, s.x, L.attn_norm, s.rstd1, dxn);
-    ops::axpy(1.0f, dx2, dxn);
+    ops::rmsnorm_backward_add(dh1, s.x, L.attn_norm, s.rstd1, dx2, dxn);  // + residual's dx2
   }
   dx = dxn;
 }

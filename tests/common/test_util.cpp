@@ -3,6 +3,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 namespace loft::test {
@@ -68,6 +69,15 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 
 double rel_error(const Tensor& a, const Tensor& b) {
   return rel_error(a.to_float_vector(), b.to_float_vector());
+}
+
+::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
+    return ::testing::AssertionFailure() << got.str() << " vs " << want.str();
+  const Tensor g = got.to(Device::cpu()), w = want.to(Device::cpu());
+  if (std::memcmp(g.data(), w.data(), g.nbytes()) != 0)
+    return ::testing::AssertionFailure() << "values differ (rel_error " << rel_error(g, w) << ")";
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult contains(const std::string& text, const std::string& part) {

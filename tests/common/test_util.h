@@ -40,6 +40,8 @@ Tensor random_doc_start(int64_t rows, int64_t seq, int64_t max_doc_len, std::mt1
 // Returns +inf when either holds a NaN/Inf, so NaN never passes a tolerance.
 double rel_error(const Tensor& a, const Tensor& b);
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
+// Bit-identical results: same dtype, shape and bytes (any device). Fails with the rel_error.
+::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& want);
 
 // Error-message checks: EXPECT_TRUE(test::contains(msg, "tensor 'w'")) reports both strings.
 ::testing::AssertionResult contains(const std::string& text, const std::string& part);

@@ -27,6 +27,15 @@ class CpuBackend final : public Backend {
                         const Tensor& rstd, Tensor& dx, Tensor* dweight) override {
     cpu::rmsnorm_backward(dy, x, weight, rstd, dx, dweight);
   }
+  void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                   Tensor* rstd) override {
+    cpu::add_rmsnorm(residual, x, weight, eps, y, rstd);
+  }
+  void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                            const Tensor& rstd, const Tensor& add, Tensor& dx,
+                            Tensor* dweight) override {
+    cpu::rmsnorm_backward_add(dy, x, weight, rstd, &add, dx, dweight);
+  }
   void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) override {
     cpu::rope(x, positions, inv_freq, inverse);
   }

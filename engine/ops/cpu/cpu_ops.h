@@ -15,6 +15,11 @@ void fill_random(Tensor& x, uint64_t seed, float std);
 void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd);
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                       Tensor& dx, Tensor* dweight);
+void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                 Tensor* rstd);
+// rmsnorm_backward with dx = the norm gradient + *add when add is given.
+void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          const Tensor& rstd, const Tensor* add, Tensor& dx, Tensor* dweight);
 
 void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
 

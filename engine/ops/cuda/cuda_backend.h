@@ -17,6 +17,11 @@ class CudaBackend final : public Backend {
   void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) override;
   void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                         Tensor& dx, Tensor* dweight) override;
+  void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                   Tensor* rstd) override;
+  void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                            const Tensor& rstd, const Tensor& add, Tensor& dx,
+                            Tensor* dweight) override;
   void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) override;
   void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,

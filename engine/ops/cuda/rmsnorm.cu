@@ -1,5 +1,6 @@
-// RMSNorm forward and backward: one block per row, fp32 sums reduced with warp shuffles. The
-// weight gradient is reduced over rows by a separate column-tiled kernel (one atomicAdd per
+// RMSNorm forward and backward, and their fused residual-add forms (add_rmsnorm,
+// rmsnorm_backward_add): one block per row, fp32 sums reduced with warp shuffles. The weight
+// gradient is reduced over rows by a separate column-tiled kernel (one atomicAdd per
 // column and row chunk) instead of one atomic per element.
 #include "engine/ops/cuda/cuda_backend.h"
 #include "engine/ops/cuda/kernel_util.cuh"
@@ -10,24 +11,66 @@ using namespace cuda_kernels;
 
 namespace {
 
-template <typename TX, typename TW>
-__global__ void rmsnorm_kernel(const TX* x, const TW* w, TX* y, float* rstd, int64_t d, float eps) {
+// x as the storage dtype holds it: what axpy stores, read back.
+template <typename T>
+__device__ __forceinline__ float round_to(float v) {
+  return to_f32(from_f32<T>(v));
+}
+
+// A chunk of 8 elements from p: 16-byte loads when p allows, else one at a time. For the residual
+// operands, whose alignment must not change the vectorisation (and so summation order) chosen on
+// the other pointers.
+template <typename T>
+__device__ __forceinline__ void load_chunk_any(const T* p, float (&v)[kChunk]) {
+  if (aligned16(p)) return load_chunk(p, v);
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) v[e] = to_f32(p[e]);
+}
+
+__device__ __forceinline__ void copy_chunk(const float (&from)[kChunk], float (&to)[kChunk]) {
+#pragma unroll
+  for (int e = 0; e < kChunk; ++e) to[e] = from[e];
+}
+
+// kAdd (add_rmsnorm): x's row first becomes residual + x, rounded to TX as axpy rounds it, and is
+// normalised from those stored values; otherwise x is only read. The vectorisation and the
+// summation order depend on x, y and w alone, so both forms give the same y and rstd for the same
+// stored x. Each thread's first chunk stays in registers between the two passes (at Llama widths
+// a thread has one chunk), so the second pass reads only w.
+template <typename TX, typename TW, bool kAdd>
+__global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x, const TW* w, TX* y, float* rstd,
+                               int64_t d, float eps) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
-  const TX* xr = x + row * d;
+  TX* xr = x + row * d;
   TX* yr = y + row * d;
+  const TX* rr = kAdd ? residual + row * d : nullptr;
   const bool vec = aligned16(xr) && aligned16(yr) && aligned16(w);
   const int64_t chunks = vec ? d / kChunk : 0;
 
+  float keep[kChunk];
   float ss = 0.0f;
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float v[kChunk];
     load_chunk(xr + c * kChunk, v);
+    if constexpr (kAdd) {
+      float a[kChunk];
+      load_chunk_any(rr + c * kChunk, a);
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) v[e] = round_to<TX>(a[e] + v[e]);
+      store_chunk(xr + c * kChunk, v);
+    }
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) ss += v[e] * v[e];
+    if (c == threadIdx.x) copy_chunk(v, keep);
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
-    const float v = to_f32(xr[j]);
+    float v = to_f32(xr[j]);
+    if constexpr (kAdd) {
+      const TX sum = from_f32<TX>(to_f32(rr[j]) + v);
+      xr[j] = sum;
+      v = to_f32(sum);
+    }
     ss += v * v;
   }
   ss = block_sum(ss, scratch);
@@ -36,7 +79,10 @@ __global__ void rmsnorm_kernel(const TX* x, const TW* w, TX* y, float* rstd, int
 
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float v[kChunk], wv[kChunk];
-    load_chunk(xr + c * kChunk, v);
+    if (c == threadIdx.x)
+      copy_chunk(keep, v);
+    else
+      load_chunk(xr + c * kChunk, v);
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) v[e] = wv[e] * (v[e] * r);
@@ -46,20 +92,23 @@ __global__ void rmsnorm_kernel(const TX* x, const TW* w, TX* y, float* rstd, int
     yr[j] = from_f32<TX>(to_f32(w[j]) * (to_f32(xr[j]) * r));
 }
 
-// dx = r·dy·w − (r³/D)·x·Σ(dy·w·x). Each element is read before it is written by the same
-// thread, so dx may alias dy or x.
-template <typename TX, typename TW>
-__global__ void rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
-                                        TX* dx, int64_t d) {
+// dx = r·dy·w − (r³/D)·x·Σ(dy·w·x); kAdd: dx = that rounded to TX, + add (rmsnorm_backward then
+// axpy, in one pass). Each element is read before it is written by the same thread, so dx may
+// alias dy, x or add. As in the forward, each thread's first chunk of dy and x stays in registers.
+template <typename TX, typename TW, bool kAdd>
+__global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
+                                        const TX* add, TX* dx, int64_t d) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const TX* dyr = dy + row * d;
   const TX* xr = x + row * d;
+  const TX* ar = kAdd ? add + row * d : nullptr;
   TX* dxr = dx + row * d;
   const bool vec = aligned16(dyr) && aligned16(xr) && aligned16(dxr) && aligned16(w);
   const int64_t chunks = vec ? d / kChunk : 0;
   const float r = rstd[row];
 
+  float keep_g[kChunk], keep_v[kChunk];
   float dot = 0.0f;
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float g[kChunk], v[kChunk], wv[kChunk];
@@ -68,6 +117,10 @@ __global__ void rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, 
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) dot += g[e] * wv[e] * v[e];
+    if (c == threadIdx.x) {
+      copy_chunk(g, keep_g);
+      copy_chunk(v, keep_v);
+    }
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x)
     dot += to_f32(dyr[j]) * to_f32(w[j]) * to_f32(xr[j]);
@@ -76,16 +129,29 @@ __global__ void rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, 
 
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float g[kChunk], v[kChunk], wv[kChunk];
-    load_chunk(dyr + c * kChunk, g);
-    load_chunk(xr + c * kChunk, v);
+    if (c == threadIdx.x) {
+      copy_chunk(keep_g, g);
+      copy_chunk(keep_v, v);
+    } else {
+      load_chunk(dyr + c * kChunk, g);
+      load_chunk(xr + c * kChunk, v);
+    }
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) g[e] = r * g[e] * wv[e] - coef * v[e];
+    if constexpr (kAdd) {
+      float a[kChunk];
+      load_chunk_any(ar + c * kChunk, a);
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) g[e] = round_to<TX>(g[e]) + a[e];
+    }
     store_chunk(dxr + c * kChunk, g);
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
     const float g = to_f32(dyr[j]), v = to_f32(xr[j]);
-    dxr[j] = from_f32<TX>(r * g * to_f32(w[j]) - coef * v);
+    float o = r * g * to_f32(w[j]) - coef * v;
+    if constexpr (kAdd) o = round_to<TX>(o) + to_f32(ar[j]);
+    dxr[j] = from_f32<TX>(o);
   }
 }
 
@@ -114,36 +180,44 @@ __global__ void rmsnorm_dweight_kernel(const TX* dy, const TX* x, const float* r
   }
 }
 
-}  // namespace
-
-void CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
-                          Tensor* rstd) {
+// rmsnorm, or add_rmsnorm when residual is given.
+void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, const Tensor& weight,
+                    float eps, Tensor& y, Tensor* rstd) {
   const int dev = use_device(x);
   const int64_t d = x.size(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / d;
-  LOFT_CHECK(rows <= INT32_MAX, "rmsnorm: too many rows (", rows, ") for one launch");
+  LOFT_CHECK(rows <= INT32_MAX, op, ": too many rows (", rows, ") for one launch");
   float* rstd_ptr = rstd ? rstd->ptr<float>() : nullptr;
-  dispatch_activation(x.dtype(), "rmsnorm", [&](auto xt) {
+  dispatch_activation(x.dtype(), op, [&](auto xt) {
     using TX = typename decltype(xt)::type;
-    dispatch_activation(weight.dtype(), "rmsnorm", [&](auto wt) {
+    dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
-      rmsnorm_kernel<TX, TW><<<unsigned(rows), row_threads(d), 0, cuda::stream(dev)>>>(
-          x.ptr<const TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps);
-      cuda::check_launch("rmsnorm");
+      const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
+      cudaStream_t stream = cuda::stream(dev);
+      if (residual)
+        rmsnorm_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
+            residual->ptr<const TX>(), x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr,
+            d, eps);
+      else
+        rmsnorm_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
+            nullptr, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps);
+      cuda::check_launch(op);
     });
   });
 }
 
-void CudaBackend::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                   const Tensor& rstd, Tensor& dx, Tensor* dweight) {
+// rmsnorm_backward, or rmsnorm_backward_add when add is given.
+void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
+                             const Tensor& weight, const Tensor& rstd, const Tensor* add,
+                             Tensor& dx, Tensor* dweight) {
   const int dev = use_device(x);
   const int64_t d = x.size(-1);
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / d;
-  LOFT_CHECK(rows <= INT32_MAX, "rmsnorm_backward: too many rows (", rows, ") for one launch");
+  LOFT_CHECK(rows <= INT32_MAX, op, ": too many rows (", rows, ") for one launch");
   cudaStream_t stream = cuda::stream(dev);
-  dispatch_activation(x.dtype(), "rmsnorm_backward", [&](auto xt) {
+  dispatch_activation(x.dtype(), op, [&](auto xt) {
     using TX = typename decltype(xt)::type;
     // dweight first: dx may alias dy or x, which it reads.
     if (dweight) {
@@ -158,14 +232,43 @@ void CudaBackend::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tens
           rows, d, rows_per_block);
       cuda::check_launch("rmsnorm_dweight");
     }
-    dispatch_activation(weight.dtype(), "rmsnorm_backward", [&](auto wt) {
+    dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
-      rmsnorm_backward_kernel<TX, TW><<<unsigned(rows), row_threads(d), 0, stream>>>(
-          dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-          dx.ptr<TX>(), d);
-      cuda::check_launch("rmsnorm_backward");
+      const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
+      if (add)
+        rmsnorm_backward_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
+            dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+            add->ptr<const TX>(), dx.ptr<TX>(), d);
+      else
+        rmsnorm_backward_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
+            dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+            nullptr, dx.ptr<TX>(), d);
+      cuda::check_launch(op);
     });
   });
+}
+
+}  // namespace
+
+void CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                          Tensor* rstd) {
+  launch_rmsnorm("rmsnorm", nullptr, x, weight, eps, y, rstd);
+}
+
+void CudaBackend::add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps,
+                              Tensor& y, Tensor* rstd) {
+  launch_rmsnorm("add_rmsnorm", &residual, x, weight, eps, y, rstd);
+}
+
+void CudaBackend::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   const Tensor& rstd, Tensor& dx, Tensor* dweight) {
+  launch_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, nullptr, dx, dweight);
+}
+
+void CudaBackend::rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                       const Tensor& rstd, const Tensor& add, Tensor& dx,
+                                       Tensor* dweight) {
+  launch_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, &add, dx, dweight);
 }
 
 }  // namespace loft::ops

@@ -1,0 +1,168 @@
+// CUDA add_rmsnorm and rmsnorm_backward_add: bit-identical to the separate CUDA ops they replace
+// (axpy then rmsnorm; rmsnorm_backward then axpy) for every activation × weight dtype, at odd
+// widths and row counts, with unaligned operands (scalar paths, and a residual whose alignment
+// differs from x's); close to the CPU; and µs per call fused vs separate at Llama widths.
+#include <chrono>
+#include <cstdio>
+
+#include "engine/device/memory.h"
+#include "tests/gpu/test_ops_cuda_util.h"
+
+namespace loft::test {
+namespace {
+
+constexpr float kEps = 1e-5f;
+
+const Shape kShapes[] = {{1, 40},   {3, 40},      {257, 40}, {1, 4100}, {3, 4100},
+                         {257, 4100}, {33, 4096}, {2, 3, 173}, {5, 1}};
+
+int64_t rows_of(const Shape& s) { return shape_numel(s) / s.back(); }
+
+// `src`'s values in a new GPU tensor of dtype dt, starting `offset` elements into its buffer
+// (offset 1: no row is 16-byte aligned when the width is a multiple of 8, so kernels take their
+// scalar paths).
+Tensor placed(const Tensor& src, DType dt, int64_t offset) {
+  Tensor flat = Tensor::zeros({src.numel() + offset}, dt, kGpu);
+  Tensor out = flat.slice(offset, src.numel()).view(src.shape());
+  ops::convert(src, out);
+  return out;
+}
+
+// The offsets of (x, residual): aligned, both unaligned, and residual alone unaligned (the
+// vectorised path must then read the residual element by element).
+constexpr std::pair<int64_t, int64_t> kOffsets[] = {{0, 0}, {1, 1}, {0, 1}};
+
+TEST(RmsnormFusedCuda, AddRmsnormMatchesSeparateOps) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(51);
+  for (DType xt : kActivationDtypes)
+    for (DType wt : kActivationDtypes)
+      for (const Shape& s : kShapes)
+        for (auto [xoff, roff] : kOffsets) {
+          const int64_t d = s.back();
+          const Tensor x0 = to_gpu(random_tensor(s, rng, -2.0f, 2.0f), xt);
+          const Tensor res = placed(random_tensor(s, rng, -2.0f, 2.0f).to(kGpu), xt, roff);
+          const Tensor w = to_gpu(random_tensor({d}, rng, 0.5f, 1.5f), wt);
+          const std::string what = name(xt) + " x, " + name(wt) + " weight, " + shape_str(s) +
+                                   ", offsets " + std::to_string(xoff) + "/" + std::to_string(roff);
+
+          Tensor xs = placed(x0, xt, xoff), ys = Tensor::empty(s, xt, kGpu);
+          Tensor rs = Tensor::empty({rows_of(s)}, DType::F32, kGpu);
+          ops::axpy(1.0f, res, xs);
+          ops::rmsnorm(xs, w, kEps, ys, &rs);
+
+          Tensor xf = placed(x0, xt, xoff), yf = Tensor::empty(s, xt, kGpu);
+          Tensor rf = Tensor::empty({rows_of(s)}, DType::F32, kGpu);
+          ops::add_rmsnorm(res, xf, w, kEps, yf, &rf);
+          EXPECT_TRUE(same_bytes(xf, xs)) << "x (the residual sum) " << what;
+          EXPECT_TRUE(same_bytes(yf, ys)) << "y " << what;
+          EXPECT_TRUE(same_bytes(rf, rs)) << "rstd " << what;
+
+          Tensor xn = placed(x0, xt, xoff), yn = Tensor::empty(s, xt, kGpu);  // rstd optional
+          ops::add_rmsnorm(res, xn, w, kEps, yn);
+          EXPECT_TRUE(same_bytes(yn, ys)) << "y without rstd " << what;
+
+          // Against the CPU on the values the GPU saw: the sum in fp32 (BF16 then rounds it).
+          Tensor cx = cpu_f32(x0), cy = Tensor::empty(s, DType::F32);
+          Tensor crs = Tensor::empty({rows_of(s)}, DType::F32);
+          ops::add_rmsnorm(cpu_f32(res), cx, cpu_f32(w), kEps, cy, &crs);
+          EXPECT_LT(rel_error(xf, cx), tol(xt)) << what;
+          EXPECT_LT(rel_error(yf, cy), xt == DType::F32 ? 1e-5 : 2e-2) << what;
+          EXPECT_LT(rel_error(rf, crs), xt == DType::F32 ? 1e-5 : 1e-2) << what;
+        }
+}
+
+TEST(RmsnormFusedCuda, BackwardAddMatchesSeparateOps) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(52);
+  enum class Out { Fresh, OverAdd, OverDy };
+  for (DType xt : kActivationDtypes)
+    for (DType wt : kActivationDtypes)
+      for (const Shape& s : kShapes)
+        for (auto [xoff, aoff] : kOffsets)
+          for (Out out : {Out::Fresh, Out::OverAdd, Out::OverDy}) {
+            const bool with_dw = out == Out::Fresh;
+            const int64_t d = s.back();
+            const Tensor x = placed(random_tensor(s, rng, -2.0f, 2.0f).to(kGpu), xt, xoff);
+            const Tensor dy0 = placed(random_tensor(s, rng).to(kGpu), xt, xoff);
+            const Tensor add0 = placed(random_tensor(s, rng).to(kGpu), xt, aoff);
+            const Tensor w = to_gpu(random_tensor({d}, rng, 0.5f, 1.5f), wt);
+            const Tensor dw0 = random_tensor({d}, rng).to(kGpu);
+            Tensor y = Tensor::empty(s, xt, kGpu), rstd = Tensor::empty({rows_of(s)}, DType::F32, kGpu);
+            ops::rmsnorm(x, w, kEps, y, &rstd);
+            const std::string what = name(xt) + " x, " + name(wt) + " weight, " + shape_str(s) +
+                                     ", offsets " + std::to_string(xoff) + "/" + std::to_string(aoff) +
+                                     (out == Out::OverAdd  ? ", dx over add"
+                                      : out == Out::OverDy ? ", dx over dy"
+                                                           : ", dweight");
+
+            // The separate dx sits where the fused one does: the kernel's vectorisation (and so
+            // its summation order) depends on dx's alignment too.
+            Tensor dxs = placed(dy0, xt, out == Out::OverAdd ? aoff : xoff), dws = dw0.clone();
+            ops::rmsnorm_backward(dy0, x, w, rstd, dxs, with_dw ? &dws : nullptr);
+            ops::axpy(1.0f, add0, dxs);
+
+            Tensor dy = placed(dy0, xt, xoff), add = placed(add0, xt, aoff), dwf = dw0.clone();
+            Tensor dx = out == Out::OverAdd ? add : out == Out::OverDy ? dy : placed(dy0, xt, xoff);
+            ops::rmsnorm_backward_add(dy, x, w, rstd, add, dx, with_dw ? &dwf : nullptr);
+            EXPECT_TRUE(same_bytes(dx, dxs)) << "dx " << what;
+            EXPECT_TRUE(same_bytes(dwf, dws)) << "dweight " << what;
+
+            if (d > 1) {  // as in RmsnormCuda.BackwardMatchesCpu: D = 1 cancels catastrophically
+              Tensor cdx = Tensor::empty(s, DType::F32);
+              ops::rmsnorm_backward_add(cpu_f32(dy0), cpu_f32(x), cpu_f32(w), rstd.to(Device::cpu()),
+                                        cpu_f32(add0), cdx);
+              EXPECT_LT(rel_error(dx, cdx), tol(xt)) << what;
+            }
+          }
+}
+
+// Not only a check: µs per call at [4096, 4096] (llama3-8b, 2×2048 tokens) and [8192, 5120]
+// (llama-13b, 4×2048) in BF16 with a BF16 weight, fused against the separate ops, for
+// docs/perf.md. Bytes at least: add_rmsnorm reads residual and x, writes x and y (4 passes of
+// [T, H]; the separate ops make 5); rmsnorm_backward_add reads dy, x and add, writes dx (4; the
+// separate ops make 6).
+TEST(RmsnormFusedCuda, PrintsTimingsAtLlamaShapes) {
+  LOFT_REQUIRE_GPU();
+  for (auto [t, h] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {8192, 5120}}) {
+    auto make = [&](uint64_t seed) {
+      Tensor a = Tensor::empty({t, h}, DType::BF16, kGpu);
+      ops::fill_random(a, seed, 1.0f);
+      return a;
+    };
+    Tensor res = make(1), x = make(2), y = make(3), dy = make(4), add = make(5), dx = make(6);
+    Tensor w = Tensor::empty({h}, DType::BF16, kGpu);
+    ops::fill_random(w, 7, 0.2f);
+    Tensor rstd = Tensor::empty({t}, DType::F32, kGpu);
+    ops::rmsnorm(x, w, kEps, y, &rstd);
+    auto time_us = [&](auto&& fn) {
+      fn();
+      synchronize(kGpu);
+      const auto t0 = std::chrono::steady_clock::now();
+      constexpr int kIters = 50;
+      for (int i = 0; i < kIters; ++i) fn();
+      synchronize(kGpu);
+      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kIters;
+    };
+    // x grows by the residual each call: values stay far from BF16's range in 50 calls.
+    const double fwd_sep = time_us([&] {
+      ops::axpy(1.0f, res, x);
+      ops::rmsnorm(x, w, kEps, y, &rstd);
+    });
+    const double fwd_fused = time_us([&] { ops::add_rmsnorm(res, x, w, kEps, y, &rstd); });
+    const double bwd_sep = time_us([&] {
+      ops::rmsnorm_backward(dy, x, w, rstd, dx);
+      ops::axpy(1.0f, add, dx);
+    });
+    const double bwd_fused = time_us([&] { ops::rmsnorm_backward_add(dy, x, w, rstd, add, dx); });
+    const double pass = double(t * h) * 2.0 / 1e3;  // one BF16 pass over [T, H], in bytes / 1e3
+    std::printf("[%lld,%lld] bf16: axpy+rmsnorm %.1f us, add_rmsnorm %.1f us (%.0f GB/s); "
+                "rmsnorm_backward+axpy %.1f us, rmsnorm_backward_add %.1f us (%.0f GB/s)\n",
+                (long long)t, (long long)h, fwd_sep, fwd_fused, 4 * pass / fwd_fused, bwd_sep,
+                bwd_fused, 4 * pass / bwd_fused);
+    EXPECT_GT(fwd_fused, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace loft::test
