@@ -135,8 +135,10 @@ void expect_methods_near_lora(const std::string& model, Device device, int steps
                 q.name.c_str(), got.after, 100.0 * rel, q.held_to_bound ? "" : " (reported only)");
     ::testing::Test::RecordProperty(model + "/" + q.name, std::to_string(got.after));
     EXPECT_LT(got.after, got.before) << q.name << " did not learn";
-    if (q.held_to_bound)
-      EXPECT_LT(std::abs(rel), q.bound > 0 ? q.bound : tolerance) << q.name << ": " << got.after << " vs lora " << ref.after;
+    if (q.held_to_bound) {
+      EXPECT_LT(std::abs(rel), q.bound > 0 ? q.bound : tolerance)
+          << q.name << ": " << got.after << " vs lora " << ref.after;
+    }
   }
 }
 
