@@ -106,7 +106,9 @@ TEST(RmsnormFusedCuda, BackwardAddMatchesSeparateOps) {
             Tensor dx = out == Out::OverAdd ? add : out == Out::OverDy ? dy : placed(dy0, xt, xoff);
             ops::rmsnorm_backward_add(dy, x, w, rstd, add, dx, with_dw ? &dwf : nullptr);
             EXPECT_TRUE(same_bytes(dx, dxs)) << "dx " << what;
-            EXPECT_TRUE(same_bytes(dwf, dws)) << "dweight " << what;
+            // dweight is summed over rows with one atomicAdd per column tile (rmsnorm.cu): its
+            // order, and so its last bits, vary between any two calls, fused or not.
+            EXPECT_LT(rel_error(dwf, dws), 1e-6) << "dweight " << what;
 
             if (d > 1) {  // as in RmsnormCuda.BackwardMatchesCpu: D = 1 cancels catastrophically
               Tensor cdx = Tensor::empty(s, DType::F32);
