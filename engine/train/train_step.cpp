@@ -1,26 +1,43 @@
 #include "engine/train/train_step.h"
 
 #include <cmath>
+#include <vector>
 
 #include "engine/device/profile.h"
 
 namespace loft {
 
 StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
-                      double max_grad_norm, double lr, int64_t step) {
+                      double max_grad_norm, double lr, int64_t step, const RankStep* rank) {
   StepResult r;
   for (const Batch& b : micro) {
     r.targets += b.target_count;
     r.tokens += b.ids.numel();
   }
+  if (rank) {
+    LOFT_CHECK(rank->sync && rank->step_targets >= r.targets, "step ", step, ": a rank's step needs ",
+               "its gradient sync and the step's target count over every rank (", rank->step_targets,
+               ", this rank's ", r.targets, ")");
+    r.targets = rank->step_targets;
+  }
+  GradientSync* sync = rank ? rank->sync : nullptr;
   // Normalise by the target tokens of the whole accumulated batch, as one big batch would.
   const float scale = r.targets > 0 ? 1.0f / float(r.targets) : 0.0f;
-  for (size_t k = 0; k < micro.size(); ++k) {
-    const LossSums s = model.forward_backward(micro[k], scale);
-    if (!std::isfinite(s.loss_sum))
-      throw Error(cat("step ", step, ": loss is ", s.loss_sum, " in micro-batch ", k + 1, " of ",
-                      micro.size(), "; nothing from this step was applied or saved"));
-    r.loss_sum += s.loss_sum;
+  std::vector<double> losses;
+  const auto check_losses = [&] {
+    for (size_t k = 0; k < losses.size(); ++k)
+      if (!std::isfinite(losses[k]))
+        throw Error(cat("step ", step, ": loss is ", losses[k], " in micro-batch ", k + 1, " of ",
+                        micro.size(), "; nothing from this step was applied or saved"));
+  };
+  for (const Batch& b : micro) {
+    losses.push_back(model.forward_backward(b, scale).loss_sum);
+    if (!sync) check_losses();  // one rank: stop at the first bad micro-batch
+    r.loss_sum += losses.back();
+  }
+  if (sync) {
+    sync->sum(model.params());
+    check_losses();
   }
   r.grad_norm = optimizer.clip_grad_norm(max_grad_norm);
   if (!std::isfinite(r.grad_norm))

@@ -15,15 +15,34 @@
 namespace loft {
 
 struct StepResult {
-  double loss_sum = 0;   // Σ −log p over the target tokens of every micro-batch
-  int64_t targets = 0;   // target tokens over every micro-batch
-  int64_t tokens = 0;    // tokens (ids) over every micro-batch
+  double loss_sum = 0;   // Σ −log p over the target tokens of every micro-batch (this rank's)
+  int64_t targets = 0;   // target tokens over every micro-batch (of every rank's, with RankStep)
+  int64_t tokens = 0;    // tokens (ids) over every micro-batch (this rank's)
   double grad_norm = 0;  // the global norm before clipping
 };
 
+// Sums the step's gradients over data-parallel ranks between the backward and the clipping
+// (docs/multi-gpu.md; NCCL underneath), so that every rank takes the same update.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual void sum(std::span<Param* const> params) = 0;
+};
+
+// One rank's part of a data-parallel step: `micro` is its share of the step's micro-batches
+// (rank_share), the loss scale is 1 / the whole step's target tokens over every rank, and the
+// gradients are summed over the ranks before the clipping.
+struct RankStep {
+  GradientSync* sync = nullptr;
+  int64_t step_targets = 0;  // target tokens of the step's micro-batches over every rank
+};
+
 // `step` (1-based) names the step in errors. Throws Error, before anything is applied to the
-// params, when a micro-batch's loss or the gradient norm is not finite.
+// params, when a micro-batch's loss or the gradient norm is not finite. With `rank`, the losses
+// are checked only after the gradients were summed, so every rank reaches the collective before
+// any of them can throw (a bad gradient reaches every rank's norm through the sum).
 StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
-                      double max_grad_norm, double lr, int64_t step);
+                      double max_grad_norm, double lr, int64_t step,
+                      const RankStep* rank = nullptr);
 
 }  // namespace loft
