@@ -1,0 +1,125 @@
+// GradReducer's bucketing (engine/dist/grad_reducer.h) on the CPU: the pure plan (which params go
+// in which bucket, an oversize param alone, empty params, the cap exactly met) and the reducer
+// driving a recording Communicator: one all_reduce_sum per bucket, the grads in the params'
+// order, the wait after, and the portable factories' error without NCCL.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "engine/dist/grad_reducer.h"
+#include "tests/common/test_util.h"
+
+namespace loft {
+namespace {
+
+std::vector<BucketRange> plan(std::vector<size_t> bytes, size_t cap) {
+  return plan_buckets(bytes, cap);
+}
+
+TEST(GradReducerPlan, PacksConsecutiveParamsUpToTheCap) {
+  EXPECT_EQ(plan({}, 10), std::vector<BucketRange>{});
+  EXPECT_EQ(plan({4, 4, 4}, 10), (std::vector<BucketRange>{{0, 2, 8}, {2, 3, 4}}));
+  // The cap exactly met stays one bucket; one byte more starts the next.
+  EXPECT_EQ(plan({5, 5, 1}, 10), (std::vector<BucketRange>{{0, 2, 10}, {2, 3, 1}}));
+  EXPECT_EQ(plan({10, 10}, 10), (std::vector<BucketRange>{{0, 1, 10}, {1, 2, 10}}));
+}
+
+TEST(GradReducerPlan, AnOversizeParamGetsABucketOfItsOwn) {
+  EXPECT_EQ(plan({3, 25, 2, 2}, 10),
+            (std::vector<BucketRange>{{0, 1, 3}, {1, 2, 25}, {2, 4, 4}}));
+  EXPECT_EQ(plan({25}, 10), (std::vector<BucketRange>{{0, 1, 25}}));
+  EXPECT_EQ(plan({25, 30}, 10), (std::vector<BucketRange>{{0, 1, 25}, {1, 2, 30}}));
+}
+
+TEST(GradReducerPlan, EmptyParamsRideAlong) {
+  EXPECT_EQ(plan({0, 0, 7, 0, 7}, 10), (std::vector<BucketRange>{{0, 4, 7}, {4, 5, 7}}));
+  EXPECT_EQ(plan({0, 25}, 10), (std::vector<BucketRange>{{0, 2, 25}}));
+}
+
+TEST(GradReducerPlan, CoversEveryParamOnceWithinTheCap) {
+  std::mt19937 rng(17);
+  for (size_t cap : {size_t(1), size_t(64), size_t(1000)}) {
+    std::vector<size_t> bytes(200);
+    for (size_t& b : bytes) b = rng() % 1500;
+    const auto buckets = plan_buckets(bytes, cap);
+    size_t next = 0;
+    for (const BucketRange& b : buckets) {
+      EXPECT_EQ(b.first, next);
+      EXPECT_LT(b.first, b.last);
+      const size_t sum = std::accumulate(bytes.begin() + long(b.first),
+                                         bytes.begin() + long(b.last), size_t(0));
+      EXPECT_EQ(b.bytes, sum);
+      // Over the cap only when one param alone (plus empty ones) is.
+      if (b.bytes > cap) {
+        EXPECT_EQ(std::count_if(bytes.begin() + long(b.first), bytes.begin() + long(b.last),
+                                [](size_t x) { return x > 0; }),
+                  1);
+      }
+      next = b.last;
+    }
+    EXPECT_EQ(next, bytes.size());
+  }
+  EXPECT_THROW(plan_buckets(std::vector<size_t>{1}, 0), Error);
+}
+
+// Records the calls; "sums" by doubling, as a world of two identical ranks would.
+class RecordingComm final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  Device device() const override { return Device::cpu(); }
+  void all_reduce_sum(std::span<Tensor* const> tensors) override {
+    groups.emplace_back();
+    for (Tensor* t : tensors) {
+      groups.back().push_back(t);
+      float* d = t->ptr<float>();
+      for (int64_t i = 0; i < t->numel(); ++i) d[i] *= 2;
+    }
+  }
+  void wait(std::chrono::milliseconds timeout) override { waits.push_back(timeout); }
+  void abort() override {}
+  std::vector<std::vector<Tensor*>> groups;
+  std::vector<std::chrono::milliseconds> waits;
+};
+
+TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
+  std::mt19937 rng(3);
+  std::vector<Param> params;
+  for (int64_t n : {5, 300, 1, 2000, 0, 17, 17})
+    params.push_back({"p", Tensor::zeros({n}, DType::F32), test::random_tensor({n}, rng)});
+  std::vector<Param*> ptrs;
+  std::vector<std::vector<float>> before;
+  for (Param& p : params) {
+    ptrs.push_back(&p);
+    before.push_back(p.grad.to_float_vector());
+  }
+  RecordingComm comm;
+  GradReducer reducer(comm, 1300 * sizeof(float), std::chrono::milliseconds(1234));
+  reducer.sum(ptrs);
+
+  const std::vector<BucketRange> want{
+      {0, 3, 306 * 4}, {3, 4, 2000 * 4}, {4, 7, 34 * 4}};
+  EXPECT_EQ(reducer.buckets(), want);
+  ASSERT_EQ(comm.groups.size(), want.size());
+  size_t k = 0;
+  for (size_t b = 0; b < want.size(); ++b) {
+    ASSERT_EQ(comm.groups[b].size(), want[b].last - want[b].first);
+    for (Tensor* t : comm.groups[b]) EXPECT_EQ(t, &params[k++].grad);
+  }
+  EXPECT_EQ(comm.waits, std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(1234)});
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<float> after = params[i].grad.to_float_vector();
+    for (size_t j = 0; j < after.size(); ++j) ASSERT_EQ(after[j], 2 * before[i][j]);
+  }
+}
+
+TEST(NcclComm, FactoriesSayWhenThereIsNoNccl) {
+  if (nccl_compiled()) GTEST_SKIP() << "this build links NCCL (tests/gpu cover it)";
+  EXPECT_THROW(new_unique_id(), Error);
+  EXPECT_THROW(make_communicators({0}), Error);
+  const NcclUniqueId id{};
+  EXPECT_THROW(make_communicator(0, id, 1, 0), Error);
+}
+
+}  // namespace
+}  // namespace loft
