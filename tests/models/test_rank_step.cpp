@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -43,14 +44,23 @@ Replica replica(const std::string& method) {
   return r;
 }
 
-// Sums two ranks' gradients in place: both wait until both have finished their backward.
+// Sums two ranks' gradients in place: both wait until both have finished their backward. The
+// ranks compute one at a time (`compute`, released only while a rank waits here): on the CPU both
+// replicas share one device, and with it the per-device scratches (FALQON's transposed codes)
+// that ranks on separate GPUs each have their own of.
 class TwoRankSum {
  public:
   struct Rank : GradientSync {
     TwoRankSum* all = nullptr;
     int index = 0;
-    void sum(std::span<Param* const> params) override { all->arrive(index, params); }
+    std::unique_lock<std::mutex>* held = nullptr;  // this rank's hold on `compute`
+    void sum(std::span<Param* const> params) override {
+      held->unlock();
+      all->arrive(index, params);
+      held->lock();
+    }
   };
+  std::mutex compute;
   Rank rank[2];
   TwoRankSum() {
     for (int i = 0; i < 2; ++i) {
@@ -116,6 +126,8 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
         threads.emplace_back([&, r] {
           Replica& rep = r == 0 ? r0 : r1;
           const std::vector<Batch> mine{micro[size_t(r)], micro[size_t(r + 2)]};
+          std::unique_lock<std::mutex> hold(sum.compute);
+          sum.rank[r].held = &hold;
           const RankStep rank{&sum.rank[r], targets};
           part[r] = train_step(*rep.model, *rep.optimizer, mine, 1.0, 1e-3, step, &rank);
         });
