@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 run=$PWD/.gpurun
 [ -f "$run/gpurun.tgz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
-export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 OUT=${OUT:-/tmp/loft-out}; mkdir -p "$OUT"
 methods=${METHODS:-lora,qlora,falqon,halo,halo:nf4}
 steps=${STEPS:-4}

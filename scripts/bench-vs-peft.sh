@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 shape=${1:-llama-7b}; batch=${2:-4}; seq=${3:-512}; gc=${4:-}
 run=$PWD/.gpurun
-export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 methods=${METHODS:-lora,qlora,halo}
 OUT=${OUT:-/tmp/loft-out}
 echo "== loft bench $shape batch $batch seq $seq methods $methods $gc ${LOFT_BENCH_ARGS:-}"

@@ -30,7 +30,7 @@ work=$PWD/.fuzzwork
 stage=$work/stage
 rm -rf "$stage" && mkdir -p "$stage" "$work/corpus" "$work/findings" "$work/totals" "$work/rates"
 tar -C "$stage" -xzf .fuzzrun/fuzzrun.tgz || { echo "fuzz-device: no .fuzzrun/fuzzrun.tgz (scripts/fuzz-stage.sh, then carry .fuzzrun)" >&2; exit 2; }
-export LD_LIBRARY_PATH=$stage/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$stage"
 targets=($(cd "$stage/bin" && ls fuzz_* | sed 's/^fuzz_//'))
 rm -rf "$work/logs" && mkdir -p "$work/logs" "$OUT/fuzz"
 for t in "${targets[@]}"; do

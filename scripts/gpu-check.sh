@@ -10,7 +10,7 @@ run=$PWD/.gpurun
 [ -f "$run/gpurun.tgz" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
 export LOFT_TEST_DATA=$run/data
 export LOFT_SOURCE_DIR=$PWD
-export LD_LIBRARY_PATH=$run/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
 # The GPU suite, plus the model suite (CPU tests, but built with CUDA: checks that build too).

@@ -25,7 +25,7 @@ RANDOM=${SEED:-1}
 if [ -z "${LOFT:-}" ]; then
   if [ -f .gpurun/gpurun.tgz ] && [ ! -x .gpurun/bin/loft ]; then tar -C .gpurun -xzf .gpurun/gpurun.tgz; fi
   LOFT=build/loft; [ -x .gpurun/bin/loft ] && LOFT=.gpurun/bin/loft
-  export LD_LIBRARY_PATH=$PWD/.gpurun/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$PWD/.gpurun"
 fi
 res=$OUT/gpu-kill-resume
 work=$(mktemp -d)
