@@ -9,16 +9,10 @@
 #include "engine/peft/method.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
+#include "tests/common/tiny_llama.h"
 
 namespace loft::llama {
 namespace {
-
-LlamaConfig tiny_llama() {
-  return LlamaConfig::from_json_text(R"({"hidden_size": 64, "intermediate_size": 160,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "vocab_size": 300, "max_position_embeddings": 256})",
-                                     "tiny-llama");
-}
 
 struct Step {
   double loss = 0;
@@ -26,7 +20,7 @@ struct Step {
 };
 
 Step one_step(const std::string& method, const std::string& targets, bool checkpointing) {
-  const LlamaConfig c = tiny_llama();
+  const LlamaConfig c = test::tiny_llama_config();
   const Device cpu = Device::cpu();
   MethodOptions m{method, {8, 16.0f}, parse_lora_targets(targets), 0};
   apply_method_invariants(m);

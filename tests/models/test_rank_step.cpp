@@ -16,16 +16,10 @@
 #include "engine/train/train_step.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
+#include "tests/common/tiny_llama.h"
 
 namespace loft::llama {
 namespace {
-
-LlamaConfig tiny_llama() {
-  return LlamaConfig::from_json_text(R"({"hidden_size": 64, "intermediate_size": 160,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-    "vocab_size": 300, "max_position_embeddings": 256})",
-                                     "tiny-llama");
-}
 
 struct Replica {
   std::unique_ptr<LlamaModel> model;
@@ -33,7 +27,7 @@ struct Replica {
 };
 
 Replica replica(const std::string& method) {
-  const LlamaConfig c = tiny_llama();
+  const LlamaConfig c = test::tiny_llama_config();
   MethodOptions m{method, {8, 16.0f}, parse_lora_targets("all"), 0};
   apply_method_invariants(m);
   std::mt19937_64 rng(1);
@@ -88,7 +82,7 @@ class TwoRankSum {
 };
 
 std::vector<Batch> step_batches(int step) {
-  const LlamaConfig c = tiny_llama();
+  const LlamaConfig c = test::tiny_llama_config();
   std::mt19937_64 tok(100 + step);
   std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
   std::vector<Batch> out;
