@@ -49,7 +49,8 @@ class Communicator {
   virtual void abort() = 0;
 };
 
-// True when this build links NCCL (a CUDA build with libnccl found).
+// True when this build can use NCCL (a CUDA build with nccl.h; libnccl.so.2 is loaded at first
+// use, nccl_api.h).
 bool nccl_compiled();
 
 // A fresh NCCL unique id (rank 0 makes one per job and sends it to the others). Throws Error

@@ -3,8 +3,9 @@
 // is settled (ncclCommGetAsyncError polled to success) before the stream may be trusted. Every
 // poll has a deadline; past it, or on an error, the communicator is aborted (ncclCommAbort also
 // stops NCCL kernels spinning on a dead peer) and the Error names rank, world size and cause.
+// NCCL itself is loaded at first use (nccl_api.h).
 #ifdef LOFT_WITH_NCCL
-#include <nccl.h>
+#include "engine/dist/nccl_api.h"
 
 #include <cstring>
 #include <sstream>
@@ -28,8 +29,8 @@ std::string seconds(std::chrono::milliseconds t) {
 }
 
 std::string nccl_cause(ncclResult_t r, ncclComm_t comm) {
-  std::string s = cat("NCCL: ", ncclGetErrorString(r));
-  const char* last = ncclGetLastError(comm);
+  std::string s = cat("NCCL: ", nccl_api().ncclGetErrorString(r));
+  const char* last = nccl_api().ncclGetLastError(comm);
   if (last && *last) s += cat("; ", last);
   return s;
 }
@@ -50,7 +51,7 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t r, Clock::time_point deadline)
   while (r == ncclInProgress) {
     if (Clock::now() >= deadline) return ncclInProgress;
     pause_since(start);
-    if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
+    if (nccl_api().ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
   }
   return r;
 }
@@ -69,7 +70,7 @@ class NcclCommunicator final : public Communicator {
     }
     if (!comm_) return;
     cudaSetDevice(dev_);
-    ncclCommDestroy(comm_);
+    nccl_api().ncclCommDestroy(comm_);
   }
 
   int rank() const override { return rank_; }
@@ -85,18 +86,18 @@ class NcclCommunicator final : public Communicator {
     }
     cuda::set_device(dev_);
     cudaStream_t stream = cuda::stream(dev_);
-    ncclResult_t r = ncclGroupStart();
+    ncclResult_t r = nccl_api().ncclGroupStart();
     if (r != ncclSuccess) fail(cat("ncclGroupStart failed (", nccl_cause(r, comm_), ")"));
     for (Tensor* t : tensors) {
       if (t->numel() == 0) continue;
-      const ncclResult_t c = ncclAllReduce(t->data(), t->data(), size_t(t->numel()), ncclFloat32,
+      const ncclResult_t c = nccl_api().ncclAllReduce(t->data(), t->data(), size_t(t->numel()), ncclFloat32,
                                            ncclSum, comm_, stream);
       if (c != ncclSuccess && c != ncclInProgress) {
         r = c;
         break;
       }
     }
-    const ncclResult_t end = ncclGroupEnd();  // closes the group even after a failed call
+    const ncclResult_t end = nccl_api().ncclGroupEnd();  // closes the group even after a failed call
     if (r == ncclSuccess) r = end;
     r = settle(comm_, r, Clock::now() + timeout_);
     if (r == ncclInProgress)
@@ -112,7 +113,7 @@ class NcclCommunicator final : public Communicator {
     const auto deadline = start + timeout;
     for (;;) {
       ncclResult_t a = ncclSuccess;
-      const ncclResult_t q = ncclCommGetAsyncError(comm_, &a);
+      const ncclResult_t q = nccl_api().ncclCommGetAsyncError(comm_, &a);
       if (q != ncclSuccess) a = q;
       if (a == ncclRemoteError || a == ncclSystemError)
         fail(cat("a peer stopped answering (", nccl_cause(a, comm_), ")"));
@@ -134,7 +135,7 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     if (!comm_) return;
     cudaSetDevice(dev_);
-    ncclCommAbort(comm_);
+    nccl_api().ncclCommAbort(comm_);
     comm_ = nullptr;
   }
 
@@ -157,7 +158,7 @@ class NcclCommunicator final : public Communicator {
 
 NcclUniqueId nccl_new_unique_id() {
   ncclUniqueId id;
-  const ncclResult_t r = ncclGetUniqueId(&id);
+  const ncclResult_t r = nccl_api().ncclGetUniqueId(&id);
   if (r != ncclSuccess) throw Error(cat("ncclGetUniqueId failed (", nccl_cause(r, nullptr), ")"));
   NcclUniqueId out;
   std::memcpy(out.data(), id.internal, out.size());
@@ -167,7 +168,7 @@ NcclUniqueId nccl_new_unique_id() {
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices) {
   const int n = int(devices.size());
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
-  const ncclResult_t r = ncclCommInitAll(comms.data(), n, devices.data());
+  const ncclResult_t r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data());
   if (r != ncclSuccess)
     throw Error(cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr),
                     ")"));
@@ -188,14 +189,14 @@ std::unique_ptr<Communicator> make_nccl_communicator(int device,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // init returns at once; the deadline below bounds the wait for peers
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, world, id, rank, &config);
+  ncclResult_t r = nccl_api().ncclCommInitRankConfig(&comm, world, id, rank, &config);
   if (comm) r = settle(comm, r, Clock::now() + timeout);
   if (r != ncclSuccess) {
     const std::string cause =
         r == ncclInProgress ? cat("the other ranks did not join within ", seconds(timeout))
                             : cat("NCCL could not set up the communicator (", nccl_cause(r, comm),
                                   ")");
-    if (comm) ncclCommAbort(comm);
+    if (comm) nccl_api().ncclCommAbort(comm);
     throw Error(cat("rank ", rank, " of ", world, " on cuda:", device, ": ", cause));
   }
   return std::make_unique<NcclCommunicator>(comm, device, rank, world, timeout);
