@@ -24,20 +24,19 @@ StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const B
   // Normalise by the target tokens of the whole accumulated batch, as one big batch would.
   const float scale = r.targets > 0 ? 1.0f / float(r.targets) : 0.0f;
   std::vector<double> losses;
-  const auto check_losses = [&] {
-    for (size_t k = 0; k < losses.size(); ++k)
-      if (!std::isfinite(losses[k]))
-        throw Error(cat("step ", step, ": loss is ", losses[k], " in micro-batch ", k + 1, " of ",
-                        micro.size(), "; nothing from this step was applied or saved"));
+  const auto check_loss = [&](size_t k) {
+    if (!std::isfinite(losses[k]))
+      throw Error(cat("step ", step, ": loss is ", losses[k], " in micro-batch ", k + 1, " of ",
+                      micro.size(), "; nothing from this step was applied or saved"));
   };
   for (const Batch& b : micro) {
     losses.push_back(model.forward_backward(b, scale).loss_sum);
-    if (!sync) check_losses();  // one rank: stop at the first bad micro-batch
+    if (!sync) check_loss(losses.size() - 1);  // one rank: stop at the first bad micro-batch
     r.loss_sum += losses.back();
   }
   if (sync) {
     sync->sum(model.params());
-    check_losses();
+    for (size_t k = 0; k < losses.size(); ++k) check_loss(k);
   }
   r.grad_norm = optimizer.clip_grad_norm(max_grad_norm);
   if (!std::isfinite(r.grad_norm))

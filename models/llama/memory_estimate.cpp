@@ -106,6 +106,11 @@ int64_t activation_bytes_per_token_layer(const LlamaConfig& c, int64_t r, int64_
   return layer_bytes(c, r, compute_bytes, saves_inputs, false).saved();
 }
 
+int64_t offloaded_bytes_per_token_layer(const LlamaConfig& c, int64_t compute_bytes) {
+  const LayerBytes b = layer_bytes(c, 1, compute_bytes, false, false);
+  return add(b.x, b.attention_tensors);
+}
+
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
                                                    const MemoryEstimateOptions& opt) {
   LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens >= 0,

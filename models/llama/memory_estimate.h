@@ -59,6 +59,10 @@ int64_t default_loss_chunk_tokens(int64_t vocab);
 int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_rank,
                                          int64_t compute_bytes = 2, bool saves_inputs = true);
 
+// Bytes per token a decoder layer hands to CheckpointOffload when it keeps its attention tensors
+// too: the block input, q, k, v, the attention output (compute dtype) and the fp32 log-sum-exp.
+int64_t offloaded_bytes_per_token_layer(const LlamaConfig& cfg, int64_t compute_bytes = 2);
+
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,
                                                    const MemoryEstimateOptions& opt);

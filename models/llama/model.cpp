@@ -332,16 +332,15 @@ LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, floa
   return {ops::sum(losses), b.target_count};
 }
 
-// Tensors a layer keeps in CheckpointOffload: its input, then its BlockAttention's.
-enum OffloadItem : size_t { kInput, kQ, kK, kV, kAtt, kLse, kOffloadItems };
+// Tensors a layer keeps in CheckpointOffload: its input (item 0), then its BlockAttention's
+// (items 1..5, BlockAttention::tensors order).
+constexpr size_t kInput = 0, kOffloadItems = 1 + std::tuple_size_v<decltype(BlockAttention().tensors())>;
 
 bool LlamaModel::keeps_attention(int64_t tokens) const {
-  const LlamaConfig& c = config_;
-  const int64_t e = int64_t(dtype_size(compute_dtype()));
-  const int64_t per_token = e * (c.hidden_size + c.head_dim * (2 * c.num_heads + 2 * c.num_kv_heads)) +
-                            4 * c.num_heads;  // input, q, k, v, output; fp32 lse
+  const int64_t per_token =
+      offloaded_bytes_per_token_layer(config_, int64_t(dtype_size(compute_dtype())));
   const int64_t host = device_memory_bytes(Device::cpu());
-  return host > 0 && c.num_layers * tokens * per_token <= host / 2;
+  return host > 0 && config_.num_layers * tokens * per_token <= host / 2;
 }
 
 LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
@@ -362,19 +361,13 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
     BlockAttention kept;
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
                   {.keep = keep_attention ? &kept : nullptr});
-    const auto bytes = [&] {
-      size_t sum = 0;
-      for (const Tensor* t : {&kept.q, &kept.k, &kept.v, &kept.att, &kept.lse}) sum += t->nbytes();
-      return sum;
-    };
+    const auto attention = kept.tensors();
+    size_t bytes = 0;
+    for (const Tensor* t : attention) bytes += t->nbytes();
     // Paced to the host link: a layer whose tensors would make the copies fall behind the
     // compute recomputes its attention instead (the same values either way).
-    if (keep_attention && off->room_for(l, bytes())) {
-      off->store(l, kQ, kept.q);
-      off->store(l, kK, kept.k);
-      off->store(l, kV, kept.v);
-      off->store(l, kAtt, kept.att);
-      off->store(l, kLse, kept.lse);
+    if (keep_attention && off->room_for(l, bytes)) {
+      for (size_t i = 0; i < attention.size(); ++i) off->store(l, 1 + i, *attention[i]);
       restores[l] = 1;
     }
     x = out;
@@ -389,9 +382,10 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
       Tensor unused;
       const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
       BlockAttention restored;
-      if (restores[l])
-        restored = {off->fetch(l, kQ), off->fetch(l, kK), off->fetch(l, kV), off->fetch(l, kAtt),
-                    off->fetch(l, kLse)};
+      if (restores[l]) {
+        const auto attention = restored.tensors();
+        for (size_t i = 0; i < attention.size(); ++i) *attention[i] = off->fetch(l, 1 + i);
+      }
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
       block_forward(int(l), in, unused, b, &s, nullptr,
                     {.recompute = true, .restored = restores[l] ? &restored : nullptr});

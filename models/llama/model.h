@@ -2,6 +2,7 @@
 // forward saves what its backward consumes. Frozen projections are AdaptedLinears built by the
 // method's factory; the rest of the model (embeddings, norms, lm_head) stays frozen.
 #pragma once
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,6 +20,8 @@ namespace loft::llama {
 // output and its log-sum-exp.
 struct BlockAttention {
   Tensor q, k, v, att, lse;
+  // All five, in this order (CheckpointOffload stores and fetches them as items 1..5).
+  std::array<Tensor*, 5> tensors() { return {&q, &k, &v, &att, &lse}; }
 };
 // How block_forward runs: a plain forward (the default); grad checkpointing's first forward,
 // where `keep` receives the attention tensors (to wait in host memory); or its recompute

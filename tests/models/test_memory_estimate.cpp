@@ -92,6 +92,8 @@ TEST(MemoryEstimate, CheckpointingByHand) {
   EXPECT_EQ(g.activations, T * (32 * 2 * h + 16));
   // q, k, v and the output in bf16 (7b: no GQA, 4h), the fp32 log-sum-exp of 32 heads.
   EXPECT_EQ(o.activations, T * (2 * 2 * h + 2 * (2 * 4 * h + 4 * 32) + 16));
+  // What a layer hands to the offload per token (LlamaModel::keeps_attention's measure).
+  EXPECT_EQ(offloaded_bytes_per_token_layer(llama2_7b()), 2 * h + 2 * 4 * h + 4 * 32);
   EXPECT_EQ(o.working, g.working);
   // The backward's peak is at down_proj: the incoming gradient, dX [T, i] and dY·B beside the
   // layer's saved tensors (recomputed with checkpointing, minus the block input counted above).
