@@ -15,4 +15,5 @@ MemoryStats stats(int device);
 void reset_peak(int device);
 void release_cached(int device);
 void synchronize(int device);
+void bind_thread(int device);  // cuda::set_device, for code that cannot include cuda_context.h
 }  // namespace loft::cuda

@@ -139,4 +139,6 @@ void synchronize(int device) {
   LOFT_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
 }
 
+void bind_thread(int device) { set_device(device); }
+
 }  // namespace loft::cuda

@@ -143,4 +143,13 @@ void synchronize(Device device) {
 #endif
 }
 
+void bind_thread(Device device) {
+  if (device.is_cpu()) return;
+#ifdef LOFT_WITH_CUDA
+  cuda::bind_thread(device.index);
+#else
+  no_cuda();
+#endif
+}
+
 }  // namespace loft

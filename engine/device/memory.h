@@ -52,4 +52,8 @@ void release_cached_memory(Device device);
 // Waits for all queued work on the device (no-op on the CPU).
 void synchronize(Device device);
 
+// Makes `device` the calling thread's current CUDA device (a data-parallel worker thread drives one
+// GPU: kernels are launched on that GPU's stream and need it current). No-op for the CPU.
+void bind_thread(Device device);
+
 }  // namespace loft

@@ -1,5 +1,7 @@
 #include "engine/dist/grad_reducer.h"
 
+#include <algorithm>
+
 #include "engine/core/error.h"
 
 namespace loft {
@@ -23,7 +25,7 @@ GradReducer::GradReducer(Communicator& comm, size_t bucket_bytes,
   LOFT_CHECK(bucket_bytes > 0, "GradReducer: a bucket cap of 0 bytes");
 }
 
-void GradReducer::reduce_all(std::span<Param* const> params) {
+void GradReducer::reduce_all(std::span<Param* const> params, std::span<Tensor* const> extra) {
   std::vector<size_t> bytes;
   std::vector<Tensor*> grads;
   bytes.reserve(params.size());
@@ -33,15 +35,46 @@ void GradReducer::reduce_all(std::span<Param* const> params) {
     grads.push_back(&p->grad);
   }
   buckets_ = plan_buckets(bytes, bucket_bytes_);
-  for (const BucketRange& b : buckets_)
-    comm_.all_reduce_sum(std::span<Tensor* const>(grads).subspan(b.first, b.last - b.first));
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    const BucketRange& b = buckets_[i];
+    std::vector<Tensor*> group(grads.begin() + ptrdiff_t(b.first), grads.begin() + ptrdiff_t(b.last));
+    if (i + 1 == buckets_.size()) group.insert(group.end(), extra.begin(), extra.end());
+    comm_.all_reduce_sum(group);
+  }
+  if (buckets_.empty() && !extra.empty()) comm_.all_reduce_sum(extra);
 }
 
 void GradReducer::wait() { comm_.wait(timeout_); }
 
-void GradReducer::sum(std::span<Param* const> params) {
-  reduce_all(params);
+void GradReducer::sum(std::span<Param* const> params, std::span<float> scalars) {
+  Tensor on_device;
+  std::vector<Tensor*> extra;
+  if (!scalars.empty()) {
+    on_device = Tensor::from_host(scalars.data(), {int64_t(scalars.size())}, DType::F32, comm_.device());
+    extra.push_back(&on_device);
+  }
+  reduce_all(params, extra);
   wait();
+  if (!scalars.empty()) {
+    const Tensor back = on_device.to(Device::cpu());
+    std::copy_n(back.ptr<float>(), scalars.size(), scalars.data());
+  }
+}
+
+std::vector<uint64_t> GradReducer::gather(uint64_t value) {
+  const int world = comm_.world_size();
+  std::vector<float> slots(size_t(4 * world), 0.0f);
+  for (int k = 0; k < 4; ++k) slots[size_t(4 * comm_.rank() + k)] = float((value >> (16 * k)) & 0xffff);
+  Tensor t = Tensor::from_vector(slots, {int64_t(slots.size())}, comm_.device());
+  Tensor* one[] = {&t};
+  comm_.all_reduce_sum(one);
+  wait();
+  const Tensor back = t.to(Device::cpu());
+  std::vector<uint64_t> out(size_t(world), 0);
+  for (int r = 0; r < world; ++r)
+    for (int k = 0; k < 4; ++k)
+      out[size_t(r)] |= uint64_t(back.ptr<float>()[4 * r + k]) << (16 * k);
+  return out;
 }
 
 }  // namespace loft

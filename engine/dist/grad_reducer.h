@@ -36,13 +36,19 @@ class GradReducer final : public GradientSync {
   explicit GradReducer(Communicator& comm, size_t bucket_bytes = kDefaultBucketBytes,
                        std::chrono::milliseconds timeout = kDefaultNcclTimeout);
 
-  // Queues the sum over the ranks of every param's grad (in place), bucket by bucket.
-  void reduce_all(std::span<Param* const> params);
+  // Queues the sum over the ranks of every param's grad (in place), bucket by bucket; `extra`
+  // (F32 tensors on the communicator's device) rides in the last bucket's group.
+  void reduce_all(std::span<Param* const> params, std::span<Tensor* const> extra = {});
   // Waits for what reduce_all queued; throws Error (the communicator aborted) when a peer fails
   // or the timeout passes.
   void wait();
-  // GradientSync: reduce_all, then wait.
-  void sum(std::span<Param* const> params) override;
+  // GradientSync: reduce_all with the scalars in the last bucket's group, then wait.
+  void sum(std::span<Param* const> params, std::span<float> scalars) override;
+  // GradientSync: an all-gather through one all_reduce_sum: each rank writes its value as four
+  // 16-bit pieces (exact in fp32) into its own slots of a zeroed [4·world] tensor, so the sum is
+  // every rank's value in place.
+  std::vector<uint64_t> gather(uint64_t value) override;
+  void abort() override { comm_.abort(); }
 
   // The buckets of the last reduce_all (for tests and logs).
   const std::vector<BucketRange>& buckets() const { return buckets_; }

@@ -35,8 +35,15 @@ StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const B
     r.loss_sum += losses.back();
   }
   if (sync) {
-    sync->sum(model.params());
+    // The loss travels as fp32 hi + lo so the sum keeps about double precision.
+    const float hi = float(r.loss_sum);
+    float scalars[2] = {hi, float(r.loss_sum - double(hi))};
+    sync->sum(model.params(), scalars);
     for (size_t k = 0; k < losses.size(); ++k) check_loss(k);
+    r.loss_sum = double(scalars[0]) + double(scalars[1]);
+    if (!std::isfinite(r.loss_sum))
+      throw Error(cat("step ", step, ": the loss summed over the ranks is ", r.loss_sum,
+                      " (another rank's micro-batch); nothing from this step was applied or saved"));
   }
   r.grad_norm = optimizer.clip_grad_norm(max_grad_norm);
   if (!std::isfinite(r.grad_norm))

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/optim/adamw.h"
 #include "engine/train/batch.h"
@@ -15,18 +16,27 @@
 namespace loft {
 
 struct StepResult {
-  double loss_sum = 0;   // Σ −log p over the target tokens of every micro-batch (this rank's)
+  double loss_sum = 0;   // Σ −log p over the target tokens of every micro-batch (of every rank's, with RankStep)
   int64_t targets = 0;   // target tokens over every micro-batch (of every rank's, with RankStep)
   int64_t tokens = 0;    // tokens (ids) over every micro-batch (this rank's)
   double grad_norm = 0;  // the global norm before clipping
 };
 
-// Sums the step's gradients over data-parallel ranks between the backward and the clipping
-// (docs/multi-gpu.md; NCCL underneath), so that every rank takes the same update.
+// What data-parallel ranks exchange (docs/multi-gpu.md; NCCL underneath): the step's gradients,
+// summed between the backward and the clipping so that every rank takes the same update, a few
+// host scalars with them (the loss), and the replicas' digests.
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
-  virtual void sum(std::span<Param* const> params) = 0;
+  // Sums every param's gradient in place over the ranks, and `scalars` with them (this rank's
+  // values in, the sums over every rank out). Every rank passes the same params and as many
+  // scalars.
+  virtual void sum(std::span<Param* const> params, std::span<float> scalars) = 0;
+  // Every rank's `value`, in rank order (the replica check: rank 0 compares digests).
+  virtual std::vector<uint64_t> gather(uint64_t value) = 0;
+  // Gives up on the peers now (this rank failed; they must not wait for it): pending and later
+  // exchanges end with an Error instead of waiting. Idempotent.
+  virtual void abort() = 0;
 };
 
 // One rank's part of a data-parallel step: `micro` is its share of the step's micro-batches
@@ -40,7 +50,8 @@ struct RankStep {
 // `step` (1-based) names the step in errors. Throws Error, before anything is applied to the
 // params, when a micro-batch's loss or the gradient norm is not finite. With `rank`, the losses
 // are checked only after the gradients were summed, so every rank reaches the collective before
-// any of them can throw (a bad gradient reaches every rank's norm through the sum).
+// any of them can throw; the loss is summed with the gradients, so a bad loss on any rank (or a bad
+// gradient, through the norm) makes every rank throw the same way.
 StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
                       double max_grad_norm, double lr, int64_t step,
                       const RankStep* rank = nullptr);

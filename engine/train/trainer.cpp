@@ -15,6 +15,8 @@
 #include "engine/io/safetensors_writer.h"
 #include "engine/peft/method_state.h"
 #include "engine/tensor/finite.h"
+#include "engine/device/memory.h"
+#include "engine/train/replica_digest.h"
 #include "engine/train/train_step.h"
 
 namespace loft {
@@ -82,14 +84,67 @@ int64_t run_calibration(TrainableModel& model, const std::function<std::optional
 
 Trainer::Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
                  std::ostream* progress)
-    : model_(model),
+    : Trainer(DataParallelRanks{1, {LocalRank{&model, nullptr, 0}}}, data, std::move(config),
+              progress) {}
+
+namespace {
+Device device_of(TrainableModel& m) {
+  const std::vector<Param*> ps = m.params();
+  return ps.empty() ? Device::cpu() : ps.front()->value.device();
+}
+// The rank's copy of a micro-batch (the batch itself when it is already on that device).
+Batch batch_on(const Batch& b, Device d) {
+  if (b.ids.device() == d) return b;
+  return {b.rows, b.seq, b.ids.to(d), b.targets.to(d), b.positions.to(d), b.doc_start.to(d),
+          b.target_count};
+}
+}  // namespace
+
+Trainer::Trainer(DataParallelRanks ranks, BatchSource& data, TrainerConfig config,
+                 std::ostream* progress)
+    : local_(std::move(ranks.local)),
+      world_(ranks.world),
+      model_(*local_.at(0).model),
       data_(data),
       config_(std::move(config)),
       progress_(progress),
-      params_(model.params()),
-      optimizer_(params_, config_.adamw) {
+      params_(model_.params()) {
   LOFT_CHECK(config_.grad_accum >= 1, "gradient accumulation must be >= 1");
-  if (!config_.run_dir.empty()) fs::create_directories(config_.run_dir);
+  LOFT_CHECK(world_ >= 1 && !local_.empty() && int(local_.size()) <= world_,
+             "a data-parallel run of ", world_, " ranks cannot hold ", local_.size(), " of them here");
+  if (world_ > 1 && config_.grad_accum % world_ != 0)
+    throw Error(cat("a step of ", config_.grad_accum, " micro-batches cannot be shared evenly by ",
+                    world_, " ranks"));
+  std::vector<Device> devices;
+  for (const LocalRank& r : local_) {
+    LOFT_CHECK(r.model && (r.sync || world_ == 1), "rank ", r.rank, " has no model or no sync");
+    devices.push_back(device_of(*r.model));
+    optimizers_.push_back(std::make_unique<AdamW>(r.model->params(), config_.adamw));
+  }
+  writes_ = false;
+  for (const LocalRank& r : local_) writes_ = writes_ || r.rank == 0;
+  workers_ = std::make_unique<RankWorkers>(std::move(devices), ranks.serial);
+  for (const LocalRank& r : local_) syncs_.push_back(workers_->serialized(r.sync));
+  if (!config_.run_dir.empty() && writes_) fs::create_directories(config_.run_dir);
+}
+
+void Trainer::abort_peers() {
+  for (const LocalRank& r : local_)
+    if (r.sync) r.sync->abort();
+}
+
+void Trainer::check_replicas(size_t i, int64_t step) {
+  if (!syncs_[i]) return;
+  const uint64_t mine = replica_digest(*local_[i].model, *optimizers_[i]);
+  const std::vector<uint64_t> all = syncs_[i]->gather(mine);
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) {
+      std::ostringstream os;
+      for (size_t k = 0; k < all.size(); ++k)
+        os << (k ? ", " : "") << "rank " << k << " " << std::hex << all[k] << std::dec;
+      throw Error(cat("after step ", step, " the data-parallel replicas differ (digests of "
+                      "adapter, optimizer and method state: ", os.str(), "); nothing was saved"));
+    }
 }
 
 std::optional<StepMetrics> Trainer::train_step() {
@@ -101,19 +156,40 @@ std::optional<StepMetrics> Trainer::train_step() {
     micro.push_back(std::move(*b));
   }
   if (micro.empty()) return std::nullopt;
+  int64_t targets = 0, tokens = 0;
+  for (const Batch& b : micro) {
+    targets += b.target_count;
+    tokens += b.ids.numel();
+  }
   const double lr = config_.schedule.lr(step_);
-  const StepResult r = loft::train_step(model_, optimizer_, micro, config_.max_grad_norm, lr, step_ + 1);
+  const int64_t step = step_ + 1;
+  const bool check = config_.check_replicas_every > 0 && step % config_.check_replicas_every == 0;
+  std::vector<StepResult> results(local_.size());
+  workers_->run(
+      [&](size_t i) {
+        const LocalRank& me = local_[i];
+        const Device dev = device_of(*me.model);
+        std::vector<Batch> mine;  // micro-batches rank, rank + world, ... (rank_share)
+        for (size_t k = size_t(me.rank); k < micro.size(); k += size_t(world_))
+          mine.push_back(batch_on(micro[k], dev));
+        const RankStep rank{syncs_[i], targets};
+        results[i] = loft::train_step(*me.model, *optimizers_[i], mine, config_.max_grad_norm, lr,
+                                      step, syncs_[i] ? &rank : nullptr);
+        synchronize(dev);
+        if (check) check_replicas(i, step);
+      },
+      [this] { abort_peers(); });
   ++step_;
-  if (!params_.empty()) synchronize(params_.front()->value.device());
+  const StepResult& r = results.front();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   StepMetrics m;
   m.step = step_;
-  m.loss = r.targets ? r.loss_sum / double(r.targets) : 0.0;
+  m.loss = targets ? r.loss_sum / double(targets) : 0.0;
   m.lr = lr;
   m.grad_norm = r.grad_norm;
-  m.tokens = r.targets;
+  m.tokens = targets;
   m.seconds = secs;
-  m.tokens_per_s = secs > 0 ? double(r.tokens) / secs : 0.0;
+  m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
   if (!params_.empty()) m.peak_memory = int64_t(memory_stats(params_.front()->value.device()).peak_allocated);
   return m;
 }
@@ -148,27 +224,22 @@ void Trainer::log(const StepMetrics& m) {
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   first_logged_step_ = step_ + 1;
-  if (step_ == 0 && !calibrated_) {
-    // On the first micro-batches of the data, which training then sees again from the start
-    // (the position is restored); a resumed run restores the calibrated state instead.
-    const nlohmann::json position = data_.state();
-    const int64_t used = run_calibration(model_, [this] { return data_.next(); });
-    data_.restore(position);
-    calibrated_ = true;
-    if (used > 0 && progress_ && !config_.quiet)
-      *progress_ << "calibrated on " << used << " micro-batch" << (used == 1 ? "" : "es") << "\n";
-  }
+  if (step_ == 0 && !calibrated_) calibrate();
+  const bool talk = progress_ && !config_.quiet && writes_;
   while (step_ < config_.steps) {
     std::optional<StepMetrics> step = train_step();
     if (!step) {
-      if (progress_ && !config_.quiet)
+      if (talk)
         *progress_ << "data exhausted after " << step_ << " steps\n";
       break;
     }
     StepMetrics& m = *step;
     if (evaluator_ && ((config_.eval_every > 0 && m.step % config_.eval_every == 0) ||
-                       m.step == config_.steps))
+                       m.step == config_.steps)) {
+      bind_thread(device_of(model_));  // on local rank 0's replica
       m.val_loss = evaluator_();
+    }
+    if (!writes_) continue;
     log(m);
     if (on_step) on_step(m);
     if (config_.save_every > 0 && step_ % config_.save_every == 0 && step_ < config_.steps)
@@ -176,21 +247,48 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   }
 }
 
+void Trainer::calibrate() {
+  // On the first micro-batches of the data, which training then sees again from the start
+  // (the position is restored); a resumed run restores the calibrated state instead. Every rank
+  // calibrates on the same micro-batches, so their calibrated state is the same.
+  const nlohmann::json position = data_.state();
+  std::vector<Batch> batches;
+  const int64_t want = model_.calibration_batches();
+  while (int64_t(batches.size()) < want)
+    if (std::optional<Batch> b = data_.next()) batches.push_back(std::move(*b));
+    else break;
+  data_.restore(position);
+  std::vector<int64_t> used(local_.size(), 0);
+  workers_->run([&](size_t i) {
+    const Device dev = device_of(*local_[i].model);
+    size_t k = 0;
+    used[i] = run_calibration(*local_[i].model, [&]() -> std::optional<Batch> {
+      if (k == batches.size()) return std::nullopt;
+      return batch_on(batches[k++], dev);
+    });
+  });
+  calibrated_ = true;
+  if (used[0] > 0 && progress_ && !config_.quiet && writes_)
+    *progress_ << "calibrated on " << used[0] << " micro-batch" << (used[0] == 1 ? "" : "es") << "\n";
+}
+
 fs::path Trainer::save_checkpoint() {
   LOFT_CHECK(!config_.run_dir.empty(), "save_checkpoint: no run directory configured");
   const fs::path root = config_.run_dir / "checkpoints";
   const fs::path final_dir = root / ("step-" + std::to_string(step_));
+  if (world_ > 1) workers_->run([&](size_t i) { check_replicas(i, step_); }, [this] { abort_peers(); });
+  if (!writes_) return final_dir;
   const fs::path tmp = root / (".tmp-step-" + std::to_string(step_) + "-" + std::to_string(getpid()));
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   write_safetensors(tmp / "adapter.safetensors", param_tensors(params_));
   std::map<std::string, Tensor> opt;
-  for (auto& [name, t] : optimizer_.state()) opt.emplace(name, t);
+  for (auto& [name, t] : optimizer().state()) opt.emplace(name, t);
   write_safetensors(tmp / "optimizer.safetensors", opt);
   if (auto method_state = model_.method_state(); !method_state.empty())
     write_method_state(tmp / kMethodStateFile, method_state);
   nlohmann::json state = {{"step", step_},
-                          {"optimizer_steps", optimizer_.steps_taken()},
+                          {"optimizer_steps", optimizer().steps_taken()},
                           {"data", data_.state()}};
   write_file_atomic(tmp / "trainer_state.json", state.dump(2));
   // The folder appears under its real name only once complete: a crash leaves a .tmp folder.
@@ -218,32 +316,39 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   if (!fs::exists(state_path)) throw Error(cat("--resume: cannot read ", state_path.string()));
   const TrainerState state = trainer_state_from(read_json_file(state_path), state_path.string());
 
-  const SafetensorsReader adapter = SafetensorsReader::open(ckpt / "adapter.safetensors");
-  for (Param* p : params_) {
+  const fs::path adapter_file = ckpt / "adapter.safetensors";
+  const SafetensorsReader adapter = SafetensorsReader::open(adapter_file);
+  std::map<std::string, Tensor> values;
+  for (const Param* p : params_) {
     if (!adapter.contains(p->name))
-      throw Error(cat("--resume: ", (ckpt / "adapter.safetensors").string(), " has no tensor ", p->name));
-    const Tensor t = adapter.tensor(p->name);
+      throw Error(cat("--resume: ", adapter_file.string(), " has no tensor ", p->name));
+    Tensor t = adapter.tensor(p->name);
     if (t.shape() != p->value.shape() || t.dtype() != DType::F32)
       throw Error(cat("--resume: tensor ", p->name, " is ", t.str(), ", expected ", p->value.str()));
-    require_finite(t, p->name, "--resume: " + (ckpt / "adapter.safetensors").string());
-    p->value.copy_from(t);
+    require_finite(t, p->name, "--resume: " + adapter_file.string());
+    values.emplace(p->name, std::move(t));
   }
   const SafetensorsReader opt = SafetensorsReader::open(ckpt / "optimizer.safetensors");
   std::vector<std::pair<std::string, Tensor>> moments;
   for (const std::string& name : opt.names()) moments.emplace_back(name, opt.tensor(name));
-  optimizer_.load_state(moments, state.optimizer_steps);
+  const fs::path state_file = ckpt / kMethodStateFile;
+  const std::map<std::string, Tensor> method_state =
+      fs::exists(state_file) ? read_method_state(state_file) : std::map<std::string, Tensor>{};
+  // Every local rank loads the same state (a checkpoint resumes on any number of ranks).
+  workers_->run([&](size_t i) {
+    TrainableModel& m = *local_[i].model;
+    for (Param* p : m.params()) p->value.copy_from(values.at(p->name));
+    optimizers_[i]->load_state(moments, state.optimizer_steps);
+    // Only the copies: an after_step here would apply an update (FALQON's rows) the saved state
+    // already holds. A model whose method keeps state rejects a checkpoint without the file
+    // (restore_method_state).
+    m.refresh_copies();
+    m.load_method_state(method_state, "--resume: " + state_file.string());
+  });
   data_.restore(state.data);
   step_ = state.step;
   calibrated_ = true;  // the saved method state holds what calibration chose
-  // Only the copies: an after_step here would apply an update (FALQON's rows) the saved state
-  // already holds. A model whose method keeps state rejects a checkpoint without the file
-  // (restore_method_state).
-  model_.refresh_copies();
-  const fs::path state_file = ckpt / kMethodStateFile;
-  model_.load_method_state(fs::exists(state_file) ? read_method_state(state_file)
-                                                  : std::map<std::string, Tensor>{},
-                           "--resume: " + state_file.string());
-  if (!config_.run_dir.empty()) truncate_metrics(config_.run_dir / "metrics.jsonl", step_);
+  if (!config_.run_dir.empty() && writes_) truncate_metrics(config_.run_dir / "metrics.jsonl", step_);
   return step_;
 }
 

@@ -11,6 +11,7 @@
 
 #include "engine/optim/adamw.h"
 #include "engine/train/batch.h"
+#include "engine/train/rank_workers.h"
 #include "engine/train/schedule.h"
 
 namespace loft {
@@ -36,6 +37,26 @@ struct TrainerConfig {
   std::filesystem::path run_dir; // metrics.jsonl and checkpoints/ go here (empty: nowhere)
   int64_t eval_every = 0;        // validation every N steps (and at the end) when an evaluator is set
   bool quiet = false;
+  // Data-parallel runs: compare the ranks' replica digests every N steps (0: before each
+  // checkpoint only).
+  int64_t check_replicas_every = 0;
+};
+
+// One data-parallel rank run by this process: its model replica and the GradientSync to its peers.
+struct LocalRank {
+  TrainableModel* model = nullptr;
+  GradientSync* sync = nullptr;  // null only in the plain one-device run (no data parallelism)
+  int rank = 0;                  // in the whole run
+};
+
+// The ranks of a data-parallel run that this process holds (docs/multi-gpu.md): every rank of a
+// one-process run (--gpus), or the one of this process in a torchrun-style run. Global rank 0
+// writes metrics and checkpoints; every rank reads the whole data stream and takes its share of
+// each step's micro-batches (rank_share), so the step is the same rows as on one device.
+struct DataParallelRanks {
+  int world = 1;
+  std::vector<LocalRank> local;
+  bool serial = false;  // the local ranks share one device (CPU tests): see RankWorkers
 };
 
 struct StepMetrics {
@@ -61,6 +82,11 @@ class Trainer {
  public:
   Trainer(TrainableModel& model, BatchSource& data, TrainerConfig config,
           std::ostream* progress = nullptr);
+  // Data-parallel: the micro-batches of `data` may be on any device (they are copied to each
+  // rank's); with `ranks.world` > 1, config.grad_accum (micro-batches per step over every rank)
+  // must be a multiple of the world size.
+  Trainer(DataParallelRanks ranks, BatchSource& data, TrainerConfig config,
+          std::ostream* progress = nullptr);
 
   // Loads the newest checkpoint under run_dir/checkpoints (or `dir` when given): adapter,
   // optimizer moments, step, data position and the method's state (loft_state.safetensors, written
@@ -69,25 +95,38 @@ class Trainer {
   // Validation loss of the current model (set before run() to evaluate every eval_every steps).
   void set_evaluator(std::function<double()> evaluator) { evaluator_ = std::move(evaluator); }
   // Runs until config.steps optimizer steps have been taken or the data runs out. `on_step` (optional) sees every
-  // step's metrics after it is logged.
+  // step's metrics after it is logged (on global rank 0's process only).
   void run(const std::function<void(const StepMetrics&)>& on_step = {});
   // Writes a checkpoint for the current step now (atomic: temp folder + rename): adapter.safetensors,
   // optimizer.safetensors, trainer_state.json and, for a method with state, loft_state.safetensors.
+  // Data-parallel: every process calls it at the same step; the replicas are compared first, and
+  // only global rank 0 writes (the others return the folder it writes).
   std::filesystem::path save_checkpoint();
 
   int64_t step() const { return step_; }
-  AdamW& optimizer() { return optimizer_; }
+  AdamW& optimizer() { return *optimizers_.front(); }
+  // Whether this process holds global rank 0 (writes metrics, checkpoints and progress).
+  bool writes() const { return writes_; }
 
  private:
   std::optional<StepMetrics> train_step();
   void log(const StepMetrics& m);
+  void calibrate();
+  // Every rank's digest is compared (a collective: every rank must call it at the same step).
+  void check_replicas(size_t local_rank, int64_t step);
+  void abort_peers();
 
-  TrainableModel& model_;
+  std::vector<LocalRank> local_;
+  int world_ = 1;
+  std::unique_ptr<RankWorkers> workers_;
+  std::vector<GradientSync*> syncs_;  // local_[i].sync as the workers hand it out
+  TrainableModel& model_;             // local rank 0's: checkpoints, evaluation, logging
   BatchSource& data_;
   TrainerConfig config_;
   std::ostream* progress_;
-  std::vector<Param*> params_;
-  AdamW optimizer_;
+  std::vector<Param*> params_;        // model_'s
+  std::vector<std::unique_ptr<AdamW>> optimizers_;  // one per local rank
+  bool writes_ = true;
   std::function<double()> evaluator_;
   int64_t step_ = 0;
   bool calibrated_ = false;       // the method's calibration pass ran (or a resume made it moot)

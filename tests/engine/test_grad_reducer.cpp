@@ -95,7 +95,8 @@ TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
   }
   RecordingComm comm;
   GradReducer reducer(comm, 1300 * sizeof(float), std::chrono::milliseconds(1234));
-  reducer.sum(ptrs);
+  float scalars[2] = {1.5f, -2.0f};
+  reducer.sum(ptrs, scalars);
 
   const std::vector<BucketRange> want{
       {0, 3, 306 * 4}, {3, 4, 2000 * 4}, {4, 7, 34 * 4}};
@@ -103,14 +104,51 @@ TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
   ASSERT_EQ(comm.groups.size(), want.size());
   size_t k = 0;
   for (size_t b = 0; b < want.size(); ++b) {
-    ASSERT_EQ(comm.groups[b].size(), want[b].last - want[b].first);
-    for (Tensor* t : comm.groups[b]) EXPECT_EQ(t, &params[k++].grad);
+    const size_t extra = b + 1 == want.size() ? 1 : 0;  // the scalars ride in the last group
+    ASSERT_EQ(comm.groups[b].size(), want[b].last - want[b].first + extra);
+    for (size_t j = 0; j + extra < comm.groups[b].size(); ++j) EXPECT_EQ(comm.groups[b][j], &params[k++].grad);
   }
+  EXPECT_EQ(scalars[0], 3.0f);
+  EXPECT_EQ(scalars[1], -4.0f);
   EXPECT_EQ(comm.waits, std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(1234)});
   for (size_t i = 0; i < params.size(); ++i) {
     const std::vector<float> after = params[i].grad.to_float_vector();
     for (size_t j = 0; j < after.size(); ++j) ASSERT_EQ(after[j], 2 * before[i][j]);
   }
+}
+
+// Rank 1 of 3 whose peers' contributions to any all-reduce are fixed tensors: the sum is this
+// rank's tensor plus theirs, as NCCL would leave it.
+class PeerComm final : public Communicator {
+ public:
+  std::vector<std::vector<float>> peers;  // what ranks 0 and 2 contribute
+  int rank() const override { return 1; }
+  int world_size() const override { return 3; }
+  Device device() const override { return Device::cpu(); }
+  void all_reduce_sum(std::span<Tensor* const> tensors) override {
+    ASSERT_EQ(tensors.size(), 1u);
+    float* d = tensors[0]->ptr<float>();
+    for (const auto& p : peers) {
+      ASSERT_EQ(int64_t(p.size()), tensors[0]->numel());
+      for (size_t i = 0; i < p.size(); ++i) d[i] += p[i];
+    }
+  }
+  void wait(std::chrono::milliseconds) override {}
+  void abort() override {}
+};
+
+std::vector<float> slots_of(int rank, uint64_t v) {
+  std::vector<float> s(12, 0.0f);
+  for (int k = 0; k < 4; ++k) s[size_t(4 * rank + k)] = float((v >> (16 * k)) & 0xffff);
+  return s;
+}
+
+TEST(GradReducer, GatherReturnsEveryRanksValueExactly) {
+  PeerComm comm;
+  const uint64_t v0 = 0xffffffffffffffffull, v1 = 0x0123456789abcdefull, v2 = 0;
+  comm.peers = {slots_of(0, v0), slots_of(2, v2)};
+  GradReducer reducer(comm);
+  EXPECT_EQ(reducer.gather(v1), (std::vector<uint64_t>{v0, v1, v2}));
 }
 
 TEST(NcclComm, FactoriesSayWhenThereIsNoNccl) {

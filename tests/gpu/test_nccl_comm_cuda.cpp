@@ -143,7 +143,11 @@ TEST(NcclCommCuda, GradReducerWorldOfOneLeavesGradsBitIdentical) {
   std::vector<std::vector<float>> before;
   for (const Param& p : ps) before.push_back(p.grad.to_float_vector());
   GradReducer reducer(*comms[0], size_t(1) << 20, kWait);
-  reducer.sum(pointers(ps));
+  float scalars[2] = {3.25f, -1e-9f};
+  reducer.sum(pointers(ps), scalars);
+  EXPECT_EQ(scalars[0], 3.25f);
+  EXPECT_EQ(scalars[1], -1e-9f);
+  EXPECT_EQ(reducer.gather(0xdeadbeefcafef00dull), std::vector<uint64_t>{0xdeadbeefcafef00dull});
   EXPECT_GT(reducer.buckets().size(), 3u);
   bool alone = false;
   for (const BucketRange& b : reducer.buckets()) alone |= b.first == 13 && b.last == 14;
@@ -154,10 +158,10 @@ TEST(NcclCommCuda, GradReducerWorldOfOneLeavesGradsBitIdentical) {
   // llama-7b LoRA r=64 moves 640 MB of grads a step; 256 MB here, in the default 25 MiB buckets.
   std::vector<Param> big = random_params(kGpu, rng, std::vector<int64_t>(32, 2 << 20));
   GradReducer full(*comms[0]);
-  full.sum(pointers(big));
+  full.sum(pointers(big), {});
   const int calls = 5;
   const auto start = Clock::now();
-  for (int i = 0; i < calls; ++i) full.sum(pointers(big));
+  for (int i = 0; i < calls; ++i) full.sum(pointers(big), {});
   const double us = us_since(start, calls);
   std::printf("[nccl] world 1: GradReducer.sum of 256 MiB in %zu buckets: %.1f us per call\n",
               full.buckets().size(), us);
@@ -250,10 +254,17 @@ TEST(NcclCommCuda, GradReducerTwoRanksMatchesTheCpuSumAndTimesIt) {
     ps[r] = random_params(Device::cuda(r), rng, sizes);
     for (const Param& p : ps[r]) host[r].push_back(p.grad.to_float_vector());
   }
+  std::vector<uint64_t> gathered[2];
+  float scalars[2][1] = {{1.5f}, {-4.0f}};
   on_ranks(2, [&](int r) {
     GradReducer reducer(*comms[size_t(r)], size_t(1) << 20, kWait);
-    reducer.sum(pointers(ps[r]));
+    reducer.sum(pointers(ps[r]), scalars[r]);
+    gathered[r] = reducer.gather(r == 0 ? 7 : 0xffffffffffffffffull);
   });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(scalars[r][0], -2.5f);
+    EXPECT_EQ(gathered[r], (std::vector<uint64_t>{7, 0xffffffffffffffffull}));
+  }
   for (size_t i = 0; i < sizes.size(); ++i) {
     std::vector<float> want(host[0][i].size());
     for (size_t j = 0; j < want.size(); ++j) want[j] = host[0][i][j] + host[1][i][j];
@@ -271,10 +282,10 @@ TEST(NcclCommCuda, GradReducerTwoRanksMatchesTheCpuSumAndTimesIt) {
   double us[2] = {0, 0};
   on_ranks(2, [&](int r) {
     GradReducer reducer(*comms[size_t(r)], kDefaultBucketBytes, kWait);
-    reducer.sum(pointers(big[r]));  // warm-up
+    reducer.sum(pointers(big[r]), {});  // warm-up
     const int calls = 5;
     const auto start = Clock::now();
-    for (int i = 0; i < calls; ++i) reducer.sum(pointers(big[r]));
+    for (int i = 0; i < calls; ++i) reducer.sum(pointers(big[r]), {});
     us[r] = us_since(start, calls);
   });
   const double bytes = 32.0 * (2 << 20) * 4;

@@ -1,21 +1,20 @@
 // train_step's data-parallel form (RankStep): each rank runs its share of a step's micro-batches
 // with the whole step's loss scale, the gradients are summed over the ranks, and every rank takes
-// the same update. Two CPU replicas in two threads, summed by an in-test GradientSync (a stand-in
-// for NCCL's all-reduce, which gives every rank the same bytes): after each step both replicas
+// the same update. Two CPU replicas in two threads (RankWorkers), summed by ThreadGradSum (a
+// stand-in for NCCL's all-reduce, which gives every rank the same bytes): after each step both replicas
 // are bit-identical, and they match one model that took all the micro-batches itself within
 // fp32 summation order.
 #include <gtest/gtest.h>
 
-#include <barrier>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
+#include "engine/train/rank_workers.h"
 #include "engine/train/train_step.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
+#include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
 
 namespace loft::llama {
@@ -37,49 +36,6 @@ Replica replica(const std::string& method) {
   r.optimizer = std::make_unique<AdamW>(r.model->params(), AdamWConfig{.weight_decay = 0.01});
   return r;
 }
-
-// Sums two ranks' gradients in place: both wait until both have finished their backward. The
-// ranks compute one at a time (`compute`, released only while a rank waits here): on the CPU both
-// replicas share one device, and with it the per-device scratches (FALQON's transposed codes)
-// that ranks on separate GPUs each have their own of.
-class TwoRankSum {
- public:
-  struct Rank : GradientSync {
-    TwoRankSum* all = nullptr;
-    int index = 0;
-    std::unique_lock<std::mutex>* held = nullptr;  // this rank's hold on `compute`
-    void sum(std::span<Param* const> params) override {
-      held->unlock();
-      all->arrive(index, params);
-      held->lock();
-    }
-  };
-  std::mutex compute;
-  Rank rank[2];
-  TwoRankSum() {
-    for (int i = 0; i < 2; ++i) {
-      rank[i].all = this;
-      rank[i].index = i;
-    }
-  }
-  void arrive(int i, std::span<Param* const> params) {
-    params_[i].assign(params.begin(), params.end());
-    sync_.arrive_and_wait();
-    if (i == 0)
-      for (size_t p = 0; p < params_[0].size(); ++p) {
-        Tensor& g0 = params_[0][p]->grad;
-        Tensor& g1 = params_[1][p]->grad;
-        float* a = g0.ptr<float>();
-        float* b = g1.ptr<float>();
-        for (int64_t k = 0; k < g0.numel(); ++k) a[k] = b[k] = a[k] + b[k];
-      }
-    sync_.arrive_and_wait();
-  }
-
- private:
-  std::vector<Param*> params_[2];
-  std::barrier<> sync_{2};
-};
 
 std::vector<Batch> step_batches(int step) {
   const LlamaConfig c = test::tiny_llama_config();
@@ -113,20 +69,20 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
       const StepResult whole =
           train_step(*one.model, *one.optimizer, micro, 1.0, 1e-3, step);
       // Rank r takes micro-batches r, r + 2 (rank_share's strided split).
-      TwoRankSum sum;
+      // The two replicas share the CPU and with it its scratches (FALQON's transposed codes),
+      // which ranks on separate GPUs each have their own of: they compute one at a time.
+      test::ThreadGradSum sum(2);
+      RankWorkers workers({Device::cpu(), Device::cpu()}, /*serial=*/true);
+      GradientSync* sync[2] = {workers.serialized(&sum.rank(0)), workers.serialized(&sum.rank(1))};
       StepResult part[2];
-      std::vector<std::thread> threads;
-      for (int r = 0; r < 2; ++r)
-        threads.emplace_back([&, r] {
-          Replica& rep = r == 0 ? r0 : r1;
-          const std::vector<Batch> mine{micro[size_t(r)], micro[size_t(r + 2)]};
-          std::unique_lock<std::mutex> hold(sum.compute);
-          sum.rank[r].held = &hold;
-          const RankStep rank{&sum.rank[r], targets};
-          part[r] = train_step(*rep.model, *rep.optimizer, mine, 1.0, 1e-3, step, &rank);
-        });
-      for (std::thread& t : threads) t.join();
+      workers.run([&](size_t r) {
+        Replica& rep = r == 0 ? r0 : r1;
+        const std::vector<Batch> mine{micro[r], micro[r + 2]};
+        const RankStep rank{sync[r], targets};
+        part[r] = train_step(*rep.model, *rep.optimizer, mine, 1.0, 1e-3, step, &rank);
+      });
       EXPECT_EQ(part[0].targets, whole.targets);
+      EXPECT_EQ(part[0].loss_sum, part[1].loss_sum) << "the loss is summed over the ranks";
       EXPECT_EQ(part[0].grad_norm, part[1].grad_norm);
       const auto v0 = values(*r0.model), v1 = values(*r1.model), vw = values(*one.model);
       for (size_t p = 0; p < v0.size(); ++p)
@@ -135,7 +91,7 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
       // rows may break the other way under another fp32 summation order, so after step 1 it is
       // compared rank with rank only.
       if (std::string(method) == "falqon" && step > 1) continue;
-      EXPECT_NEAR(part[0].loss_sum + part[1].loss_sum, whole.loss_sum, 1e-6 * whole.loss_sum);
+      EXPECT_NEAR(part[0].loss_sum, whole.loss_sum, 1e-6 * whole.loss_sum);
       EXPECT_NEAR(part[0].grad_norm, whole.grad_norm, 1e-5 * whole.grad_norm);
       ASSERT_EQ(v0.size(), vw.size());
       for (size_t p = 0; p < v0.size(); ++p) {
@@ -149,9 +105,9 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
 
 TEST(RankStep, RefusesAStepWithoutItsTargetCount) {
   Replica r = replica("lora");
-  TwoRankSum sum;
+  test::ThreadGradSum sum(1);
   const std::vector<Batch> micro = step_batches(1);
-  const RankStep bad{&sum.rank[0], 1};  // fewer than this rank's own targets
+  const RankStep bad{&sum.rank(0), 1};  // fewer than this rank's own targets
   EXPECT_THROW(train_step(*r.model, *r.optimizer, micro, 1.0, 1e-3, 1, &bad), Error);
 }
 
