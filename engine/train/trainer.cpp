@@ -239,9 +239,10 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
       bind_thread(device_of(model_));  // on local rank 0's replica
       m.val_loss = evaluator_();
     }
-    if (!writes_) continue;
-    log(m);
-    if (on_step) on_step(m);
+    if (writes_) {
+      log(m);
+      if (on_step) on_step(m);
+    }
     if (config_.save_every > 0 && step_ % config_.save_every == 0 && step_ < config_.steps)
       save_checkpoint();
   }

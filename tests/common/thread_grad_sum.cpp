@@ -7,6 +7,9 @@ class ThreadGradSum::Rank final : public GradientSync {
   Rank(ThreadGradSum& all, int r) : all_(all), r_(r) {}
   void sum(std::span<Param* const> params, std::span<float> scalars) override {
     all_.meet(r_, {params, scalars, 0}, [](std::vector<Arrival>& a) {
+      for (const Arrival& x : a)
+        LOFT_CHECK(x.params.size() == a[0].params.size() && x.scalars.size() == a[0].scalars.size(),
+                   "ThreadGradSum: the ranks passed different params or scalars");
       for (size_t p = 0; p < a[0].params.size(); ++p) {
         Tensor& g0 = a[0].params[p]->grad;
         for (int64_t k = 0; k < g0.numel(); ++k) {
