@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "app/data_options.h"
+#include "app/data_parallel_setup.h"
 #include "app/method_flags.h"
 #include "app/model_loading.h"
 #include "app/option_checks.h"
@@ -45,6 +46,9 @@ struct FinetuneOptions {
   uint64_t seed = 0;
   bool resume = false, overwrite = false, grad_checkpointing = false;
   bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
+  std::string gpus;                 // --gpus N|LIST: data-parallel in this process
+  int64_t nccl_timeout = 300;       // seconds a rank waits for its peers
+  int64_t check_replicas_every = 0;
 };
 
 // Streams the data loader's batches onto the device as the model's micro-batches.
@@ -73,7 +77,7 @@ std::string gib(int64_t bytes) {
 
 void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaConfig& cfg,
                 const MethodOptions& m, const TrainerConfig& tc, int64_t micro, Device device,
-                int64_t trainable) {
+                int64_t trainable, const DataParallelSetup& dp) {
   os << "loft finetune plan\n"
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
@@ -82,8 +86,11 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     os << " (" << detail << ")";
   os << " r=" << m.lora.rank << " alpha=" << m.lora.alpha
      << " on " << m.targets.size() << " projection kinds, " << trainable << " trainable parameters\n"
-     << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n"
-     << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
+     << "  device     " << device.str() << (device.is_cpu() ? " (float32)" : " (bf16 activations)") << "\n";
+  if (dp.active())
+    os << "  ranks      " << dp.how << "; each takes " << tc.grad_accum / dp.world << " of the "
+       << tc.grad_accum << " micro-batches of a step\n";
+  os << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
      << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
      << "  schedule   " << o.schedule << " lr " << tc.schedule.base_lr << ", warmup "
      << tc.schedule.warmup_steps << ", " << tc.steps << " steps, clip ";
@@ -96,7 +103,7 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   {
     const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq, o.grad_checkpointing, device,
                                                   !o.checkpoints_on_gpu);
-    os << "  memory     ~" << gib(e.total()) << " estimated peak on " << device.str() << ": frozen weights "
+    os << "  memory     ~" << gib(e.total()) << " estimated peak on " << (dp.active() ? "each GPU" : device.str()) << ": frozen weights "
        << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
        << gib(e.adapter) << ", activations " << gib(e.activations)
        << (o.grad_checkpointing ? " (checkpointed block inputs)" : "") << ", step working set "
@@ -158,18 +165,42 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
                          "; this command line builds ", brief(method_options_to_json(m))));
 }
 
+// Each local rank's model: loaded on its GPU (in parallel, one thread per GPU), the same init
+// on every rank (each with its own generator from --seed).
+std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const MethodOptions& m,
+                                                              const std::vector<Device>& devices,
+                                                              const std::optional<PeftAdapter>& init) {
+  std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
+  RankWorkers(devices).run([&](size_t i) {
+    std::mt19937_64 rng(o.seed);
+    models[i] = llama::load_model(o.model, devices[i], make_linear_factory(m, rng));
+    models[i]->set_grad_checkpointing(o.grad_checkpointing);
+    models[i]->set_checkpoint_offload(!o.checkpoints_on_gpu);
+    models[i]->set_host_memory_share(int(devices.size()));
+    if (init) llama::apply_adapter(*models[i], *init, o.init_adapter);
+  });
+  return models;
+}
+
 void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs) {
   FinetuneOptions o = in;
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
-  const Device device = resolve_device(o.device, &std::cerr);
-  claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
-                          : o.overwrite ? RunFolderUse::overwrite
-                                        : RunFolderUse::fresh);
+  const std::optional<dist::LaunchEnv> env = dist::launch_env();
+  const bool parallel = !o.gpus.empty() || env.has_value();
+  if (parallel && !o.device.empty() && o.device != "auto")
+    throw UsageError(cat("--device ", o.device, " with ", o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus,
+                         ": the data-parallel ranks pick their GPUs"));
+  const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);
+  const bool rank0 = !env || env->rank == 0;
+  if (rank0)
+    claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
+                            : o.overwrite ? RunFolderUse::overwrite
+                                          : RunFolderUse::fresh);
   std::optional<PeftAdapter> init;
   const MethodOptions m = resolve_method(o, init);
   const MethodDefaults d = method_defaults(m.method);
   if (o.batch == 0) o.batch = d.batch;
-  if (o.micro_batch == 0) o.micro_batch = std::min<int64_t>(o.batch, device.is_cpu() ? o.batch : 4);
+  if (o.micro_batch == 0) o.micro_batch = std::min<int64_t>(o.batch, first_device.is_cpu() ? o.batch : 4);
   if (o.batch % o.micro_batch != 0)
     throw UsageError(cat("--batch ", o.batch, " is not a multiple of --micro-batch ", o.micro_batch));
   if (o.lr == 0) o.lr = d.lr;
@@ -183,14 +214,30 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
   check_tokenizer_fits(*tok, cfg, o.model);
-  check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, device,
-                 !o.checkpoints_on_gpu);
+
+  // The ranks meet here, once every option is checked (a rank that fails before would leave the
+  // others waiting for it until --nccl-timeout).
+  const DataParallelSetup dp =
+      setup_data_parallel(o.gpus, env, std::chrono::seconds(o.nccl_timeout));
+  std::vector<Device> devices{first_device};
+  if (dp.active()) {
+    devices.clear();
+    for (int g : dp.devices) devices.push_back(Device::cuda(g));
+    const int64_t micro_batches = o.batch / o.micro_batch;
+    if (micro_batches % dp.world != 0)
+      throw UsageError(cat("--batch ", o.batch, " / --micro-batch ", o.micro_batch, " = ", micro_batches,
+                           " micro-batches a step cannot be shared evenly by ", dp.world, " GPUs"));
+  }
+  const Device device = devices.front();  // local rank 0's: evaluation, checkpoints, the plan
+  for (const Device& dev : devices)
+    check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, dev, !o.checkpoints_on_gpu);
+  std::ostream* out = dp.writes() ? &std::cout : nullptr;  // the other ranks stay quiet
 
   TrainerConfig tc;
   tc.grad_accum = o.batch / o.micro_batch;
   tc.steps = o.steps;
   if (tc.steps == 0) {  // one pass over the data decides the length (and the schedule's end)
-    std::cerr << "counting batches for " << dc.epochs << " epoch(s)...\n";
+    if (out) std::cerr << "counting batches for " << dc.epochs << " epoch(s)...\n";
     auto counter = data::DataLoader::training(dc, *tok);
     int64_t n = 0;
     while (counter.next()) ++n;
@@ -204,26 +251,29 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   tc.log_every = o.log_every;
   tc.eval_every = o.data.eval_every;
   tc.run_dir = o.out;
+  tc.check_replicas_every = o.check_replicas_every;
 
-  std::mt19937_64 rng(o.seed);
-  auto model = llama::load_model(o.model, device, make_linear_factory(m, rng));
-  model->set_grad_checkpointing(o.grad_checkpointing);
-  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
-  if (init) llama::apply_adapter(*model, *init, o.init_adapter);
+  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, m, devices, init);
+  llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
-  for (const Param* p : model->params()) trainable += p->value.numel();
-  print_plan(std::cout, o, cfg, m, tc, o.micro_batch, device, trainable);
+  for (const Param* p : model.params()) trainable += p->value.numel();
+  if (out) print_plan(*out, o, cfg, m, tc, o.micro_batch, device, trainable, dp);
 
-  LoaderSource source(data::DataLoader::training(dc, *tok), device);
+  // Several local ranks take their micro-batches from the host; one takes them on its device.
+  LoaderSource source(data::DataLoader::training(dc, *tok), devices.size() > 1 ? Device::cpu() : device);
   add_trained_stops(gen, source.loader(), *tok);
-  print_data_plan(std::cout, source.loader(), gen);
-  Trainer trainer(*model, source, tc, &std::cout);
+  if (out) print_data_plan(*out, source.loader(), gen);
+  DataParallelRanks ranks{dp.world, {}};
+  for (size_t i = 0; i < models.size(); ++i)
+    ranks.local.push_back({models[i].get(), dp.active() ? dp.reducers[i].get() : nullptr,
+                           dp.active() ? dp.ranks[i] : 0});
+  Trainer trainer(std::move(ranks), source, tc, out);
   if (data::DataLoader::has_validation(dc)) {
     trainer.set_evaluator([&] {
       auto val = data::DataLoader::validation(dc, *tok);
       LossSums total;
       while (auto b = val.next()) {
-        const LossSums s = model->evaluate(data::to_model_batch(*b, device));
+        const LossSums s = model.evaluate(data::to_model_batch(*b, device));
         total.loss_sum += s.loss_sum;
         total.tokens += s.tokens;
       }
@@ -232,7 +282,12 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   }
   if (o.resume) {
     check_resume_method(tc.run_dir, m);
-    std::cout << "resumed at step " << trainer.resume() << "\n";
+    const int64_t at = trainer.resume();
+    if (out) *out << "resumed at step " << at << "\n";
+  }
+  if (!dp.writes()) {  // rank 0 writes the run folder; this rank only trains
+    trainer.run();
+    return;
   }
   write_file_atomic(
       tc.run_dir / "run_config.json",
@@ -241,6 +296,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
                      {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
                      {"batch", o.batch},       {"micro_batch", o.micro_batch},
                      {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()},
+                     {"data_parallel_ranks", dp.world},
                      {"stop_ids", gen.stop_ids()}, {"method_record", method_options_to_json(m)},
                      // what `generate --chat` renders prompts with for this run's adapter
                      {"chat_template", std::string(chat_template_name(source.loader().sources().front()->chat_template()))}}
@@ -251,7 +307,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
                         {"method", o.init_adapter.empty() ? nlohmann::json(m.method) : nlohmann::json()}});
   trainer.run([&](const StepMetrics& s) { outputs.on_step(s); });
   const fs::path adapter_dir = tc.run_dir / "adapter";
-  save_peft_adapter(adapter_dir, llama::extract_adapter(*model, m, o.model));
+  save_peft_adapter(adapter_dir, llama::extract_adapter(model, m, o.model));
   write_file_atomic(adapter_dir / "generation_config.json", gen.to_generation_config_json().dump(2) + "\n");
   std::cout << "adapter written to " << adapter_dir.string() << " after " << trainer.step()
             << " steps\n";
@@ -298,6 +354,16 @@ void add_finetune_command(CLI::App& root) {
                 "pinned host memory");
   cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->check(int_in(1));
   add_device_option(*cmd, o->device);
+  cmd->add_option("--gpus", o->gpus,
+                  "data-parallel on several GPUs in this process: N (the first N) or a list (0,2); "
+                  "each GPU takes an equal share of every step's micro-batches");
+  cmd->add_option("--nccl-timeout", o->nccl_timeout,
+                  "seconds a data-parallel rank waits for its peers before it stops with an error")
+      ->capture_default_str()->check(int_in(1, 86400));
+  cmd->add_option("--check-replicas-every", o->check_replicas_every,
+                  "data-parallel: compare the ranks' adapter, optimizer and method state every N steps "
+                  "(0: before each checkpoint only)")
+      ->capture_default_str()->check(int_in(0));
   auto run_outputs = add_run_output_options(*cmd);
   cmd->callback([o, run_outputs] { run_finetune(*o, *run_outputs); });
 }

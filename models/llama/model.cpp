@@ -340,7 +340,7 @@ bool LlamaModel::keeps_attention(int64_t tokens) const {
   const int64_t per_token =
       offloaded_bytes_per_token_layer(config_, int64_t(dtype_size(compute_dtype())));
   const int64_t host = device_memory_bytes(Device::cpu());
-  return host > 0 && config_.num_layers * tokens * per_token <= host / 2;
+  return host > 0 && config_.num_layers * tokens * per_token <= host / 2 / host_share_;
 }
 
 LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {

@@ -2,6 +2,7 @@
 // forward saves what its backward consumes. Frozen projections are AdaptedLinears built by the
 // method's factory; the rest of the model (embeddings, norms, lm_head) stays frozen.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <memory>
@@ -87,6 +88,9 @@ class LlamaModel : public TrainableModel {
   // Where the host has the room (keeps_attention), each block's attention tensors wait there
   // too, so the recompute before its backward skips the q/k/v products and the attention.
   void set_checkpoint_offload(bool on) { offload_on_ = on; }
+  // Replicas of a data-parallel run in one process share the host: each keeps attention tensors
+  // only within its 1/n of the budget (keeps_attention).
+  void set_host_memory_share(int n) { host_share_ = std::max(1, n); }
   // Rows of logits materialised at once in the loss head.
   void set_loss_chunk_tokens(int64_t n) { loss_chunk_ = n; }
 
@@ -120,6 +124,7 @@ class LlamaModel : public TrainableModel {
   std::shared_ptr<Storage> staging_;  // pinned host rows of the last gathered batch, reused
   bool checkpointing_ = false;
   bool offload_on_ = true;
+  int host_share_ = 1;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
 };

@@ -1,0 +1,39 @@
+// How a finetune run spreads over GPUs (docs/multi-gpu.md): `--gpus N|LIST` (one process, one
+// worker thread per GPU, communicators from ncclCommInitAll) or torchrun's environment variables
+// (one process per GPU: rank 0's NCCL id reaches the others over TCP, then a non-blocking
+// ncclCommInitRankConfig). Neither: the plain one-device run.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/dist/grad_reducer.h"
+#include "engine/dist/launch_env.h"
+
+namespace loft::app {
+
+struct DataParallelSetup {
+  int world = 1;
+  std::vector<int> devices;  // this process's GPUs, in local-rank order
+  std::vector<int> ranks;    // their ranks in the run
+  std::vector<std::unique_ptr<Communicator>> comms;
+  std::vector<std::unique_ptr<GradReducer>> reducers;  // one per local rank
+  std::string how;  // for the plan: "2 GPUs (cuda:0, cuda:1) in this process", "rank 1 of 4 ..."
+
+  bool active() const { return !devices.empty(); }
+  bool writes() const;  // holds rank 0 (or is not data-parallel)
+};
+
+// --gpus: "N" is the first N GPUs, "0,2" those GPUs. UsageError naming the value when it is not
+// one of these, names a GPU twice, or asks for more than the `available` GPUs.
+std::vector<int> parse_gpus(const std::string& spec, int available);
+
+// Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError).
+// Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given.
+DataParallelSetup setup_data_parallel(const std::string& gpus,
+                                      const std::optional<dist::LaunchEnv>& env,
+                                      std::chrono::milliseconds timeout);
+
+}  // namespace loft::app
