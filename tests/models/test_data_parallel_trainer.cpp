@@ -16,6 +16,7 @@
 #include "tests/common/test_util.h"
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
+#include "tests/common/token_stream.h"
 
 namespace loft::llama {
 namespace {
@@ -29,29 +30,7 @@ std::unique_ptr<LlamaModel> replica(const std::string& method) {
                                       make_linear_factory(m, rng));
 }
 
-// Micro-batch k of a fixed stream: 2 rows of 17 random tokens, k % 3 leading targets masked;
-// `limit` micro-batches in all. Its position is the index, so a resume continues exactly.
-class Stream : public BatchSource {
- public:
-  explicit Stream(int64_t limit = 1000) : limit_(limit) {}
-  std::optional<Batch> next() override {
-    if (k_ == limit_) return std::nullopt;
-    const LlamaConfig c = test::tiny_llama_config();
-    std::mt19937_64 tok(uint64_t(500 + k_));
-    std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
-    std::vector<int32_t> ids(2 * 17);
-    for (int32_t& t : ids) t = id(tok);
-    std::vector<int32_t> targets = ids;
-    for (int64_t i = 0; i < k_ % 3; ++i) targets[size_t(i)] = -100;
-    ++k_;
-    return make_batch(ids, targets, {}, 2, 17, Device::cpu());
-  }
-  nlohmann::json state() const override { return k_; }
-  void restore(const nlohmann::json& s) override { k_ = s.get<int64_t>(); }
-
- private:
-  int64_t k_ = 0, limit_;
-};
+using Stream = test::TokenStream;
 
 TrainerConfig config(int64_t steps, const std::filesystem::path& dir = {}) {
   TrainerConfig c;
@@ -135,11 +114,11 @@ TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
 
 TEST(DataParallelTrainer, ALastShortStepIsSharedUnevenly) {
   auto one = replica("lora");
-  Stream d1(6);  // a step of 4 micro-batches, then one of 2
+  Stream d1(Device::cpu(), 6);  // a step of 4 micro-batches, then one of 2
   Trainer single(*one, d1, config(5));
   const std::vector<double> want = run_losses(single);
   Ranks ranks("lora", 4);
-  Stream d4(6);
+  Stream d4(Device::cpu(), 6);
   Trainer dp(ranks.plan(), d4, config(5));
   const std::vector<double> got = run_losses(dp);
   ASSERT_EQ(got.size(), 2u);
