@@ -46,7 +46,7 @@ class CudaCheckpointOffload final : public CheckpointOffload {
     layer_bytes_.assign(layers, 0);
   }
   ~CudaCheckpointOffload() override {
-    cudaSetDevice(dev_);
+    cuda::set_device(dev_);  // keeps the thread's cached current device true (cuda_context.h)
     cudaStreamSynchronize(copy_);  // no copy may outlive its buffers
     for (Slot& s : slots_)
       for (cudaEvent_t e : {s.done, s.start, s.end}) cudaEventDestroy(e);

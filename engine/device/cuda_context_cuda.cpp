@@ -21,6 +21,14 @@ Context& context(int device) {
   LOFT_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " out of range");
   Context& c = contexts[device];
   std::call_once(c.once, [&] {
+    // Made on `device`, then the caller's device is current again: set_device's per-thread cache
+    // must stay true, or a later set_device would skip a switch that is needed.
+    int current = 0;
+    LOFT_CUDA_CHECK(cudaGetDevice(&current));
+    struct Restore {
+      int d;
+      ~Restore() { cudaSetDevice(d); }
+    } restore{current};
     LOFT_CUDA_CHECK(cudaSetDevice(device));
     LOFT_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
     LOFT_CUBLAS_CHECK(cublasLtCreate(&c.lt));

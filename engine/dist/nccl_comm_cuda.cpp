@@ -69,7 +69,7 @@ class NcclCommunicator final : public Communicator {
     } catch (...) {
     }
     if (!comm_) return;
-    cudaSetDevice(dev_);
+    cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
     nccl_api().ncclCommDestroy(comm_);
   }
 
@@ -134,7 +134,7 @@ class NcclCommunicator final : public Communicator {
 
   void abort() override {
     if (!comm_) return;
-    cudaSetDevice(dev_);
+    cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
     nccl_api().ncclCommAbort(comm_);
     comm_ = nullptr;
   }
@@ -168,7 +168,10 @@ NcclUniqueId nccl_new_unique_id() {
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices) {
   const int n = int(devices.size());
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  int current = 0;
+  LOFT_CUDA_CHECK(cudaGetDevice(&current));
   const ncclResult_t r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data());
+  LOFT_CUDA_CHECK(cudaSetDevice(current));  // NCCL may leave another device current
   if (r != ncclSuccess)
     throw Error(cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr),
                     ")"));
