@@ -167,16 +167,18 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
 
 // Each local rank's model: loaded on its GPU (in parallel, one thread per GPU), the same init
 // on every rank (each with its own generator from --seed).
+// `host_share`: the replicas on this host (threads and processes), which share its pinned memory.
 std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const MethodOptions& m,
                                                               const std::vector<Device>& devices,
-                                                              const std::optional<PeftAdapter>& init) {
+                                                              const std::optional<PeftAdapter>& init,
+                                                              int host_share) {
   std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
   RankWorkers(devices).run([&](size_t i) {
     std::mt19937_64 rng(o.seed);
     models[i] = llama::load_model(o.model, devices[i], make_linear_factory(m, rng));
     models[i]->set_grad_checkpointing(o.grad_checkpointing);
     models[i]->set_checkpoint_offload(!o.checkpoints_on_gpu);
-    models[i]->set_host_memory_share(int(devices.size()));
+    models[i]->set_host_memory_share(host_share);
     if (init) llama::apply_adapter(*models[i], *init, o.init_adapter);
   });
   return models;
@@ -253,7 +255,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   tc.run_dir = o.out;
   tc.check_replicas_every = o.check_replicas_every;
 
-  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, m, devices, init);
+  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, m, devices, init, env ? env->local_world_size : int(devices.size()));
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();

@@ -49,6 +49,10 @@ std::optional<LaunchEnv> launch_env_from(const std::function<const char*(const c
   if (e.local_rank > e.rank)  // ranks are numbered node by node, so a local rank never exceeds it
     throw UsageError(
         cat("LOCAL_RANK=", e.local_rank, " is out of range: must not exceed RANK=", e.rank));
+  // Optional (torchrun sets it; a hand-made launch may not): the processes sharing this host.
+  if (getenv("LOCAL_WORLD_SIZE") != nullptr)
+    e.local_world_size = integer(getenv, "LOCAL_WORLD_SIZE", e.local_rank + 1, 1 << 20,
+                                 cat("must exceed LOCAL_RANK=", e.local_rank));
   e.master_addr = required(getenv, "MASTER_ADDR");
   e.port = integer(getenv, "MASTER_PORT", 1, 65535, "must be a TCP port from 1 to 65535");
   return e;

@@ -14,6 +14,7 @@ struct LaunchEnv {
   int world_size = 1;       // number of processes in the run
   int rank = 0;             // this process, 0 .. world_size-1
   int local_rank = 0;       // this process on its node: picks the GPU
+  int local_world_size = 1; // processes on this node (LOCAL_WORLD_SIZE, optional): they share its RAM
 };
 
 // nullopt when WORLD_SIZE is unset (not launched by torchrun). Otherwise every variable must be

@@ -50,6 +50,15 @@ TEST(DistLaunchEnv, ReadsEveryVariable) {
   EXPECT_EQ(e->world_size, 8);
   EXPECT_EQ(e->rank, 5);
   EXPECT_EQ(e->local_rank, 1);
+  EXPECT_EQ(e->local_world_size, 1) << "LOCAL_WORLD_SIZE is optional";
+}
+
+TEST(DistLaunchEnv, LocalWorldSizeWhenGiven) {
+  Vars v = good();
+  v["LOCAL_WORLD_SIZE"] = "4";
+  EXPECT_EQ(parse(v)->local_world_size, 4);
+  EXPECT_NE(error_with("LOCAL_WORLD_SIZE", "1").find("must exceed LOCAL_RANK=1"), std::string::npos);
+  EXPECT_NE(error_with("LOCAL_WORLD_SIZE", "x").find("not an integer"), std::string::npos);
 }
 
 TEST(DistLaunchEnv, SingleProcessLaunch) {
