@@ -39,7 +39,7 @@ void print_scaling(const nlohmann::json& one, const nlohmann::json& n, size_t m)
   const double t1 = one["methods"][m]["tokens_per_s"], tn = n["methods"][m]["tokens_per_s"];
   std::printf("[bench --gpus %d] %s: one GPU %.0f tokens/s (%.2f ms/step), %d GPUs %.0f tokens/s "
               "(%.2f ms/step): scaling %.2fx\n",
-              int(n["world_size"]), std::string(n["methods"][m]["method"]).c_str(), t1,
+              int(n["world_size"]), n["methods"][m]["method"].get<std::string>().c_str(), t1,
               1e3 * double(one["methods"][m]["step_s"]), int(n["world_size"]), tn,
               1e3 * double(n["methods"][m]["step_s"]), tn / t1);
 }
@@ -55,7 +55,7 @@ TEST(BenchParallelCuda, WorldOfOneMatchesThePlainBench) {
   EXPECT_EQ(dp["world_size"], 1);
   EXPECT_EQ(dp["profiled_steps"], 0);
   for (size_t m = 0; m < 2; ++m) {
-    SCOPED_TRACE(std::string(one["methods"][m]["method"]));
+    SCOPED_TRACE(one["methods"][m]["method"].get<std::string>());
     const double want = one["methods"][m]["last_loss"], got = dp["methods"][m]["last_loss"];
     EXPECT_NEAR(got, want, 1e-6 * want);
     EXPECT_EQ(dp["methods"][m]["tokens_per_step"], 2 * 256);
@@ -78,7 +78,7 @@ TEST(BenchParallelCuda, TwoAndFourGpusCountEveryGpu) {
     EXPECT_EQ(dp["world_size"], n);
     EXPECT_EQ(dp["gpus"].size(), size_t(n));
     for (size_t m = 0; m < 2; ++m) {
-      SCOPED_TRACE(std::string(dp["methods"][m]["method"]));
+      SCOPED_TRACE(dp["methods"][m]["method"].get<std::string>());
       EXPECT_EQ(dp["methods"][m]["fits"], true);
       EXPECT_EQ(dp["methods"][m]["tokens_per_step"], int64_t(n) * 2 * 256);
       // The same batch on every rank: the step's mean loss is one GPU's (bf16 kernels on
@@ -127,7 +127,7 @@ TEST(BenchParallelCuda, ReplicasStayBitIdenticalThroughNccl) {
         devices.push_back(Device::cuda(g));
         gpus.push_back(g);
       }
-      std::vector<std::unique_ptr<Replica>> reps(size_t(n), nullptr);
+      std::vector<std::unique_ptr<Replica>> reps(static_cast<size_t>(n));
       RankWorkers(devices).run([&](size_t i) { reps[i] = std::make_unique<Replica>(method, devices[i]); });
       auto comms = make_communicators(gpus);
       std::vector<std::unique_ptr<GradReducer>> reducers;
