@@ -2,6 +2,8 @@
 // checkpoint) for one or more methods, each on a fresh model, and reports tokens/s, step time, peak
 // device memory, where a step's time goes (a profiled breakdown) and whether it fits the device,
 // as a table or one JSON object. The numerics live in engine/train/bench and models/llama/bench_model.
+// --gpus N|LIST times data-parallel steps instead (engine/train/bench_parallel): every GPU takes
+// the same batch, so the scaling over one GPU is tokens/s(N) / tokens/s(the same bench without it).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include "app/bench_kernels.h"
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
+#include "app/data_parallel_setup.h"
 #include "app/method_flags.h"
 #include "app/option_checks.h"
 #include "app/run_limits.h"
@@ -25,6 +28,8 @@
 #include "engine/peft/method.h"
 #include "engine/peft/method_spec.h"
 #include "engine/train/bench.h"
+#include "engine/train/bench_parallel.h"
+#include "engine/train/rank_workers.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
 
@@ -36,6 +41,7 @@ struct BenchOptions {
   std::string shape, model, methods = default_method(), device;
   std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
   std::string eval;             // --eval mmlu|gsm8k|decode: the evaluator's bench instead
+  std::string gpus;             // --gpus N|LIST: data-parallel steps, the batch on every GPU
   int64_t limit = -1, slots = 64, max_gen_toks = 256;  // --eval
   MethodFlagValues method_flags;  // the methods' own options, as given
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
@@ -166,7 +172,9 @@ std::string options_str(const nlohmann::ordered_json& j) {
 struct Setup {
   std::string name;  // the shape, or the --model folder
   llama::LlamaConfig config;
-  Device device;
+  Device device;                // with --gpus: rank 0's GPU
+  std::vector<Device> devices;  // --gpus: every rank's GPU, in rank order; else {device}
+  std::string parallel;         // --gpus: how the ranks run (DataParallelSetup::how)
   DeviceInfo info;
   DType dtype;
   int64_t base_parameters = 0;
@@ -180,18 +188,24 @@ void print_plan(std::ostream& out, const BenchOptions& o, const Setup& s,
                 "bench    %s: %lld layers, hidden %lld, intermediate %lld, %lld heads / %lld KV "
                 "heads, vocab %lld\n"
                 "methods  %s, each on a fresh model (AdamW, lr 2e-4, finetune's step)\n"
-                "batch    %lld x %lld = %lld tokens/step, grad checkpointing %s, %lld warm-up + "
+                "batch    %lld x %lld = %lld tokens/step%s, grad checkpointing %s, %lld warm-up + "
                 "%lld timed + %lld profiled steps\n"
                 "device   %s (%s), %s weights: %lld parameters, %.3f GiB\n",
                 s.name.c_str(), (long long)c.num_layers, (long long)c.hidden_size,
                 (long long)c.intermediate_size, (long long)c.num_heads,
                 (long long)c.num_kv_heads, (long long)c.vocab_size, joined(methods).c_str(),
                 (long long)o.batch, (long long)o.seq, (long long)(o.batch * o.seq),
-                o.grad_checkpointing ? "on" : "off", (long long)o.warmup, (long long)o.steps,
+                s.parallel.empty() ? "" : " per GPU", o.grad_checkpointing ? "on" : "off",
+                (long long)o.warmup, (long long)o.steps,
                 (long long)o.profiled, s.device.str().c_str(), s.info.name.c_str(),
                 std::string(dtype_name(s.dtype)).c_str(), (long long)s.base_parameters,
                 double(s.base_parameters) * double(dtype_size(s.dtype)) / kGiB);
-  out << line << std::flush;
+  out << line;
+  if (!s.parallel.empty())
+    out << "gpus     " << s.parallel << ": every GPU takes the batch, tokens/s counts all of them; "
+        << "scaling = these tokens/s / those of the same bench without --gpus (one GPU); no "
+           "profiled breakdown with --gpus\n";
+  out << std::flush;
 }
 
 // One method's result. A method that ran out of memory has `error` set and no times.
@@ -210,8 +224,43 @@ bool is_out_of_memory(const Error& e) {
   return m.rfind("out of GPU memory", 0) == 0 || m.rfind("out of host memory", 0) == 0;
 }
 
+// A fresh model for one method on `device`: the shape's random weights (or the checkpoint) and
+// the adapter from --seed, so every data-parallel replica starts identical.
+std::unique_ptr<llama::LlamaModel> build_model(const BenchOptions& o, const Setup& s,
+                                               const std::string& method, Device device) {
+  std::mt19937_64 adapter_rng(o.seed);
+  auto model = std::make_unique<llama::LlamaModel>(
+      s.config, weights_for(o, s.config, s.dtype, device),
+      make_linear_factory(method_options(o, method), adapter_rng));
+  model->set_grad_checkpointing(o.grad_checkpointing);
+  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
+  model->set_host_memory_share(int(s.devices.size()));
+  return model;
+}
+
+// --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
+// its copy of the batch and its rank's GradReducer, timed together.
+BenchTimes time_replicas(const BenchOptions& o, const Setup& s, const std::string& method,
+                         DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
+  const size_t n = s.devices.size();
+  std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
+  std::vector<std::unique_ptr<AdamW>> optimizers(n);
+  std::vector<Batch> batches(n);
+  RankWorkers(s.devices).run([&](size_t i) {
+    models[i] = build_model(o, s, method, s.devices[i]);
+    optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
+    batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
+  });
+  for (const Param* p : models.front()->params()) trainable += p->value.numel();
+  std::vector<BenchRank> ranks;
+  for (size_t i = 0; i < n; ++i)
+    ranks.push_back(
+        {models[i].get(), optimizers[i].get(), &batches[i], dp.reducers[i].get(), s.devices[i]});
+  return time_parallel_training_steps(ranks, schedule);
+}
+
 MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& method,
-                     const Batch& batch, std::ostream& plan_out) {
+                     const Batch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
   MethodRun r;
   r.method = method;
   r.options = options_json(o, method);
@@ -222,22 +271,21 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;
+  const BenchSchedule schedule{.warmup = o.warmup,
+                                .steps = o.steps,
+                                .profiled = o.profiled,
+                                .lr = 2e-4,
+                                .max_grad_norm = r.max_grad_norm};
   try {
-    std::mt19937_64 adapter_rng(o.seed);
-    llama::LlamaModel model(s.config, weights_for(o, s.config, s.dtype, s.device),
-                            make_linear_factory(method_options(o, method), adapter_rng));
-    model.set_grad_checkpointing(o.grad_checkpointing);
-    model.set_checkpoint_offload(!o.checkpoints_on_gpu);
-    const std::vector<Param*> params = model.params();
-    for (const Param* p : params) r.trainable += p->value.numel();
-    AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
-    r.times = time_training_steps(
-        model, optimizer, batch, s.device,
-        {.warmup = o.warmup,
-         .steps = o.steps,
-         .profiled = o.profiled,
-         .lr = 2e-4,
-         .max_grad_norm = r.max_grad_norm});
+    if (dp.active()) {
+      r.times = time_replicas(o, s, method, dp, schedule, r.trainable);
+    } else {
+      auto model = build_model(o, s, method, s.device);
+      const std::vector<Param*> params = model->params();
+      for (const Param* p : params) r.trainable += p->value.numel();
+      AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
+      r.times = time_training_steps(*model, optimizer, batch, s.device, schedule);
+    }
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {
@@ -246,7 +294,7 @@ MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& m
     plan_out << "         " << method << " does not fit: " << r.error << std::endl;
   }
   // The model and optimizer are gone: hand their blocks back so the next method starts clean.
-  release_cached_memory(s.device);
+  for (const Device& d : s.devices) release_cached_memory(d);
   return r;
 }
 
@@ -268,6 +316,7 @@ nlohmann::ordered_json method_json(const BenchOptions& o, const Setup& s, const 
   }
   const BenchTimes& t = r.times;
   j["tokens_per_s"] = t.tokens_per_s;
+  j["tokens_per_step"] = t.tokens_per_step;
   j["step_s"] = t.median_s;
   j["step_s_mean"] = t.mean_s;
   j["step_times_s"] = t.step_seconds;
@@ -294,11 +343,17 @@ nlohmann::ordered_json report_json(const BenchOptions& o, const Setup& s,
       {"profiled_steps", o.profiled},
       {"grad_checkpointing", o.grad_checkpointing},
       {"device", s.device.str()},
+      {"gpus", nlohmann::ordered_json()},
+      {"world_size", s.devices.size()},
       {"device_name", s.info.name},
       {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
                                                      : nlohmann::ordered_json()},
       {"base_parameters", s.base_parameters},
       {"methods", nlohmann::ordered_json::array()}};
+  if (!s.parallel.empty()) {
+    j["gpus"] = nlohmann::ordered_json::array();
+    for (const Device& d : s.devices) j["gpus"].push_back(d.index);
+  }
   for (const MethodRun& r : runs) j["methods"].push_back(method_json(o, s, r));
   return j;
 }
@@ -328,8 +383,9 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
     out << line << '\n';
   };
   out << '\n' << s.name << ", batch " << o.batch << " x seq " << o.seq << ", grad checkpointing "
-      << (o.grad_checkpointing ? "on" : "off") << ", on " << s.device.str() << " (" << s.info.name
-      << ")";
+      << (o.grad_checkpointing ? "on" : "off") << ", on "
+      << (s.parallel.empty() ? s.device.str() : s.parallel + ", the batch on each")
+      << " (" << s.info.name << ")";
   if (o.profiled > 0) out << "; parts in ms per profiled step";
   out << '\n';
   std::vector<std::string> head;
@@ -356,6 +412,11 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
   }
   out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
          "timed steps (weights included); est. = loft info's estimate of that peak\n";
+  if (!s.parallel.empty())
+    out << "with --gpus " << o.gpus << ": tokens/s = " << s.devices.size()
+        << " x the batch's tokens / the median step, from its start until every GPU is done; "
+           "peak = the largest GPU's; scaling = these tokens/s / those of the same bench without "
+           "--gpus (one GPU)\n";
   if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
   for (const MethodRun& r : runs) {
     if (!r.error.empty()) continue;
@@ -370,7 +431,17 @@ void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
   }
 }
 
-void run_bench(const BenchOptions& o) {
+void run_bench(const BenchOptions& in) {
+  BenchOptions o = in;
+  if (!o.gpus.empty()) {
+    if (!o.eval.empty() || !o.tokenizer.empty() || o.kernels)
+      throw UsageError(cat("--gpus ", o.gpus, " times data-parallel training steps; it does not go "
+                           "with --eval, --tokenizer or --kernels"));
+    if (!o.device.empty() && o.device != "auto")
+      throw UsageError(cat("--device ", o.device, " with --gpus ", o.gpus,
+                           ": the data-parallel ranks pick their GPUs"));
+    o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
+  }
   if (!o.eval.empty()) {
     EvalBenchOptions e{o.eval, o.shape, o.model, o.tokenizer, o.data, o.limit, o.slots,
                        o.batch, o.seq, o.max_gen_toks, o.seed, o.json};
@@ -386,8 +457,17 @@ void run_bench(const BenchOptions& o) {
   if (!o.data.empty()) throw UsageError("--data is for --tokenizer (the data-side bench)");
   check_options(o);
   const std::vector<std::string> methods = parse_methods(o.methods);
+  const auto timeout = kDefaultNcclTimeout;
+  DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
   Setup s;
-  s.device = resolve_device(o.device, &std::cerr);
+  if (dp.active()) {
+    for (int g : dp.devices) s.devices.push_back(Device::cuda(g));
+    s.device = s.devices.front();
+    s.parallel = dp.how;
+  } else {
+    s.device = resolve_device(o.device, &std::cerr);
+    s.devices = {s.device};
+  }
   s.info = device_info(s.device);
   s.dtype = s.device.is_cpu() ? DType::F32 : DType::BF16;
   s.config = config_for(o);
@@ -402,9 +482,15 @@ void run_bench(const BenchOptions& o) {
   std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
   print_plan(plan_out, o, s, methods);
 
-  const Batch batch = random_batch(o, s.config.vocab_size, s.device);
+  // The one-device batch; data-parallel ranks make the same one on their own GPUs.
+  const Batch batch = dp.active() ? Batch{} : random_batch(o, s.config.vocab_size, s.device);
   std::vector<MethodRun> runs;
-  for (const std::string& m : methods) runs.push_back(run_method(o, s, m, batch, plan_out));
+  for (const std::string& m : methods) {
+    runs.push_back(run_method(o, s, m, batch, dp, plan_out));
+    // A rank that ran out of memory aborted the communicators: fresh ones for the next method.
+    if (dp.active() && !runs.back().error.empty())
+      dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
+  }
   if (o.json)
     std::cout << report_json(o, s, runs).dump() << '\n';
   else
@@ -433,6 +519,9 @@ void add_bench_command(CLI::App& root) {
   cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();
   cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str();
   cmd->add_option("--steps", o->steps, "timed steps")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus,
+                  "data-parallel steps on several GPUs in this process: N (the first N) or a list "
+                  "(0,2); every GPU takes the batch (--batch x --seq per GPU), no profiled breakdown");
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--profile-steps", o->profiled,
                   "profiled steps after the timed ones, for the per-part breakdown (0: none)")

@@ -12,16 +12,18 @@ namespace loft {
 
 namespace {
 
-// One step as finetune takes it (train_step.h), on the bench batch as its one micro-batch; returns
-// the mean loss per target token.
+// One step as finetune takes it (train_step.h), on the bench batch as its one micro-batch.
 double bench_step(TrainableModel& model, AdamW& optimizer, const Batch& batch,
                   const BenchSchedule& schedule, int64_t step) {
-  const StepResult r = train_step(model, optimizer, std::span<const Batch>(&batch, 1),
-                                  schedule.max_grad_norm, schedule.lr, step);
-  return r.targets > 0 ? r.loss_sum / double(r.targets) : 0.0;
+  return mean_loss(train_step(model, optimizer, std::span<const Batch>(&batch, 1),
+                              schedule.max_grad_norm, schedule.lr, step));
 }
 
 }  // namespace
+
+double mean_loss(const StepResult& r) {
+  return r.targets > 0 ? r.loss_sum / double(r.targets) : 0.0;
+}
 
 double median(std::vector<double> v) {
   LOFT_CHECK(!v.empty(), "median of an empty list");
@@ -32,31 +34,49 @@ double median(std::vector<double> v) {
   return (upper + *std::max_element(v.begin(), v.begin() + mid)) / 2;
 }
 
-BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
-                               Device device, const BenchSchedule& schedule) {
+int64_t time_steps(const BenchSchedule& schedule, int64_t tokens_per_step,
+                   const std::function<double(int64_t step)>& step,
+                   const std::function<void()>& start_timing, BenchTimes& t) {
   LOFT_CHECK(schedule.steps >= 1 && schedule.warmup >= 0 && schedule.profiled >= 0, "bench: ",
              schedule.steps, " timed steps after ", schedule.warmup, " warm-up steps, ",
              schedule.profiled, " profiled");
   using Clock = std::chrono::steady_clock;
-  BenchTimes t;
-  int64_t step = 0;
-  // The method's calibration pass (if any), on the bench batch, as finetune runs it.
-  run_calibration(model, [&batch]() -> std::optional<Batch> { return batch; });
-  for (; step < schedule.warmup; ++step)
-    bench_step(model, optimizer, batch, schedule, step + 1);
-  synchronize(device);
-  reset_peak_memory(device);
-  for (int64_t i = 0; i < schedule.steps; ++i, ++step) {
+  int64_t n = 0;
+  for (; n < schedule.warmup; ++n) step(n + 1);
+  start_timing();
+  t.step_seconds.clear();
+  for (int64_t i = 0; i < schedule.steps; ++i, ++n) {
     const auto start = Clock::now();
-    t.last_loss = bench_step(model, optimizer, batch, schedule, step + 1);
-    synchronize(device);
+    t.last_loss = step(n + 1);
     t.step_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
-  t.peak_bytes = int64_t(memory_stats(device).peak_allocated);
   t.median_s = median(t.step_seconds);
   t.mean_s = std::accumulate(t.step_seconds.begin(), t.step_seconds.end(), 0.0) /
              double(t.step_seconds.size());
-  t.tokens_per_s = t.median_s > 0 ? double(batch.ids.numel()) / t.median_s : 0.0;
+  t.tokens_per_step = tokens_per_step;
+  t.tokens_per_s = t.median_s > 0 ? double(tokens_per_step) / t.median_s : 0.0;
+  return n;
+}
+
+BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+                               Device device, const BenchSchedule& schedule) {
+  using Clock = std::chrono::steady_clock;
+  BenchTimes t;
+  // The method's calibration pass (if any), on the bench batch, as finetune runs it.
+  run_calibration(model, [&batch]() -> std::optional<Batch> { return batch; });
+  int64_t step = time_steps(
+      schedule, batch.ids.numel(),
+      [&](int64_t n) {
+        const double loss = bench_step(model, optimizer, batch, schedule, n);
+        synchronize(device);
+        return loss;
+      },
+      [&] {
+        synchronize(device);
+        reset_peak_memory(device);
+      },
+      t);
+  t.peak_bytes = int64_t(memory_stats(device).peak_allocated);
   if (schedule.profiled == 0) return t;
 
   const auto start = Clock::now();

@@ -4,14 +4,17 @@
 // A step is exactly the trainer's (train_step.h): forward + backward, the grad norm and its
 // clipping, AdamW (zeroing the grads), the method's after_step. After the timed steps, a few more steps run under the
 // profiler (engine/device/profile.h) for the per-part breakdown; the timed steps stay unprofiled.
+// The data-parallel version (bench_parallel.h) shares the warm-up and timing loop: time_steps.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/device/profile.h"
 #include "engine/optim/adamw.h"
 #include "engine/train/batch.h"
+#include "engine/train/train_step.h"
 
 namespace loft {
 
@@ -26,8 +29,10 @@ struct BenchSchedule {
 struct BenchTimes {
   std::vector<double> step_seconds;  // each timed step, in order
   double median_s = 0, mean_s = 0;
-  double tokens_per_s = 0;     // batch tokens / median step time
-  int64_t peak_bytes = 0;      // peak allocated on the device during the timed steps
+  int64_t tokens_per_step = 0;  // tokens a step takes (the batch's, times the data-parallel ranks)
+  double tokens_per_s = 0;     // tokens_per_step / median step time
+  int64_t peak_bytes = 0;      // peak allocated on the device during the timed steps (with
+                               // several ranks: the largest of their devices' peaks)
   double last_loss = 0;        // mean loss per target token of the last timed step
   // Seconds per profiled step charged to each part (exhaustive: Other holds what no scope
   // claims), and the wall time per profiled step they add up to. Zero when none were profiled.
@@ -39,6 +44,19 @@ struct BenchTimes {
 // step's loss or gradient norm is not finite.
 BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
                                Device device, const BenchSchedule& schedule);
+
+// The loop every bench shares (time_training_steps here, time_parallel_training_steps in
+// bench_parallel.h): schedule.warmup untimed steps, then start_timing() (every device
+// synchronised, its peak reset), then schedule.steps timed ones. step(n) runs step n (1-based) to
+// completion on every device and returns its mean loss per target token. Fills the step times,
+// their median and mean, last_loss, tokens_per_step and tokens_per_s; the peak and the breakdown
+// are the caller's. Returns the number of steps taken.
+int64_t time_steps(const BenchSchedule& schedule, int64_t tokens_per_step,
+                   const std::function<double(int64_t step)>& step,
+                   const std::function<void()>& start_timing, BenchTimes& t);
+
+// A step's mean loss per target token (0 when it has no target).
+double mean_loss(const StepResult& r);
 
 // Median of a non-empty list (mean of the two middle values for an even count).
 double median(std::vector<double> v);

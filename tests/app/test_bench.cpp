@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/device/profile.h"
+#include "engine/dist/nccl_comm.h"
+#include "engine/tensor/device.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/config.h"
 #include "tests/common/cli_capture.h"
@@ -268,6 +270,43 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
     EXPECT_FALSE(contains(r.err, "bench    ")) << "nothing ran: " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+}
+
+// --gpus: what does not go with it is named before anything runs, and so is a machine that
+// cannot run it (a build without NCCL, fewer GPUs than asked for).
+TEST(BenchCommand, GpusUsageErrors) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<const char*> says;
+  };
+  std::vector<Case> cases = {
+      {{"--gpus", "2", "--device", "cpu"}, {"--device cpu", "--gpus 2"}},
+      {{"--gpus", "2", "--kernels"}, {"--gpus 2", "--kernels"}},
+      {{"--gpus", "2", "--eval", "decode"}, {"--gpus 2", "--eval"}},
+      {{"--gpus", "2", "--batch", "0"}, {"--batch"}},  // the options are checked first
+  };
+  if (!nccl_compiled())
+    cases.push_back({{"--gpus", "2"}, {"NCCL"}});
+  else if (cuda_device_count() < 64)
+    cases.push_back({{"--gpus", "64"}, {"--gpus 64", "this machine has"}});
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"bench", "--shape", "tiny"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const CliResult r = test::run_cli_captured(args);
+    EXPECT_EQ(r.code, 2) << c.says[0] << ": " << r.err;
+    for (const char* s : c.says) EXPECT_TRUE(contains(r.err, s)) << s << ": " << r.err;
+    EXPECT_FALSE(contains(r.err, "bench    ")) << "nothing ran: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+// The one-device bench reports itself as a world of one.
+TEST(BenchCommand, JsonSaysTheWorldSize) {
+  const auto j = bench_json({"--shape", "tiny", "--batch", "1", "--seq", "16", "--steps", "1",
+                             "--warmup", "0", "--profile-steps", "0"});
+  EXPECT_TRUE(j["gpus"].is_null());
+  EXPECT_EQ(j["world_size"], 1);
+  EXPECT_EQ(only_method(j)["tokens_per_step"], 16);
 }
 
 // The data-side bench: encode throughput and the pipeline's tokens/s, reported per line (the

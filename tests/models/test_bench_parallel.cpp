@@ -1,0 +1,106 @@
+// time_parallel_training_steps (engine/train/bench_parallel.h), the timing loop of `loft bench
+// --gpus`, on two CPU replicas of bench's tiny shape with ThreadGradSum standing in for NCCL; the
+// replicas share the CPU, so they compute one at a time (RankWorkers' serial mode). Every rank
+// takes the same batch, so a step counts both ranks' tokens, the replicas stay bit-identical, and
+// the summed gradient over twice the targets is one device's: the loss and the params match the
+// one-device bench (time_training_steps) on the same batch. hot:lqs runs its calibration pass on
+// every rank.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "app/method_flags.h"
+#include "engine/peft/method.h"
+#include "engine/train/bench_parallel.h"
+#include "models/llama/bench_model.h"
+#include "models/llama/model.h"
+#include "tests/common/thread_grad_sum.h"
+
+namespace loft::llama {
+namespace {
+
+// A fresh bench model of the tiny shape (the same weights, adapter init and batch every time),
+// its optimizer and a batch of 2 rows of 24 random tokens.
+struct Replica {
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<AdamW> optimizer;
+  Batch batch;
+
+  explicit Replica(const std::string& method) {
+    const LlamaConfig c = *bench_shape_config("tiny");
+    MethodOptions m{"", {8, 16.0f}, parse_lora_targets("all"), 0};
+    m.method = method.substr(0, method.find(':'));
+    app::apply_method_variants(method, m);
+    apply_method_invariants(m);
+    std::mt19937_64 rng(1);
+    model = std::make_unique<LlamaModel>(c, random_llama_weights(c, DType::F32, Device::cpu(), 3),
+                                         make_linear_factory(m, rng));
+    optimizer = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
+    std::mt19937_64 tok(7);
+    std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
+    std::vector<int32_t> ids(2 * 24);
+    for (int32_t& t : ids) t = id(tok);
+    batch = make_batch(ids, ids, {}, 2, 24, Device::cpu());
+  }
+};
+
+std::vector<std::vector<float>> values(LlamaModel& m) {
+  std::vector<std::vector<float>> v;
+  for (Param* p : m.params()) v.push_back(p->value.to_float_vector());
+  return v;
+}
+
+const BenchSchedule kSchedule{.warmup = 1, .steps = 3, .profiled = 0, .lr = 1e-3, .max_grad_norm = 1.0};
+
+TEST(BenchParallel, TwoCpuReplicasCountBothAndMatchOneDevice) {
+  for (const char* method : {"lora", "falqon", "hot:lqs"}) {
+    SCOPED_TRACE(method);
+    Replica one(method);
+    const BenchTimes want =
+        time_training_steps(*one.model, *one.optimizer, one.batch, Device::cpu(), kSchedule);
+
+    std::vector<std::unique_ptr<Replica>> reps;
+    test::ThreadGradSum sum(2);
+    std::vector<BenchRank> ranks;
+    for (int r = 0; r < 2; ++r) {
+      reps.push_back(std::make_unique<Replica>(method));
+      ranks.push_back({reps.back()->model.get(), reps.back()->optimizer.get(), &reps.back()->batch,
+                       &sum.rank(r), Device::cpu()});
+    }
+    const BenchTimes got = time_parallel_training_steps(ranks, kSchedule, /*serial=*/true);
+
+    EXPECT_EQ(want.tokens_per_step, 2 * 24);
+    EXPECT_EQ(got.tokens_per_step, 2 * want.tokens_per_step);
+    ASSERT_EQ(got.step_seconds.size(), 3u);
+    for (double s : got.step_seconds) EXPECT_GT(s, 0);
+    EXPECT_EQ(got.median_s, median(got.step_seconds));
+    EXPECT_DOUBLE_EQ(got.tokens_per_s, double(got.tokens_per_step) / got.median_s);
+    EXPECT_GT(got.peak_bytes, 0);
+    // Twice the targets, each rank's gradient scaled by half: the sum is one device's gradient.
+    EXPECT_NEAR(got.last_loss, want.last_loss, 1e-6 * want.last_loss);
+    EXPECT_GT(got.last_loss, 1.0);
+    const auto v0 = values(*reps[0]->model), v1 = values(*reps[1]->model);
+    EXPECT_EQ(v0, v1);  // the ranks stay bit-identical
+    const auto v = values(*one.model);
+    ASSERT_EQ(v.size(), v0.size());
+    for (size_t p = 0; p < v.size(); ++p)
+      for (size_t k = 0; k < v[p].size(); ++k)
+        ASSERT_NEAR(v0[p][k], v[p][k], 1e-6f + 1e-5f * std::abs(v[p][k])) << "param " << p;
+  }
+}
+
+TEST(BenchParallel, RefusesProfiledStepsAndIncompleteRanks) {
+  Replica a("lora");
+  test::ThreadGradSum sum(1);
+  BenchSchedule profiled = kSchedule;
+  profiled.profiled = 1;
+  const BenchRank rank{a.model.get(), a.optimizer.get(), &a.batch, &sum.rank(0), Device::cpu()};
+  EXPECT_THROW(time_parallel_training_steps(std::span(&rank, 1), profiled), Error);
+  BenchRank no_sync = rank;
+  no_sync.sync = nullptr;
+  EXPECT_THROW(time_parallel_training_steps(std::span(&no_sync, 1), kSchedule), Error);
+  EXPECT_THROW(time_parallel_training_steps({}, kSchedule), Error);
+}
+
+}  // namespace
+}  // namespace loft::llama
