@@ -25,23 +25,66 @@ GradReducer::GradReducer(Communicator& comm, size_t bucket_bytes,
   LOFT_CHECK(bucket_bytes > 0, "GradReducer: a bucket cap of 0 bytes");
 }
 
-void GradReducer::reduce_all(std::span<Param* const> params, std::span<Tensor* const> extra) {
+void GradReducer::begin(std::span<Param* const> order) {
+  grads_.clear();
+  position_.clear();
   std::vector<size_t> bytes;
-  std::vector<Tensor*> grads;
-  bytes.reserve(params.size());
-  grads.reserve(params.size());
-  for (Param* p : params) {
+  for (Param* p : order) {
+    LOFT_CHECK(position_.emplace(p, grads_.size()).second, "GradReducer: ", p->name,
+               " twice in a step's params");
     bytes.push_back(p->grad.nbytes());
-    grads.push_back(&p->grad);
+    grads_.push_back(&p->grad);
   }
   buckets_ = plan_buckets(bytes, bucket_bytes_);
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    const BucketRange& b = buckets_[i];
-    std::vector<Tensor*> group(grads.begin() + ptrdiff_t(b.first), grads.begin() + ptrdiff_t(b.last));
-    if (i + 1 == buckets_.size()) group.insert(group.end(), extra.begin(), extra.end());
-    comm_.all_reduce_sum(group);
+  bucket_of_.assign(grads_.size(), 0);
+  pending_.clear();
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t i = buckets_[b].first; i < buckets_[b].last; ++i) bucket_of_[i] = b;
+    pending_.push_back(buckets_[b].last - buckets_[b].first);
   }
+  ready_.assign(grads_.size(), 0);
+  launched_ = 0;
+  open_ = true;
+}
+
+void GradReducer::ready(std::span<Param* const> params) {
+  LOFT_CHECK(open_, "GradReducer: gradients reported ready outside a step (begin() first)");
+  for (const Param* p : params) {
+    const auto it = position_.find(p);
+    LOFT_CHECK(it != position_.end(), "GradReducer: ", p->name, " is ready but not in the step's params");
+    LOFT_CHECK(!ready_[it->second], "GradReducer: ", p->name, " reported ready twice");
+    ready_[it->second] = 1;
+    --pending_[bucket_of_[it->second]];
+  }
+  // In plan order, so that every rank launches the same groups in the same sequence.
+  while (launched_ + 1 < buckets_.size() && pending_[launched_] == 0) launch(launched_++, {});
+}
+
+void GradReducer::reduce_all(std::span<Param* const> params, std::span<Tensor* const> extra) {
+  if (!open_) {
+    begin(params);
+  } else {
+    std::vector<char> seen(grads_.size(), 0);
+    for (const Param* p : params) {
+      const auto it = position_.find(p);
+      LOFT_CHECK(it != position_.end() && !seen[it->second], "GradReducer: the params summed are "
+                 "not the ", grads_.size(), " the step began with (", p->name, ")");
+      seen[it->second] = 1;
+    }
+    LOFT_CHECK(params.size() == grads_.size(), "GradReducer: ", params.size(),
+               " params summed, the step began with ", grads_.size());
+  }
+  open_ = false;
+  for (; launched_ < buckets_.size(); ++launched_)
+    launch(launched_, launched_ + 1 == buckets_.size() ? extra : std::span<Tensor* const>{});
   if (buckets_.empty() && !extra.empty()) comm_.all_reduce_sum(extra);
+}
+
+void GradReducer::launch(size_t bucket, std::span<Tensor* const> extra) {
+  const BucketRange& b = buckets_[bucket];
+  std::vector<Tensor*> group(grads_.begin() + ptrdiff_t(b.first), grads_.begin() + ptrdiff_t(b.last));
+  group.insert(group.end(), extra.begin(), extra.end());
+  comm_.all_reduce_sum(group);
 }
 
 void GradReducer::wait() { comm_.wait(timeout_); }

@@ -1,8 +1,10 @@
 // Data-parallel ranks talk through NCCL only (docs/multi-gpu.md): a Communicator is one rank's
-// handle on an NCCL communicator bound to one GPU. Its collectives run on the device's loft
-// compute stream (cuda::stream(dev)), so they are ordered after the backward that wrote the
-// gradients with no extra event. NCCL's all-reduce gives every rank the same bytes, which keeps
-// the replicas' updates bit-identical.
+// handle on an NCCL communicator bound to one GPU. Its collectives run on a stream of its own
+// that first waits for everything queued so far on the device's compute stream (cuda::stream(dev),
+// an event), so a bucket's all-reduce moves its gradients while the compute stream goes on with
+// the backward of earlier layers; wait() makes the compute stream wait for the collectives in
+// turn. NCCL's all-reduce gives every rank the same bytes, which keeps the replicas' updates
+// bit-identical.
 //
 // Every wait is bounded: wait() polls the stream and NCCL's asynchronous error, and on an error or
 // a timeout aborts the communicator and throws an Error naming the rank and the cause, so a rank
@@ -35,13 +37,16 @@ class Communicator {
   virtual Device device() const = 0;
 
   // Sums each tensor in place over every rank (F32, contiguous, on device()). All the tensors go
-  // in one ncclGroupStart/End, queued on the device's compute stream; this returns once they are
-  // queued. Every rank must pass the same number of tensors with the same sizes, in the same order.
+  // in one ncclGroupStart/End, queued after everything queued so far on the device's compute
+  // stream; this returns once they are queued. Until wait(), work queued later on the compute
+  // stream may run beside the sum, so it must neither write nor read these tensors. Every rank
+  // must pass the same number of tensors with the same sizes, in the same order.
   virtual void all_reduce_sum(std::span<Tensor* const> tensors) = 0;
 
-  // Blocks until everything queued on the device's compute stream (the collectives included) has
-  // finished. On an NCCL asynchronous error, or when `timeout` passes first, aborts the
-  // communicator and throws Error: "rank 0 of 2: a peer stopped answering within 60 s (...)".
+  // Orders the compute stream after every collective queued so far and blocks until everything
+  // queued on it (the collectives included) has finished. On an NCCL asynchronous error, or when
+  // `timeout` passes first, aborts the communicator and throws Error: "rank 0 of 2: a peer
+  // stopped answering within 60 s (...)".
   virtual void wait(std::chrono::milliseconds timeout) = 0;
 
   // Aborts the communicator now (a worker thread failed and its peers must not wait for it):

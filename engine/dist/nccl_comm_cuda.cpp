@@ -4,6 +4,12 @@
 // poll has a deadline; past it, or on an error, the communicator is aborted (ncclCommAbort also
 // stops NCCL kernels spinning on a dead peer) and the Error names rank, world size and cause.
 // NCCL itself is loaded at first use (nccl_api.h).
+//
+// Streams: the collectives run on the communicator's own stream (highest priority: NCCL's few
+// blocks start as soon as an SM frees instead of queueing behind a long GEMM grid), after an event
+// of the compute stream recorded at the call, so a bucket's transfer overlaps the backward queued
+// after it. The compute stream waits for an event of that stream in wait(), so polling the
+// compute stream alone bounds both.
 #ifdef LOFT_WITH_NCCL
 #include "engine/dist/nccl_api.h"
 
@@ -60,17 +66,28 @@ class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int device, int rank, int world,
                    std::chrono::milliseconds timeout)
-      : comm_(comm), dev_(device), rank_(rank), world_(world), timeout_(timeout) {}
+      : comm_(comm), dev_(device), rank_(rank), world_(world), timeout_(timeout) {
+    cuda::set_device(dev_);
+    int least = 0, greatest = 0;
+    LOFT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    LOFT_CUDA_CHECK(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest));
+    LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming));
+    LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
+  }
 
   ~NcclCommunicator() override {
-    if (!comm_) return;
-    try {
-      wait(timeout_);  // no collective may outlive its communicator; bounded, aborts on failure
-    } catch (...) {
+    if (comm_) {
+      try {
+        wait(timeout_);  // no collective may outlive its communicator; bounded, aborts on failure
+      } catch (...) {
+      }
     }
-    if (!comm_) return;
     cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
-    nccl_api().ncclCommDestroy(comm_);
+    if (comm_) nccl_api().ncclCommDestroy(comm_);
+    cudaStreamSynchronize(side_);  // ends at once: finished, or its kernels stopped by the abort
+    cudaEventDestroy(computed_);
+    cudaEventDestroy(reduced_);
+    cudaStreamDestroy(side_);
   }
 
   int rank() const override { return rank_; }
@@ -85,7 +102,10 @@ class NcclCommunicator final : public Communicator {
                  dtype_name(t->dtype()), " on ", t->device().str());
     }
     cuda::set_device(dev_);
-    cudaStream_t stream = cuda::stream(dev_);
+    // After what the compute stream holds now (the gradients' last writes), beside what follows.
+    LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
+    cudaStream_t stream = side_;
     ncclResult_t r = nccl_api().ncclGroupStart();
     if (r != ncclSuccess) fail(cat("ncclGroupStart failed (", nccl_cause(r, comm_), ")"));
     for (Tensor* t : tensors) {
@@ -109,6 +129,9 @@ class NcclCommunicator final : public Communicator {
     check_live();
     cuda::set_device(dev_);
     cudaStream_t stream = cuda::stream(dev_);
+    // The compute stream (the optimizer's reads of the sums) after every collective queued.
+    LOFT_CUDA_CHECK(cudaEventRecord(reduced_, side_));
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(stream, reduced_, 0));
     const auto start = Clock::now();
     const auto deadline = start + timeout;
     for (;;) {
@@ -150,6 +173,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   ncclComm_t comm_;
+  cudaStream_t side_ = nullptr;                            // the collectives' stream
+  cudaEvent_t computed_ = nullptr, reduced_ = nullptr;  // compute -> side, side -> compute
   int dev_, rank_, world_;
   std::chrono::milliseconds timeout_;  // for queueing and for the destructor's last wait
 };

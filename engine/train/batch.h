@@ -1,7 +1,9 @@
 // One micro-batch of token rows as the model consumes it, and the interface the trainer drives.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,10 @@ struct LossSums {
   int64_t tokens = 0;   // target tokens
 };
 
+// Told, during a backward, that these params' gradients are final for this micro-batch: nothing
+// later in the backward adds to them (a data-parallel sync may start summing them).
+using GradReadyHook = std::function<void(std::span<Param* const> ready)>;
+
 // What the trainer needs from a model.
 class TrainableModel {
  public:
@@ -45,6 +51,13 @@ class TrainableModel {
   virtual LossSums forward_backward(const Batch& batch, float grad_scale) = 0;
   virtual LossSums evaluate(const Batch& batch) = 0;
   virtual std::vector<Param*> params() = 0;
+  // While set (empty: none), forward_backward calls `hook` as groups of params' gradients become
+  // final, in grad_order()'s order, each param once. A model that never calls it is correct too
+  // (the sync then sums everything after the backward); the default ignores it.
+  virtual void set_grad_ready_hook(GradReadyHook hook) { (void)hook; }
+  // params() in the order the backward finishes their gradients (the hook's order): a
+  // data-parallel sync plans its buckets from it, identically on every rank.
+  virtual std::vector<Param*> grad_order() { return params(); }
   // After every optimizer step: the methods apply the update to their own state and refresh
   // their derived copies (AdaptedLinear::after_step).
   virtual void after_step() = 0;

@@ -13,6 +13,9 @@ namespace {
 class SerialSync final : public GradientSync {
  public:
   SerialSync(GradientSync& inner, std::mutex& compute) : inner_(inner), compute_(compute) {}
+  // These two only queue work: the rank keeps its compute turn.
+  void begin(std::span<Param* const> order) override { inner_.begin(order); }
+  void ready(std::span<Param* const> params) override { inner_.ready(params); }
   void sum(std::span<Param* const> params, std::span<float> scalars) override {
     Released r(compute_);
     inner_.sum(params, scalars);

@@ -7,6 +7,16 @@
 
 namespace loft {
 
+namespace {
+// Takes the hook off the model however the backward ends (it points at this step's sync).
+struct UnsetHook {
+  TrainableModel* model;
+  ~UnsetHook() {
+    if (model) model->set_grad_ready_hook({});
+  }
+};
+}  // namespace
+
 StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
                       double max_grad_norm, double lr, int64_t step, const RankStep* rank) {
   StepResult r;
@@ -29,7 +39,12 @@ StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const B
       throw Error(cat("step ", step, ": loss is ", losses[k], " in micro-batch ", k + 1, " of ",
                       micro.size(), "; nothing from this step was applied or saved"));
   };
+  if (sync) sync->begin(model.grad_order());
   for (const Batch& b : micro) {
+    // The last micro-batch's backward tells the sync which gradients are final.
+    const bool last = sync && &b == &micro.back();
+    if (last) model.set_grad_ready_hook([sync](std::span<Param* const> p) { sync->ready(p); });
+    const UnsetHook unset{last ? &model : nullptr};
     losses.push_back(model.forward_backward(b, scale).loss_sum);
     if (!sync) check_loss(losses.size() - 1);  // one rank: stop at the first bad micro-batch
     r.loss_sum += losses.back();

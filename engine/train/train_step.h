@@ -28,9 +28,17 @@ struct StepResult {
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
-  // Sums every param's gradient in place over the ranks, and `scalars` with them (this rank's
-  // values in, the sums over every rank out). Every rank passes the same params and as many
-  // scalars.
+  // Opens a step's sum, before this rank's backward: its params in the order the backward
+  // finishes their gradients (TrainableModel::grad_order). Every rank passes the same list, so
+  // the buckets planned from it are the same on every rank whatever ready() says when.
+  virtual void begin(std::span<Param* const> order) { (void)order; }
+  // During the backward of the step's last micro-batch (the model's GradReadyHook): these
+  // params' gradients are final; the sync may start summing them while the backward goes on.
+  // Only timing depends on it: what is exchanged is the same with or without these calls.
+  virtual void ready(std::span<Param* const> params) { (void)params; }
+  // Sums every param's gradient in place over the ranks (what ready() started, and the rest), and
+  // `scalars` with them (this rank's values in, the sums over every rank out), and waits. Every
+  // rank passes the same params (those begin() named, if it was called) and as many scalars.
   virtual void sum(std::span<Param* const> params, std::span<float> scalars) = 0;
   // Every rank's `value`, in rank order (the replica check: rank 0 compares digests).
   virtual std::vector<uint64_t> gather(uint64_t value) = 0;
@@ -41,7 +49,8 @@ class GradientSync {
 
 // One rank's part of a data-parallel step: `micro` is its share of the step's micro-batches
 // (rank_share), the loss scale is 1 / the whole step's target tokens over every rank, and the
-// gradients are summed over the ranks before the clipping.
+// gradients are summed over the ranks before the clipping. The sync is told which gradients are
+// final during the last micro-batch's backward, so it may overlap the sum with the rest of it.
 struct RankStep {
   GradientSync* sync = nullptr;
   int64_t step_targets = 0;  // target tokens of the step's micro-batches over every rank

@@ -95,6 +95,22 @@ std::vector<Param*> LlamaModel::params() {
   return out;
 }
 
+std::vector<Param*> LlamaModel::layer_params(size_t l) {
+  std::vector<Param*> out;
+  const Layer& L = *layers_[l];
+  for (AdaptedLinear* lin : {L.q.get(), L.k.get(), L.v.get(), L.o.get(), L.gate.get(), L.up.get(),
+                             L.down.get()})
+    for (Param* p : lin->params()) out.push_back(p);
+  return out;
+}
+
+std::vector<Param*> LlamaModel::grad_order() {
+  std::vector<Param*> out;
+  for (size_t l = layers_.size(); l-- > 0;)
+    for (Param* p : layer_params(l)) out.push_back(p);
+  return out;
+}
+
 void LlamaModel::after_step() {
   for (auto& [name, lin] : named_) lin->after_step();
 }
@@ -395,6 +411,7 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
       saved[l] = Saved();  // free this block's activations as soon as they are consumed
     }
     inputs[l] = Tensor();
+    if (grad_ready_) grad_ready_(layer_params(l));  // no later layer adds to them
   }
   return sums;
 }

@@ -65,6 +65,13 @@ class LlamaModel : public TrainableModel {
   Tensor head_logits(const Tensor& hidden);
 
   std::vector<Param*> params() override;
+  // The hook gets layer l's params right after block_backward(l): every method's adapter
+  // gradients are written by its projections' backward, nothing after (tests/models/
+  // test_grad_ready.cpp checks each). The rest of the model is frozen, so nothing is left for
+  // the end of the backward.
+  void set_grad_ready_hook(GradReadyHook hook) override { grad_ready_ = std::move(hook); }
+  // The layers' params from the last layer to the first (the backward's order).
+  std::vector<Param*> grad_order() override;
   void after_step() override;
   void refresh_copies() override;
   int64_t calibration_batches() const override;
@@ -108,6 +115,8 @@ class LlamaModel : public TrainableModel {
   // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
   // holds its MLP's [T, intermediate] activations and gradients all at once.
   void block_backward(int l, Saved& saved, const Batch& b, Tensor& dx);
+  // The params of layer l's projections.
+  std::vector<Param*> layer_params(size_t l);
   // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
   // in host memory (embedding_in_host_memory), a gather on the host and one upload.
   Tensor embed(const Batch& b);
@@ -127,6 +136,7 @@ class LlamaModel : public TrainableModel {
   int host_share_ = 1;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
+  GradReadyHook grad_ready_;
 };
 
 }  // namespace loft::llama

@@ -1,11 +1,23 @@
 #include "tests/common/thread_grad_sum.h"
 
+#include <cstring>
+#include <map>
+#include <set>
+
 namespace loft::test {
 
 class ThreadGradSum::Rank final : public GradientSync {
  public:
   Rank(ThreadGradSum& all, int r) : all_(all), r_(r) {}
+  void begin(std::span<Param* const>) override { at_ready_.clear(); }
+  void ready(std::span<Param* const> params) override {
+    for (Param* p : params) {
+      LOFT_CHECK(!at_ready_.count(p), "ThreadGradSum: rank ", r_, ": ", p->name, " reported ready twice");
+      at_ready_[p] = p->grad.to_float_vector();
+    }
+  }
   void sum(std::span<Param* const> params, std::span<float> scalars) override {
+    check_ready(params);
     all_.meet(r_, {params, scalars, 0}, [](std::vector<Arrival>& a) {
       for (const Arrival& x : a)
         LOFT_CHECK(x.params.size() == a[0].params.size() && x.scalars.size() == a[0].scalars.size(),
@@ -37,8 +49,22 @@ class ThreadGradSum::Rank final : public GradientSync {
   void abort() override { all_.abort_all(); }
 
  private:
+  // Every gradient reported ready is one of `params` and still holds the bytes it had then.
+  void check_ready(std::span<Param* const> params) {
+    const std::set<const Param*> summed(params.begin(), params.end());
+    for (const auto& [p, then] : at_ready_) {
+      LOFT_CHECK(summed.count(p), "ThreadGradSum: rank ", r_, ": ", p->name, " reported ready but not summed");
+      const std::vector<float> now = p->grad.to_float_vector();
+      if (std::memcmp(now.data(), then.data(), now.size() * sizeof(float)) != 0)
+        throw Error(cat("ThreadGradSum: rank ", r_, ": the gradient of ", p->name,
+                        " changed after it was reported ready"));
+    }
+    at_ready_.clear();
+  }
+
   ThreadGradSum& all_;
   int r_;
+  std::map<const Param*, std::vector<float>> at_ready_;  // this step's ready gradients, as then
 };
 
 ThreadGradSum::ThreadGradSum(int world) : arrivals_(size_t(world)) {

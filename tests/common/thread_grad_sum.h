@@ -1,6 +1,9 @@
 // An in-process GradientSync for N CPU ranks in N threads: the tests' stand-in for NCCL, which
 // gives every rank the same bytes (here: the sum in rank order, written to every rank). A rank's
 // abort() makes every pending and later exchange throw, as an aborted communicator does.
+// Gradients reported ready (GradientSync::ready) are copied then, and sum() throws, before it
+// meets the other ranks, when one changed since: an all-reduce launched at that moment would have
+// summed a gradient the backward was still adding to.
 #pragma once
 #include <condition_variable>
 #include <functional>

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/dist/grad_reducer.h"
+#include "tests/common/recording_comm.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -62,25 +63,7 @@ TEST(GradReducerPlan, CoversEveryParamOnceWithinTheCap) {
   EXPECT_THROW(plan_buckets(std::vector<size_t>{1}, 0), Error);
 }
 
-// Records the calls; "sums" by doubling, as a world of two identical ranks would.
-class RecordingComm final : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int world_size() const override { return 2; }
-  Device device() const override { return Device::cpu(); }
-  void all_reduce_sum(std::span<Tensor* const> tensors) override {
-    groups.emplace_back();
-    for (Tensor* t : tensors) {
-      groups.back().push_back(t);
-      float* d = t->ptr<float>();
-      for (int64_t i = 0; i < t->numel(); ++i) d[i] *= 2;
-    }
-  }
-  void wait(std::chrono::milliseconds timeout) override { waits.push_back(timeout); }
-  void abort() override {}
-  std::vector<std::vector<Tensor*>> groups;
-  std::vector<std::chrono::milliseconds> waits;
-};
+using test::RecordingComm;
 
 TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
   std::mt19937 rng(3);
@@ -105,8 +88,9 @@ TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
   size_t k = 0;
   for (size_t b = 0; b < want.size(); ++b) {
     const size_t extra = b + 1 == want.size() ? 1 : 0;  // the scalars ride in the last group
-    ASSERT_EQ(comm.groups[b].size(), want[b].last - want[b].first + extra);
-    for (size_t j = 0; j + extra < comm.groups[b].size(); ++j) EXPECT_EQ(comm.groups[b][j], &params[k++].grad);
+    const std::vector<Tensor*>& g = comm.groups[b].tensors;
+    ASSERT_EQ(g.size(), want[b].last - want[b].first + extra);
+    for (size_t j = 0; j + extra < g.size(); ++j) EXPECT_EQ(g[j], &params[k++].grad);
   }
   EXPECT_EQ(scalars[0], 3.0f);
   EXPECT_EQ(scalars[1], -4.0f);
@@ -115,6 +99,66 @@ TEST(GradReducer, OneGroupPerBucketInParamOrderThenWait) {
     const std::vector<float> after = params[i].grad.to_float_vector();
     for (size_t j = 0; j < after.size(); ++j) ASSERT_EQ(after[j], 2 * before[i][j]);
   }
+}
+
+// begin() plans over the backward's order; ready() launches each complete bucket in plan order
+// (a later bucket complete first waits for the earlier ones), never the last, which sum() launches
+// with the scalars; every grad is summed once.
+TEST(GradReducer, ReadyLaunchesCompleteBucketsInPlanOrderAndSumTheRest) {
+  std::mt19937 rng(5);
+  std::vector<Param> params;
+  for (int64_t n : {4, 4, 4, 4, 4, 4})
+    params.push_back({"p" + std::to_string(params.size()), Tensor::zeros({n}, DType::F32),
+                      test::random_tensor({n}, rng)});
+  std::vector<Param*> order;  // the backward's order: the last params first
+  for (size_t i = params.size(); i-- > 0;) order.push_back(&params[i]);
+  std::vector<std::vector<float>> before;
+  for (const Param& p : params) before.push_back(p.grad.to_float_vector());
+  RecordingComm comm;
+  GradReducer reducer(comm, 8 * sizeof(float));  // two params a bucket: {5,4} {3,2} {1,0}
+  reducer.begin(order);
+  const auto ready = [&](int mark, std::vector<size_t> which) {
+    comm.now = mark;
+    std::vector<Param*> ps;
+    for (size_t i : which) ps.push_back(&params[i]);
+    reducer.ready(ps);
+  };
+  ready(1, {3, 2});  // bucket 1 complete, bucket 0 not: nothing yet
+  EXPECT_TRUE(comm.groups.empty());
+  ready(2, {5});
+  EXPECT_TRUE(comm.groups.empty());
+  ready(3, {4, 1});  // bucket 0, then bucket 1 behind it
+  ASSERT_EQ(comm.groups.size(), 2u);
+  ready(4, {0});  // the last bucket waits for sum()
+  EXPECT_EQ(comm.groups.size(), 2u);
+  EXPECT_THROW(ready(4, {0}), Error) << "reported twice";
+  Param stranger{"x", Tensor::zeros({1}, DType::F32), Tensor::zeros({1}, DType::F32)};
+  EXPECT_THROW(reducer.ready(std::vector<Param*>{&stranger}), Error);
+  comm.now = 5;
+  float scalars[1] = {0.25f};
+  std::vector<Param*> forward;  // sum() takes the params in any order
+  for (Param& p : params) forward.push_back(&p);
+  reducer.sum(forward, scalars);
+  EXPECT_EQ(scalars[0], 0.5f);
+  const std::vector<std::vector<Tensor*>> want{{&params[5].grad, &params[4].grad},
+                                               {&params[3].grad, &params[2].grad},
+                                               {&params[1].grad, &params[0].grad}};
+  const int marks[] = {3, 3, 5};
+  ASSERT_EQ(comm.groups.size(), 3u);
+  for (size_t b = 0; b < 3; ++b) {
+    std::vector<Tensor*> got = comm.groups[b].tensors;
+    if (b == 2) got.pop_back();  // the scalars
+    EXPECT_EQ(got, want[b]) << "bucket " << b;
+    EXPECT_EQ(comm.groups[b].now, marks[b]) << "bucket " << b;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::vector<float> after = params[i].grad.to_float_vector();
+    for (size_t j = 0; j < after.size(); ++j) ASSERT_EQ(after[j], 2 * before[i][j]);
+  }
+  // The step is over: a report now is refused, and the next sum plans over its own params.
+  EXPECT_THROW(ready(6, {0}), Error);
+  reducer.begin(order);
+  EXPECT_THROW(reducer.sum(std::span<Param* const>(forward).first(5), {}), Error);
 }
 
 // Rank 1 of 3 whose peers' contributions to any all-reduce are fixed tensors: the sum is this
