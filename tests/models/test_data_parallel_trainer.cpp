@@ -228,9 +228,14 @@ TEST(DataParallelTrainer, OneRankPerProcessAgreesAndOnlyRankZeroWrites) {
       Stream d;
       TrainerConfig c = config(3, dir / "run");
       c.save_every = 2;
-      Trainer t(DataParallelRanks{2, {{models[r].get(), &sum.rank(r), r}}}, d, c);
-      EXPECT_EQ(t.writes(), r == 0);
-      losses[r] = run_losses(t);
+      try {  // (an exception escaping a thread would end the test binary)
+        Trainer t(DataParallelRanks{2, {{models[r].get(), &sum.rank(r), r}}}, d, c);
+        EXPECT_EQ(t.writes(), r == 0);
+        losses[r] = run_losses(t);
+      } catch (const std::exception& e) {
+        sum.rank(r).abort();
+        ADD_FAILURE() << "rank " << r << ": " << e.what();
+      }
     });
   for (std::thread& t : ranks) t.join();
   EXPECT_EQ(losses[0].size(), 3u);

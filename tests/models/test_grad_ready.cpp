@@ -23,6 +23,7 @@
 #include "tests/common/recording_comm.h"
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
+#include "tests/common/token_stream.h"
 
 namespace loft::llama {
 namespace {
@@ -43,15 +44,10 @@ std::unique_ptr<LlamaModel> model(const std::string& method, const std::string& 
                                       make_linear_factory(m, rng));
 }
 
-Batch micro(int k) {
-  const LlamaConfig c = test::tiny_llama_config();
-  std::mt19937_64 tok(uint64_t(700 + k));
-  std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
-  std::vector<int32_t> ids(2 * 13);
-  for (int32_t& t : ids) t = id(tok);
-  std::vector<int32_t> targets = ids;
-  targets[size_t(k % 5)] = -100;
-  return make_batch(ids, targets, {}, 2, 13, Device::cpu());
+Batch micro(int k) {  // micro-batch k of the trainer tests' fixed stream
+  test::TokenStream stream;
+  stream.restore(k);
+  return *stream.next();
 }
 
 bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
