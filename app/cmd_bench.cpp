@@ -437,9 +437,7 @@ void run_bench(const BenchOptions& in) {
     if (!o.eval.empty() || !o.tokenizer.empty() || o.kernels)
       throw UsageError(cat("--gpus ", o.gpus, " times data-parallel training steps; it does not go "
                            "with --eval, --tokenizer or --kernels"));
-    if (!o.device.empty() && o.device != "auto")
-      throw UsageError(cat("--device ", o.device, " with --gpus ", o.gpus,
-                           ": the data-parallel ranks pick their GPUs"));
+    check_device_beside_ranks(o.device, "--gpus " + o.gpus);
     o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
   }
   if (!o.eval.empty()) {

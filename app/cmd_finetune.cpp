@@ -189,9 +189,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const std::optional<dist::LaunchEnv> env = dist::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
-  if (parallel && !o.device.empty() && o.device != "auto")
-    throw UsageError(cat("--device ", o.device, " with ", o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus,
-                         ": the data-parallel ranks pick their GPUs"));
+  if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);
   const bool rank0 = !env || env->rank == 0;
   if (rank0)

@@ -51,6 +51,11 @@ std::vector<int> parse_gpus(const std::string& spec, int available) {
   return out;
 }
 
+void check_device_beside_ranks(const std::string& device, const std::string& ranks) {
+  if (!device.empty() && device != "auto")
+    throw UsageError(cat("--device ", device, " with ", ranks, ": the data-parallel ranks pick their GPUs"));
+}
+
 DataParallelSetup setup_data_parallel(const std::string& gpus,
                                       const std::optional<dist::LaunchEnv>& env,
                                       std::chrono::milliseconds timeout) {

@@ -30,6 +30,10 @@ struct DataParallelSetup {
 // one of these, names a GPU twice, or asks for more than the `available` GPUs.
 std::vector<int> parse_gpus(const std::string& spec, int available);
 
+// --device beside data parallelism (`ranks`: "--gpus 2" or "torchrun's WORLD_SIZE"): the ranks
+// pick their GPUs, so anything but "" or "auto" is a UsageError naming both.
+void check_device_beside_ranks(const std::string& device, const std::string& ranks);
+
 // Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError).
 // Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given.
 DataParallelSetup setup_data_parallel(const std::string& gpus,

@@ -15,4 +15,9 @@ namespace loft::dist {
 // split would make the ranks' step sizes differ and one rank wait on the others each step.
 std::vector<size_t> micro_batches_of_rank(size_t micro_batches, int world, int rank);
 
+// The same strided share for a step of any size, the last one of the data included, which may
+// hold fewer micro-batches than the world has ranks (a rank may get none and then adds only its
+// zero gradients to the sum). Error for a world below 1 or a rank outside it.
+std::vector<size_t> strided_share(size_t micro_batches, int world, int rank);
+
 }  // namespace loft::dist

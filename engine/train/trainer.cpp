@@ -16,6 +16,7 @@
 #include "engine/peft/method_state.h"
 #include "engine/tensor/finite.h"
 #include "engine/device/memory.h"
+#include "engine/dist/rank_share.h"
 #include "engine/train/replica_digest.h"
 #include "engine/train/train_step.h"
 
@@ -169,8 +170,8 @@ std::optional<StepMetrics> Trainer::train_step() {
       [&](size_t i) {
         const LocalRank& me = local_[i];
         const Device dev = device_of(*me.model);
-        std::vector<Batch> mine;  // micro-batches rank, rank + world, ... (rank_share)
-        for (size_t k = size_t(me.rank); k < micro.size(); k += size_t(world_))
+        std::vector<Batch> mine;  // a short last step may leave this rank fewer, or none
+        for (size_t k : dist::strided_share(micro.size(), world_, me.rank))
           mine.push_back(batch_on(micro[k], dev));
         const RankStep rank{syncs_[i], targets};
         results[i] = loft::train_step(*me.model, *optimizers_[i], mine, config_.max_grad_norm, lr,
@@ -190,7 +191,7 @@ std::optional<StepMetrics> Trainer::train_step() {
   m.tokens = targets;
   m.seconds = secs;
   m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
-  if (!params_.empty()) m.peak_memory = int64_t(memory_stats(params_.front()->value.device()).peak_allocated);
+  if (!params_.empty()) m.peak_memory = int64_t(memory_stats(device_of(model_)).peak_allocated);
   return m;
 }
 

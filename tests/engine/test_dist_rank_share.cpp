@@ -52,5 +52,15 @@ TEST(DistRankShare, BadWorldOrRank) {
                              "rank -1 is out of range"));
 }
 
+TEST(DistRankShare, TheLastShortStepIsSharedUnevenly) {
+  EXPECT_EQ(strided_share(6, 4, 0), (std::vector<size_t>{0, 4}));
+  EXPECT_EQ(strided_share(6, 4, 1), (std::vector<size_t>{1, 5}));
+  EXPECT_EQ(strided_share(6, 4, 3), (std::vector<size_t>{3}));
+  EXPECT_EQ(strided_share(2, 4, 3), std::vector<size_t>{});  // a rank with nothing to do
+  EXPECT_EQ(strided_share(8, 4, 2), micro_batches_of_rank(8, 4, 2));
+  EXPECT_TRUE(test::contains(test::error_of([] { strided_share(4, 0, 0); }), "at least 1"));
+  EXPECT_TRUE(test::contains(test::error_of([] { strided_share(4, 2, 2); }), "rank 2 is out of range"));
+}
+
 }  // namespace
 }  // namespace loft::dist
