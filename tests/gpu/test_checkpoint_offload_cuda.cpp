@@ -1,10 +1,15 @@
 // Grad checkpointing's block inputs and attention tensors in pinned host memory (CheckpointOffload):
 // copies only, and the recompute that restores the attention tensors runs the same kernels on the
 // same inputs as the one that computes them again, so two consecutive steps (the second reuses
-// every host slot) must give the same losses and adapter gradients bit for bit as with the inputs
-// kept on the GPU, for every method, and the peak must fall by about the inputs' bytes. Prints a
-// step's time each way (the copies should hide behind compute).
+// every host slot) must give the same losses and adapter gradients as with the inputs kept on the
+// GPU, for every method, and the peak must fall by about the inputs' bytes. "The same" is bit for
+// bit where the kept steps themselves repeat bit for bit; the attention backward adds dQ with
+// atomics (attention_flash_backward.cu), so where the kept steps differ from run to run (seen on
+// the sm_89 PTX path, whose atomics are scalar) the offloaded steps must lie within that spread.
+// Prints a step's time each way (the copies should hide behind compute).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -49,6 +54,21 @@ Steps two_steps(const llama::LlamaConfig& cfg, const std::string& method, bool o
   return r;
 }
 
+// The largest relative L2 distance between two runs' losses or any parameter's gradients.
+double distance(const Steps& a, const Steps& b) {
+  const auto rel = [](const auto& x, const auto& y) {
+    double d = 0, n = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      d += (double(x[i]) - double(y[i])) * (double(x[i]) - double(y[i]));
+      n += double(y[i]) * double(y[i]);
+    }
+    return d == 0 ? 0.0 : std::sqrt(d / std::max(n, 1e-300));
+  };
+  double worst = rel(a.losses, b.losses);
+  for (size_t i = 0; i < a.grads.size(); ++i) worst = std::max(worst, rel(a.grads[i], b.grads[i]));
+  return worst;
+}
+
 TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
   LOFT_REQUIRE_GPU();
   for (auto [shape, rows, seq] : {std::tuple<const char*, int64_t, int64_t>{"tiny", 3, 129},
@@ -69,16 +89,25 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
     for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
       const std::string what = std::string(shape) + " " + method;
       const Steps kept = two_steps(cfg, method, false, batches),
-                  off = two_steps(cfg, method, true, batches);
+                  off = two_steps(cfg, method, true, batches),
+                  again = two_steps(cfg, method, false, batches);
       const int64_t inputs = T * cfg.hidden_size * 2 * cfg.num_layers;
       std::printf("%s %lldx%lld: step %.0f us offloaded vs %.0f us kept; peak %.1f vs %.1f MB "
                   "(block inputs %.1f MB, a layer's attention tensors %.1f MB)\n",
                   what.c_str(), (long long)rows, (long long)seq, off.us, kept.us, off.peak / 1e6,
                   kept.peak / 1e6, inputs / 1e6, attention / 1e6);
-      EXPECT_EQ(off.losses, kept.losses) << what;
       ASSERT_EQ(off.grads.size(), kept.grads.size());
-      for (size_t i = 0; i < off.grads.size(); ++i)
-        EXPECT_EQ(off.grads[i], kept.grads[i]) << what << " param " << i;
+      const double spread = distance(kept, again), gap = distance(off, kept);
+      std::printf("%s: kept vs kept again %.3g, offloaded vs kept %.3g (largest relative distance "
+                  "of a loss or a gradient)\n", what.c_str(), spread, gap);
+      if (spread == 0) {
+        EXPECT_EQ(off.losses, kept.losses) << what;
+        for (size_t i = 0; i < off.grads.size(); ++i)
+          EXPECT_EQ(off.grads[i], kept.grads[i]) << what << " param " << i;
+      } else {
+        // Two samples of the same run-to-run noise: their distances differ by a small factor.
+        EXPECT_LE(gap, 4 * spread) << what;
+      }
       // At most two layers' inputs and attention tensors stay on the device at a time (the
       // last two through the loss head, which is this shape's peak).
       if (cfg.num_layers > 2) {
