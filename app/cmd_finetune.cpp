@@ -187,7 +187,7 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
 void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs) {
   FinetuneOptions o = in;
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
-  const std::optional<dist::LaunchEnv> env = dist::launch_env();
+  const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
   if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);

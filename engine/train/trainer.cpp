@@ -16,7 +16,7 @@
 #include "engine/peft/method_state.h"
 #include "engine/tensor/finite.h"
 #include "engine/device/memory.h"
-#include "engine/dist/rank_share.h"
+#include "engine/parallel/rank_share.h"
 #include "engine/train/replica_digest.h"
 #include "engine/train/train_step.h"
 
@@ -171,7 +171,7 @@ std::optional<StepMetrics> Trainer::train_step() {
         const LocalRank& me = local_[i];
         const Device dev = device_of(*me.model);
         std::vector<Batch> mine;  // a short last step may leave this rank fewer, or none
-        for (size_t k : dist::strided_share(micro.size(), world_, me.rank))
+        for (size_t k : parallel::strided_share(micro.size(), world_, me.rank))
           mine.push_back(batch_on(micro[k], dev));
         const RankStep rank{syncs_[i], targets};
         results[i] = loft::train_step(*me.model, *optimizers_[i], mine, config_.max_grad_norm, lr,

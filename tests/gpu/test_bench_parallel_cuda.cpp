@@ -9,7 +9,7 @@
 #include <random>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 #include "engine/peft/method.h"
 #include "engine/train/bench_parallel.h"
 #include "engine/train/rank_workers.h"

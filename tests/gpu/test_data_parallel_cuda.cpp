@@ -9,8 +9,8 @@
 #include <random>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/grad_reducer.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/peft/method.h"
 #include "engine/train/trainer.h"
 #include "models/llama/bench_model.h"

@@ -1,4 +1,4 @@
-// NCCL Communicator and GradReducer (engine/dist) on real GPUs. World size 1 (any GPU): the
+// NCCL Communicator and GradReducer (engine/parallel) on real GPUs. World size 1 (any GPU): the
 // all-reduce and the bucketed reducer leave every tensor bit-identical, through both factories
 // (ncclCommInitAll and the non-blocking ncclCommInitRankConfig); a rank whose peer never joins
 // gives up with a clear error. Two GPUs or more: the sum over two ranks equals the CPU sum bit for
@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/grad_reducer.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
 #include "engine/train/train_step.h"

@@ -14,7 +14,7 @@
 #include <random>
 #include <set>
 
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
 #include "engine/train/train_step.h"

@@ -1,4 +1,4 @@
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 
 #include "engine/core/error.h"
 

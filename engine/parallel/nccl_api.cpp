@@ -1,4 +1,4 @@
-#include "engine/dist/nccl_api.h"
+#include "engine/parallel/nccl_api.h"
 
 #ifdef LOFT_WITH_NCCL
 #include <dlfcn.h>

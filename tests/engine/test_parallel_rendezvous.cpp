@@ -13,12 +13,12 @@
 #include <thread>
 #include <vector>
 
-#include "engine/dist/rendezvous.h"
-#include "engine/dist/tcp_socket.h"
+#include "engine/parallel/rendezvous.h"
+#include "engine/parallel/tcp_socket.h"
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 namespace {
 
 using std::chrono::milliseconds;
@@ -208,4 +208,4 @@ TEST(DistRendezvous, PortInUse) {
 }
 
 }  // namespace
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace loft::dist {
+namespace loft::parallel {
 
 struct LaunchEnv {
   std::string master_addr;  // host name or address of rank 0
@@ -25,4 +25,4 @@ std::optional<LaunchEnv> launch_env_from(const std::function<const char*(const c
 // launch_env_from(::getenv).
 std::optional<LaunchEnv> launch_env();
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

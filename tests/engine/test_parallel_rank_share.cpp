@@ -3,11 +3,11 @@
 
 #include <vector>
 
-#include "engine/dist/rank_share.h"
+#include "engine/parallel/rank_share.h"
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 namespace {
 
 TEST(DistRankShare, EveryIndexExactlyOnceAndEvenShares) {
@@ -63,4 +63,4 @@ TEST(DistRankShare, TheLastShortStepIsSharedUnevenly) {
 }
 
 }  // namespace
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace loft::dist {
+namespace loft::parallel {
 
 // The micro-batch indices (0 .. micro_batches-1) of `rank` out of `world` ranks: rank, rank+world,
 // rank+2·world, ... Every index goes to exactly one rank, and every rank gets micro_batches/world
@@ -20,4 +20,4 @@ std::vector<size_t> micro_batches_of_rank(size_t micro_batches, int world, int r
 // zero gradients to the sum). Error for a world below 1 or a rank outside it.
 std::vector<size_t> strided_share(size_t micro_batches, int world, int rank);
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

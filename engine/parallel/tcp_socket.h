@@ -1,4 +1,4 @@
-// Small POSIX TCP helpers for the bootstrap side channel (engine/dist/rendezvous.h): an owning
+// Small POSIX TCP helpers for the bootstrap side channel (engine/parallel/rendezvous.h): an owning
 // socket, a listener, a connect that retries, and sends/receives that never wait past a deadline.
 // They report what happened (no exceptions) so the caller can word the error with its own context
 // (rank, MASTER_ADDR, port). Tensors never travel over these sockets.
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <string>
 
-namespace loft::dist {
+namespace loft::parallel {
 
 using Clock = std::chrono::steady_clock;
 
@@ -59,4 +59,4 @@ Socket tcp_connect(const std::string& host, int port, Clock::time_point deadline
 IoStatus send_all(const Socket& s, const void* data, size_t n, Clock::time_point deadline);
 IoStatus recv_all(const Socket& s, void* data, size_t n, Clock::time_point deadline);
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -1,4 +1,4 @@
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 
 #include <algorithm>
 

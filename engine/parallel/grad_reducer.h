@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/peft/adapted_linear.h"
 #include "engine/train/train_step.h"
 

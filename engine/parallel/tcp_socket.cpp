@@ -1,4 +1,4 @@
-#include "engine/dist/tcp_socket.h"
+#include "engine/parallel/tcp_socket.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,7 +15,7 @@
 
 #include "engine/core/error.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 
 namespace {
 
@@ -228,4 +228,4 @@ IoStatus recv_all(const Socket& s, void* data, size_t n, Clock::time_point deadl
   return {};
 }
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -1,13 +1,13 @@
-#include "engine/dist/rendezvous.h"
+#include "engine/parallel/rendezvous.h"
 
 #include <array>
 #include <cstring>
 #include <string>
 
 #include "engine/core/error.h"
-#include "engine/dist/tcp_socket.h"
+#include "engine/parallel/tcp_socket.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 
 namespace {
 
@@ -155,4 +155,4 @@ std::vector<uint8_t> exchange_blob(const LaunchEnv& env, std::span<const uint8_t
   return env.rank == 0 ? serve(env, blob_from_rank0, timeout) : fetch(env, timeout);
 }
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -5,11 +5,11 @@
 #include <map>
 #include <string>
 
-#include "engine/dist/launch_env.h"
+#include "engine/parallel/launch_env.h"
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 namespace {
 
 using Vars = std::map<std::string, std::string>;
@@ -122,4 +122,4 @@ TEST(DistLaunchEnv, ErrorsAreUsageErrors) {
 }
 
 }  // namespace
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -1,8 +1,8 @@
-#include "engine/dist/rank_share.h"
+#include "engine/parallel/rank_share.h"
 
 #include "engine/core/error.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 
 std::vector<size_t> strided_share(size_t micro_batches, int world, int rank) {
   if (world < 1) throw Error(cat("data-parallel world size ", world, " must be at least 1"));
@@ -22,4 +22,4 @@ std::vector<size_t> micro_batches_of_rank(size_t micro_batches, int world, int r
   return mine;
 }
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

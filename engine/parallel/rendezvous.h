@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "engine/dist/launch_env.h"
+#include "engine/parallel/launch_env.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 
 // Rank 0 listens on MASTER_PORT, waits for the world_size-1 other ranks, then sends each the blob
 // and waits for each one's acknowledgement; it returns its own blob. Every other rank connects to
@@ -23,4 +23,4 @@ namespace loft::dist {
 std::vector<uint8_t> exchange_blob(const LaunchEnv& env, std::span<const uint8_t> blob_from_rank0,
                                    std::chrono::milliseconds timeout);
 
-}  // namespace loft::dist
+}  // namespace loft::parallel

@@ -11,14 +11,14 @@
 // after it. The compute stream waits for an event of that stream in wait(), so polling the
 // compute stream alone bounds both.
 #ifdef LOFT_WITH_NCCL
-#include "engine/dist/nccl_api.h"
+#include "engine/parallel/nccl_api.h"
 
 #include <cstring>
 #include <sstream>
 #include <thread>
 
 #include "engine/device/cuda_context.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 
 namespace loft {
 

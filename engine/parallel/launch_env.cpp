@@ -1,4 +1,4 @@
-#include "engine/dist/launch_env.h"
+#include "engine/parallel/launch_env.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -6,7 +6,7 @@
 
 #include "engine/core/error.h"
 
-namespace loft::dist {
+namespace loft::parallel {
 
 namespace {
 
@@ -62,4 +62,4 @@ std::optional<LaunchEnv> launch_env() {
   return launch_env_from([](const char* name) -> const char* { return std::getenv(name); });
 }
 
-}  // namespace loft::dist
+}  // namespace loft::parallel
