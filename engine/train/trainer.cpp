@@ -148,7 +148,7 @@ void Trainer::check_replicas(size_t i, int64_t step) {
     }
 }
 
-std::optional<StepMetrics> Trainer::train_step() {
+std::optional<StepMetrics> Trainer::run_next_step() {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Batch> micro;
   for (int64_t k = 0; k < config_.grad_accum; ++k) {
@@ -228,7 +228,7 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   if (step_ == 0 && !calibrated_) calibrate();
   const bool talk = progress_ && !config_.quiet && writes_;
   while (step_ < config_.steps) {
-    std::optional<StepMetrics> step = train_step();
+    std::optional<StepMetrics> step = run_next_step();
     if (!step) {
       if (talk)
         *progress_ << "data exhausted after " << step_ << " steps\n";

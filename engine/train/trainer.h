@@ -109,7 +109,9 @@ class Trainer {
   bool writes() const { return writes_; }
 
  private:
-  std::optional<StepMetrics> train_step();
+  // Draws the next step's micro-batches from the data and runs train_step on every local rank;
+  // nullopt when the data has run out.
+  std::optional<StepMetrics> run_next_step();
   void log(const StepMetrics& m);
   void calibrate();
   // Every rank's digest is compared (a collective: every rank must call it at the same step).
