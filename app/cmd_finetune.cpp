@@ -55,8 +55,8 @@ struct FinetuneOptions {
 class LoaderSource : public BatchSource {
  public:
   LoaderSource(data::DataLoader loader, Device device) : loader_(std::move(loader)), device_(device) {}
-  std::optional<Batch> next() override {
-    std::optional<data::Batch> b = loader_.next();
+  std::optional<ModelBatch> next() override {
+    std::optional<data::PackedBatch> b = loader_.next();
     if (!b) return std::nullopt;
     return data::to_model_batch(*b, device_);
   }

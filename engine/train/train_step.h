@@ -61,7 +61,7 @@ struct RankStep {
 // are checked only after the gradients were summed, so every rank reaches the collective before
 // any of them can throw; the loss is summed with the gradients, so a bad loss on any rank (or a bad
 // gradient, through the norm) makes every rank throw the same way.
-StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
+StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const ModelBatch> micro,
                       double max_grad_norm, double lr, int64_t step,
                       const RankStep* rank = nullptr);
 

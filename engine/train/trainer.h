@@ -21,7 +21,7 @@ class BatchSource {
  public:
   virtual ~BatchSource() = default;
   // The next micro-batch, or nullopt when the data is exhausted (training then stops).
-  virtual std::optional<Batch> next() = 0;
+  virtual std::optional<ModelBatch> next() = 0;
   virtual nlohmann::json state() const = 0;
   virtual void restore(const nlohmann::json& state) = 0;
 };
@@ -141,7 +141,7 @@ class Trainer {
 // start_calibration() and finish_calibration(), then every Param's gradient is zeroed. Finetune
 // (Trainer::run, on a fresh run) and bench (time_training_steps) both calibrate through this.
 // Returns the micro-batches used.
-int64_t run_calibration(TrainableModel& model, const std::function<std::optional<Batch>()>& next);
+int64_t run_calibration(TrainableModel& model, const std::function<std::optional<ModelBatch>()>& next);
 
 // Named tensors of a model's adapter params (F32, device as stored).
 std::map<std::string, Tensor> param_tensors(const std::vector<Param*>& params);

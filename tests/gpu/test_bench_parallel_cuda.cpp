@@ -95,7 +95,7 @@ TEST(BenchParallelCuda, TwoAndFourGpusCountEveryGpu) {
 struct Replica {
   std::unique_ptr<llama::LlamaModel> model;
   std::unique_ptr<AdamW> optimizer;
-  Batch batch;
+  ModelBatch batch;
   Replica(const std::string& method, Device dev) {
     const llama::LlamaConfig cfg = *llama::bench_shape_config("tinyllama-1.1b");
     MethodOptions m{method, {64, 16.0f}, parse_lora_targets("all"), 0};

@@ -25,7 +25,7 @@ struct Steps {
 };
 
 Steps two_steps(const llama::LlamaConfig& cfg, const std::string& method, bool offload,
-                const std::vector<Batch>& batches) {
+                const std::vector<ModelBatch>& batches) {
   MethodOptions m;
   m.method = method;
   m.targets = parse_lora_targets("all");
@@ -40,7 +40,7 @@ Steps two_steps(const llama::LlamaConfig& cfg, const std::string& method, bool o
   synchronize(kGpu);
   reset_peak_memory(kGpu);
   const auto start = std::chrono::steady_clock::now();
-  for (const Batch& b : batches) r.losses.push_back(model.forward_backward(b, 1.0f).loss_sum);
+  for (const ModelBatch& b : batches) r.losses.push_back(model.forward_backward(b, 1.0f).loss_sum);
   synchronize(kGpu);
   r.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
          double(batches.size());
@@ -55,7 +55,7 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
                                   {"tinyllama-1.1b", 4, 512}}) {
     const llama::LlamaConfig cfg = *llama::bench_shape_config(shape);
     std::mt19937 rng(11);
-    std::vector<Batch> batches;
+    std::vector<ModelBatch> batches;
     for (int k = 0; k < 2; ++k) {
       const Tensor ids = random_ids({rows * seq}, int32_t(cfg.vocab_size), rng);
       std::vector<int32_t> v;

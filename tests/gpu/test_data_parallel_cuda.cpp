@@ -111,8 +111,8 @@ TEST(DataParallelCuda, TwoGpusMatchOneGpuAndStayIdentical) {
 class FailingModel : public TrainableModel {
  public:
   explicit FailingModel(llama::LlamaModel& inner) : inner_(inner) {}
-  LossSums forward_backward(const Batch&, float) override { throw Error("rank 1 failed (test)"); }
-  LossSums evaluate(const Batch& b) override { return inner_.evaluate(b); }
+  LossSums forward_backward(const ModelBatch&, float) override { throw Error("rank 1 failed (test)"); }
+  LossSums evaluate(const ModelBatch& b) override { return inner_.evaluate(b); }
   std::vector<Param*> params() override { return inner_.params(); }
   void after_step() override {}
   void refresh_copies() override {}

@@ -375,7 +375,7 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
       start = Clock::now();
     }
     std::mt19937 rng(uint32_t(50 + step));  // every rank takes the same rows
-    std::vector<Batch> micro;
+    std::vector<ModelBatch> micro;
     for (int k = 0; k < 3; ++k) {
       const Tensor ids = random_ids({2 * 512}, int32_t(cfg.vocab_size), rng);
       std::vector<int32_t> v;
@@ -383,7 +383,7 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
       micro.push_back(make_batch(v, v, {}, 2, 512, dev));
     }
     int64_t targets = 0;
-    for (const Batch& b : micro) targets += b.target_count;
+    for (const ModelBatch& b : micro) targets += b.target_count;
     const RankStep rank{sync, targets * (comm ? comm->world_size() : 1)};
     out.losses.push_back(train_step(model, opt, micro, 1.0, 1e-4, step, sync ? &rank : nullptr).loss_sum);
   }

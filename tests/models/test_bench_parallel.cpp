@@ -24,7 +24,7 @@ namespace {
 struct Replica {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<AdamW> optimizer;
-  Batch batch;
+  ModelBatch batch;
 
   explicit Replica(const std::string& method) {
     const LlamaConfig c = *bench_shape_config("tiny");

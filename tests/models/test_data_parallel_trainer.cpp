@@ -182,11 +182,11 @@ TEST(DataParallelTrainer, DivergedReplicasAreCaughtBeforeACheckpoint) {
 class FailingModel : public TrainableModel {
  public:
   FailingModel(LlamaModel& inner, bool fail) : inner_(inner), fail_(fail) {}
-  LossSums forward_backward(const Batch& b, float s) override {
+  LossSums forward_backward(const ModelBatch& b, float s) override {
     if (fail_) throw Error("rank 1: out of memory (test)");
     return inner_.forward_backward(b, s);
   }
-  LossSums evaluate(const Batch& b) override { return inner_.evaluate(b); }
+  LossSums evaluate(const ModelBatch& b) override { return inner_.evaluate(b); }
   std::vector<Param*> params() override { return inner_.params(); }
   void after_step() override { inner_.after_step(); }
   void refresh_copies() override { inner_.refresh_copies(); }

@@ -40,7 +40,7 @@ Step one_step(const std::string& method, const std::string& targets, bool checkp
   std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
   std::vector<int32_t> ids(2 * 33);
   for (int32_t& t : ids) t = id(tok);
-  const Batch b = make_batch(ids, ids, {}, 2, 33, cpu);
+  const ModelBatch b = make_batch(ids, ids, {}, 2, 33, cpu);
   Step s;
   s.loss = model.forward_backward(b, 1.0f).loss_sum;
   for (Param* p : model.params()) s.grads.push_back(p->grad.to_float_vector());

@@ -16,7 +16,7 @@
 namespace loft {
 namespace {
 
-Batch gram_batch(int64_t vocab, int gram_seed, int noise_seed) {
+ModelBatch gram_batch(int64_t vocab, int gram_seed, int noise_seed) {
   std::mt19937 g{uint32_t(gram_seed)}, noise{uint32_t(noise_seed + 100)};
   std::vector<int32_t> gram(8), ids(2 * 64);
   for (auto& t : gram) t = int32_t(g() % uint32_t(vocab));
@@ -55,16 +55,16 @@ HotRun train(bool hot, bool lqs, int steps, uint64_t seed = 5) {
   const int64_t vocab = model->config().vocab_size;
   if (lqs) {
     for (HotWeight* h : hws) h->begin_calibration();
-    const Batch cal = gram_batch(vocab, 9, 999);
+    const ModelBatch cal = gram_batch(vocab, 9, 999);
     model->forward_backward(cal, 1.0f / float(cal.target_count));
     for (HotWeight* h : hws) h->end_calibration();
     for (Param* p : model->params()) p->grad.zero_();
   }
-  const Batch probe = gram_batch(vocab, 0, 1000);
+  const ModelBatch probe = gram_batch(vocab, 0, 1000);
   const LossSums l0 = model->evaluate(probe);
   AdamW opt(model->params(), {});
   for (int s = 0; s < steps; ++s) {
-    const Batch b = gram_batch(vocab, s % 4, s);
+    const ModelBatch b = gram_batch(vocab, s % 4, s);
     model->forward_backward(b, 1.0f / float(b.target_count));
     opt.clip_grad_norm(3.0);
     opt.step(1e-2);

@@ -46,7 +46,7 @@ Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64
     std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
     std::vector<int32_t> ids(size_t(batch * seq));
     for (int32_t& t : ids) t = id(tok);
-    const Batch b = make_batch(ids, ids, {}, batch, seq, cpu);
+    const ModelBatch b = make_batch(ids, ids, {}, batch, seq, cpu);
     r.measured = time_training_steps(model, optimizer, b, cpu,
                                      {.warmup = 1, .steps = 1, .profiled = 0})
                      .peak_bytes;

@@ -135,7 +135,7 @@ class CountingLora : public LoraLinear {
 // One batch of fixed tokens, every step.
 class SameBatch : public BatchSource {
  public:
-  std::optional<Batch> next() override {
+  std::optional<ModelBatch> next() override {
     std::vector<int32_t> ids(64);
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i * 37 % 512);
     return make_batch(ids, ids, {}, 2, 32, Device::cpu());

@@ -48,7 +48,7 @@ std::vector<data::TokenizedExample> examples(const std::filesystem::path& path, 
   return out;
 }
 
-Batch to_model_batch(const data::Batch& b) {
+ModelBatch to_model_batch(const data::Batch& b) {
   return data::to_model_batch(b, Device::cpu());
 }
 
