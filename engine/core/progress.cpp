@@ -1,9 +1,9 @@
-#include "eval/progress.h"
+#include "engine/core/progress.h"
 
 #include <cstdio>
 #include <ostream>
 
-namespace loft::eval {
+namespace loft {
 
 Progress::Progress(std::ostream* out, std::string task, int64_t total, std::string unit)
     : out_(out), task_(std::move(task)), unit_(std::move(unit)), total_(total),
@@ -33,4 +33,4 @@ void Progress::finish() {
   if (out_ && shown_) *out_ << "\n" << std::flush;
 }
 
-}  // namespace loft::eval
+}  // namespace loft

@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <string>
 
-namespace loft::eval {
+namespace loft {
 
 class Progress {
  public:
@@ -22,4 +22,4 @@ class Progress {
   bool shown_ = false;
 };
 
-}  // namespace loft::eval
+}  // namespace loft
