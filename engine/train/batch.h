@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/peft/adapted_linear.h"
+#include "engine/core/error.h"
+#include "engine/tensor/param.h"
 
 namespace loft {
 
