@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/parallel/gradient_sync.h"
 #include "engine/parallel/nccl_comm.h"
-#include "engine/peft/adapted_linear.h"
-#include "engine/train/train_step.h"
+#include "engine/tensor/param.h"
 
 namespace loft {
 
