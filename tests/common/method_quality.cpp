@@ -7,14 +7,14 @@
 #include <random>
 
 #include "datasets/data_loader.h"
+#include "engine/methods/hot/hot_weight.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
-#include "engine/peft/hot_weight.h"
 #include "engine/train/trainer.h"
-#include "tokenizer/tokenizer.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loft::test {
 

@@ -4,10 +4,10 @@
 // bit patterns). The codes of one group are written with one 16-byte store. The dY quantizer is
 // meant to run at memory speed: one read of dY, four Philox draws per group (one per quad), no
 // conversion instructions in the stochastic rounding.
+#include "engine/methods/hot/cuda/hot_cuda.h"
+#include "engine/methods/hot/hot_numerics.h"
 #include "engine/ops/cuda/kernel_util.cuh"
-#include "engine/quant/cuda/hot_cuda.h"
 #include "engine/quant/cuda/quantize_cuda.h"
-#include "engine/quant/hot_numerics.h"
 
 namespace loft::quant::cuda {
 

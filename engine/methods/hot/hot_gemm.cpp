@@ -1,12 +1,12 @@
 // HOT's integer GEMM and epilogue: validation, the CPU reference, and the CUDA dispatch.
-#include "engine/quant/hot_gemm.h"
+#include "engine/methods/hot/hot_gemm.h"
 
 #include <algorithm>
 
 #include "engine/core/parallel.h"
-#include "engine/quant/hot_numerics.h"
+#include "engine/methods/hot/hot_numerics.h"
 #ifdef LOFT_WITH_CUDA
-#include "engine/quant/cuda/hot_cuda.h"
+#include "engine/methods/hot/cuda/hot_cuda.h"
 #endif
 
 namespace loft::quant {

@@ -11,10 +11,10 @@
 
 #include "engine/device/cuda_context.h"
 #include "engine/device/memory.h"
-#include "engine/peft/hot_weight.h"
-#include "engine/quant/hot_gemm.h"
-#include "engine/quant/hot_lqs.h"
-#include "engine/quant/hot_numerics.h"
+#include "engine/methods/hot/hot_gemm.h"
+#include "engine/methods/hot/hot_lqs.h"
+#include "engine/methods/hot/hot_numerics.h"
+#include "engine/methods/hot/hot_weight.h"
 #include "tests/gpu/test_ops_cuda_util.h"
 
 namespace loft::test {

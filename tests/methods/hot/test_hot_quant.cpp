@@ -1,4 +1,4 @@
-// HOT's quantizers on the CPU reference (engine/quant/hot_quant.h, hot_numerics.h): Philox's
+// HOT's quantizers on the CPU reference (engine/methods/hot/hot_quant.h, hot_numerics.h): Philox's
 // known answers, the FWHT16 against the Hadamard matrix, the SR draw's counter layout (one Philox
 // draw per aligned quad, word j for element j) and stochastic rounding's unbiasedness, the
 // RNE option, dY and W codes, padding and the overflow flag.
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
-#include "engine/quant/hot_numerics.h"
-#include "engine/quant/hot_quant.h"
+#include "engine/methods/hot/hot_numerics.h"
+#include "engine/methods/hot/hot_quant.h"
 #include "tests/common/test_util.h"
 
 namespace loft::quant {

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
+#include "engine/methods/hot/hot_weight.h"
 #include "engine/optim/adamw.h"
-#include "engine/peft/hot_weight.h"
 #include "engine/peft/lora_linear.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"

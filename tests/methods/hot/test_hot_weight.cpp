@@ -1,4 +1,4 @@
-// HotWeight (engine/peft/hot_weight.h) on the CPU: the forward is the backbone's, the dX is the
+// HotWeight (engine/methods/hot/hot_weight.h) on the CPU: the forward is the backbone's, the dX is the
 // HOT pipeline with the SR counter advancing per call, LQS calibration, option parsing, and
 // LoRA around it keeps exact A/B gradients (finite differences) while its dX is an unbiased
 // estimate of the exact one.
@@ -7,12 +7,12 @@
 #include <cmath>
 #include <random>
 
+#include "engine/methods/hot/hot_numerics.h"
+#include "engine/methods/hot/hot_weight.h"
 #include "engine/ops/ops.h"
-#include "engine/peft/hot_weight.h"
 #include "engine/peft/lora_linear.h"
-#include "engine/quant/hot_numerics.h"
 #include "tests/common/test_util.h"
-#include "tests/engine/test_hot_util.h"
+#include "tests/methods/hot/test_hot_util.h"
 
 namespace loft {
 namespace {

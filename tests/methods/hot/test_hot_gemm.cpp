@@ -1,4 +1,4 @@
-// HOT's integer dX GEMM on the CPU reference (engine/quant/hot_gemm.h): the int32 product, the
+// HOT's integer dX GEMM on the CPU reference (engine/methods/hot/hot_gemm.h): the int32 product, the
 // pinned epilogue against a double-precision product of the dequantized operands, the s4 packing,
 // the dX error against INT8 HALO's, and the SR estimator's mean against the exact product.
 #include <gtest/gtest.h>
@@ -6,12 +6,12 @@
 #include <cmath>
 #include <random>
 
+#include "engine/methods/hot/hot_gemm.h"
+#include "engine/methods/hot/hot_numerics.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/halo_weight.h"
-#include "engine/quant/hot_gemm.h"
-#include "engine/quant/hot_numerics.h"
 #include "tests/common/test_util.h"
-#include "tests/engine/test_hot_util.h"
+#include "tests/methods/hot/test_hot_util.h"
 
 namespace loft::quant {
 namespace {

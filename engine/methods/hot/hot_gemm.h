@@ -8,7 +8,7 @@
 //  - S4: the codes packed two per byte through mma.sync m16n8k64 s4 (sm_80/86/89 tensor cores;
 //    ptxas takes it for sm_90/120 too, so it also builds and runs there, for the equality tests).
 #pragma once
-#include "engine/quant/hot_quant.h"
+#include "engine/methods/hot/hot_quant.h"
 
 namespace loft::quant {
 

@@ -1,14 +1,14 @@
 // HotWeight: the backbone chosen by --backbone, its W codes, and the HOT dX product.
-#include "engine/peft/hot_weight.h"
+#include "engine/methods/hot/hot_weight.h"
 
 #include <array>
 #include <cstring>
 #include <regex>
 
 #include "engine/device/profile.h"
+#include "engine/methods/hot/hot_numerics.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/peft/nf4_weight.h"
-#include "engine/quant/hot_numerics.h"
 
 namespace loft {
 

@@ -1,13 +1,13 @@
 // HOT's dY and W quantizers: validation, the fp32 CPU reference, and the CUDA dispatch.
-#include "engine/quant/hot_quant.h"
+#include "engine/methods/hot/hot_quant.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "engine/core/parallel.h"
-#include "engine/quant/hot_numerics.h"
+#include "engine/methods/hot/hot_numerics.h"
 #ifdef LOFT_WITH_CUDA
-#include "engine/quant/cuda/hot_cuda.h"
+#include "engine/methods/hot/cuda/hot_cuda.h"
 #endif
 
 namespace loft::quant {

@@ -1,9 +1,9 @@
 // LQS: both candidate quantizers on one calibration batch, and their squared errors.
-#include "engine/quant/hot_lqs.h"
+#include "engine/methods/hot/hot_lqs.h"
 
-#include "engine/quant/hot_numerics.h"
+#include "engine/methods/hot/hot_numerics.h"
 #ifdef LOFT_WITH_CUDA
-#include "engine/quant/cuda/hot_cuda.h"
+#include "engine/methods/hot/cuda/hot_cuda.h"
 #endif
 
 namespace loft::quant {

@@ -2,17 +2,17 @@
 // product (bf16 dense, FP8 E4M3 per tensor as HALO level 0, or NF4-DQ decoded per GEMM, as in
 // QLoRA), and the dX product is Hadamard-quantized: dX = Q(dY·H_b)·Q(H_bᵀ·W) ÷ b, H_b a block
 // Walsh–Hadamard of b = 16 along `out`, both operands INT4 (or INT8), int32 accumulation
-// (engine/quant/hot_quant.h, hot_gemm.h). LoRA's own products and gradients stay exact
+// (engine/methods/hot/hot_quant.h, hot_gemm.h). LoRA's own products and gradients stay exact
 // (LoraLinear around this weight). Not registered as a method here: hot_weight() is what a
-// method's linear factory calls (engine/peft/methods/hot_spec.cpp).
+// method's linear factory calls (engine/methods/hot/hot_spec.cpp).
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "engine/methods/hot/hot_gemm.h"
+#include "engine/methods/hot/hot_lqs.h"
 #include "engine/peft/frozen_weight.h"
 #include "engine/peft/weight_source.h"
-#include "engine/quant/hot_gemm.h"
-#include "engine/quant/hot_lqs.h"
 
 namespace loft {
 

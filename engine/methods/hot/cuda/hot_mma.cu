@@ -11,8 +11,8 @@
 // s4 on 90/120 ptxas emits it though the GPUs lack INT4 tensor cores; hot_gemm.h says when it runs).
 #include <cstdint>
 
+#include "engine/methods/hot/cuda/hot_cuda.h"
 #include "engine/ops/cuda/kernel_util.cuh"
-#include "engine/quant/cuda/hot_cuda.h"
 
 namespace loft::quant::cuda {
 

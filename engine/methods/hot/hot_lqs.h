@@ -5,7 +5,7 @@
 // squared error below a quarter). The sums run in double; the CUDA sum's order differs from the
 // CPU's, so only the choice, not the error's last bits, is meant to agree.
 #pragma once
-#include "engine/quant/hot_quant.h"
+#include "engine/methods/hot/hot_quant.h"
 
 namespace loft::quant {
 
