@@ -10,7 +10,6 @@
 #include "engine/device/memory.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
-#include "engine/peft/method_spec.h"
 #include "engine/train/bench.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/memory_estimate.h"
@@ -53,8 +52,7 @@ Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64
   }
   MemoryEstimateOptions eo{.batch = batch, .seq = seq, .lora_rank = rank,
                            .grad_checkpointing = checkpointing, .gpu = false};
-  for (const MethodMemory& e : estimate_training_memory(c, eo))
-    if (e.method == method_spec(method).memory_row(m)) r.estimated = e.total();
+  r.estimated = estimate_method_memory(c, eo, m).total();
   std::printf("%-7s checkpointing %-3s  measured %10lld  estimated %10lld  (%+.1f%%)\n",
               method.c_str(), checkpointing ? "on" : "off", (long long)r.measured,
               (long long)r.estimated, 100.0 * double(r.estimated - r.measured) / double(r.measured));

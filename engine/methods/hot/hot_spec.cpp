@@ -24,7 +24,7 @@ int64_t hot_nf4_scratch(const ProjectionSizes& s);
 class HotSpec : public MethodSpec {
  public:
   std::string name() const override { return "hot"; }
-  MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
+  MethodDefaults defaults() const override { return qlora_recipe(); }
   std::vector<MethodFlag> flags() const override {
     std::vector<MethodFlag> f;
     f.push_back(int_method_flag<HotOptions>("--hot-gx-bits", "HOT dX codes (dY and W): 4 or 8 bits", "4",
@@ -111,16 +111,28 @@ class HotSpec : public MethodSpec {
     j["backbone"] = hot_backbone_name(h.backbone);
   }
 
-  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    const int64_t codes = hot_code_bytes(s);
-    return {{"hot-dense", "bf16 W + INT8-carrier dX codes of W", memory_add(memory_mul(kBf16, s.weights), codes), s.lora()},
-            {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
-             memory_add(memory_add(s.weights, codes), s.largest_projection), s.lora()},
-            {"hot-nf4", "NF4 W + one projection's decoded W and dX codes",
-             memory_add(s.nf4_bytes, hot_nf4_scratch(s)), s.lora()}};
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
+    switch (m.get<HotOptions>().backbone) {
+      case HotBackbone::Fp8:
+        return {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
+                memory_add(memory_add(s.weights, hot_code_bytes(s)), s.largest_projection), s.lora()};
+      case HotBackbone::Nf4:
+        return {"hot-nf4", "NF4 W + one projection's decoded W and dX codes",
+                memory_add(s.nf4_bytes, hot_nf4_scratch(s)), s.lora()};
+      case HotBackbone::Dense:
+        break;
+    }
+    return {"hot-dense", "bf16 W + INT8-carrier dX codes of W",
+            memory_add(memory_mul(kBf16, s.weights), hot_code_bytes(s)), s.lora()};
   }
-  std::string memory_row(const MethodOptions& m) const override {
-    return cat("hot-", hot_backbone_name(m.get<HotOptions>().backbone));
+  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+    std::vector<MethodMemoryRow> rows;
+    for (HotBackbone b : {HotBackbone::Dense, HotBackbone::Fp8, HotBackbone::Nf4}) {
+      MethodOptions m;
+      m.get<HotOptions>().backbone = b;
+      rows.push_back(memory_row(s, m));
+    }
+    return rows;
   }
 
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64& rng) const override {
