@@ -17,6 +17,7 @@
 #include "models/llama/model.h"
 #include "tests/common/cli_capture.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -116,7 +117,7 @@ TEST(BenchParallelCuda, ReplicasStayBitIdenticalThroughNccl) {
   if (cuda_device_count() < 2)
     GTEST_SKIP() << "needs 2 CUDA GPUs, this machine has " << cuda_device_count();
   const BenchSchedule schedule{.warmup = 1, .steps = 3, .profiled = 0, .lr = 2e-4, .max_grad_norm = 0.3};
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     for (int n : {2, 4}) {
       if (cuda_device_count() < n) continue;

@@ -66,7 +66,7 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
     // recompute then restores them instead of running q/k/v and the attention again.
     const int64_t T = rows * seq;
     const int64_t attention = T * (2 * (2 * cfg.q_dim() + 2 * cfg.kv_dim()) + 4 * cfg.num_heads);
-    for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+    for (const std::string& method : method_names()) {
       const std::string what = std::string(shape) + " " + method;
       const Steps kept = two_steps(cfg, method, false, batches),
                   off = two_steps(cfg, method, true, batches);

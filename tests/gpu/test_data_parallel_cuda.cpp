@@ -18,6 +18,7 @@
 #include "tests/common/tiny_llama.h"
 #include "tests/common/token_stream.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -61,7 +62,7 @@ std::vector<std::vector<float>> values(llama::LlamaModel& m) {
 
 TEST(DataParallelCuda, AWorldOfOneThroughNcclEqualsThePlainTrainer) {
   LOFT_REQUIRE_GPU();
-  for (const char* method : {"lora", "qlora", "falqon", "halo"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     auto plain = replica(method, kGpu);
     TokenStream d1(kGpu);
@@ -82,7 +83,7 @@ TEST(DataParallelCuda, AWorldOfOneThroughNcclEqualsThePlainTrainer) {
 
 TEST(DataParallelCuda, TwoGpusMatchOneGpuAndStayIdentical) {
   LOFT_REQUIRE_GPUS(2);
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     auto one = replica(method, kGpu);
     TokenStream d1(kGpu);

@@ -23,6 +23,7 @@
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -408,7 +409,7 @@ void expect_same_run(const RankRun& a, const RankRun& b, const std::string& what
 TEST(NcclCommCuda, LlamaStepsWithTheSumDuringTheBackwardAreBitIdentical) {
   LOFT_REQUIRE_GPU();
   auto comms = make_communicators({0});
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     const RankRun plain = llama_steps(method, Sync::None, nullptr, 0, 4),
                   after = llama_steps(method, Sync::AfterBackward, comms[0].get(), 0, 4),
                   during = llama_steps(method, Sync::Overlapped, comms[0].get(), 0, 4);
@@ -424,7 +425,7 @@ TEST(NcclCommCuda, LlamaStepsWithTheSumDuringTheBackwardAreBitIdentical) {
 TEST(NcclCommCuda, LlamaStepsOnTwoRanksWithTheSumDuringTheBackwardAreBitIdentical) {
   LOFT_REQUIRE_GPUS(2);
   auto comms = make_communicators({0, 1});
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     RankRun after[2], during[2];
     on_ranks(2, [&](int r) { after[r] = llama_steps(method, Sync::AfterBackward, comms[size_t(r)].get(), r, 4); });
     on_ranks(2, [&](int r) { during[r] = llama_steps(method, Sync::Overlapped, comms[size_t(r)].get(), r, 4); });

@@ -17,6 +17,7 @@
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
 #include "tests/common/token_stream.h"
+#include "tests/common/every_method.h"
 
 namespace loft::llama {
 namespace {
@@ -81,7 +82,7 @@ std::vector<double> run_losses(Trainer& t) {
 }
 
 TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     auto one = replica(method);
     Stream d1;
@@ -102,7 +103,7 @@ TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
   // Several steps: the replica check inside the trainer runs after every one (FALQON's top-k
   // rows may break a near tie differently than one device's summation order, so only the ranks
   // are compared with each other over several steps).
-  for (const char* method : {"lora", "falqon", "halo", "qlora"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     Ranks ranks(method, 2);
     Stream d;

@@ -48,7 +48,7 @@ Step one_step(const std::string& method, const std::string& targets, bool checkp
 }
 
 TEST(GradCheckpointing, SameLossAndGradientsAsKeptActivations) {
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"})
+  for (const std::string& method : method_names())
     for (const char* targets : {"all", "q_proj,v_proj"}) {  // the second leaves down_proj frozen
       SCOPED_TRACE(std::string(method) + " on " + targets);
       const Step kept = one_step(method, targets, false), gc = one_step(method, targets, true);

@@ -63,7 +63,7 @@ void take_a_step(TrainableModel& m) {
 
 TEST(GradReady, EveryMethodsLayerGradientsAreFinalWhenReported) {
   const int layers = 3;
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+  for (const std::string& method : method_names()) {
     for (const char* targets : {"all", "q_proj,down_proj"}) {
       for (bool checkpointing : {false, true}) {
         SCOPED_TRACE(std::string(method) + " " + targets + (checkpointing ? " checkpointed" : ""));
@@ -187,7 +187,7 @@ Stepped step_through_reducer(const std::string& method, Hook how) {
 }
 
 TEST(GradReady, TheReducerSumsDuringTheBackwardAndTheStepIsUnchanged) {
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     const Stepped after = step_through_reducer(method, Hook::Hide),
                   during = step_through_reducer(method, Hook::Pass);

@@ -16,6 +16,7 @@
 #include "models/llama/model.h"
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
+#include "tests/common/every_method.h"
 
 namespace loft::llama {
 namespace {
@@ -59,7 +60,7 @@ std::vector<std::vector<float>> values(LlamaModel& m) {
 }
 
 TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     Replica one = replica(method), r0 = replica(method), r1 = replica(method);
     for (int step = 1; step <= 3; ++step) {
