@@ -15,7 +15,7 @@ void check_sizes(size_t ids, size_t labels, size_t docs, int64_t rows, int64_t s
 }  // namespace
 
 ModelBatch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
-                 const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device) {
+                      const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device) {
   check_sizes(ids.size(), labels.size(), doc_ids.size(), rows, seq);
   // Shift: position t predicts labels[t+1] of the same document.
   std::vector<int32_t> targets(ids.size(), ops::kIgnoreIndex);
@@ -28,8 +28,8 @@ ModelBatch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t
 }
 
 ModelBatch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
-                         const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
-                         Device device) {
+                              const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
+                              Device device) {
   check_sizes(ids.size(), targets.size(), doc_ids.size(), rows, seq);
   const size_t t_total = ids.size();
   std::vector<int32_t> positions(t_total), doc_start(t_total);

@@ -27,12 +27,12 @@ struct ModelBatch {
 // document's last token never predicts the next document's first. doc_ids[t] (any values, equal
 // within a document) mark packed documents; empty = one document per row.
 ModelBatch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
-                 const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device);
+                      const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device);
 // Same, from targets that are already shifted (targets[t] = the token to predict at t, as the
 // data loader produces them); positions restart and doc_start moves at each change of doc_ids.
 ModelBatch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
-                         const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
-                         Device device);
+                              const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
+                              Device device);
 
 struct LossSums {
   double loss_sum = 0;  // Σ −log p(target) over target tokens

@@ -33,7 +33,7 @@ void check_model(const std::string& model, int64_t offset, int64_t limit) {
   const auto out = read_jsonl(ref / (model + "-gsm8k5_outputs.jsonl"));
   test::TempDir dir;
   const auto r = run_gsm8k_command(model, {"--offset", cat(offset), "--limit", cat(limit), "--log-samples",
-                                   (dir / "s.jsonl").string(), "--report", (dir / "r.json").string()});
+                                           (dir / "s.jsonl").string(), "--report", (dir / "r.json").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   ASSERT_EQ(int64_t(samples.size()), limit);

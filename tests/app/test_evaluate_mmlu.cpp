@@ -35,8 +35,8 @@ double check_model(const std::string& model, int64_t limit) {
   auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
   const auto r = run_mmlu_command(model, {"--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
-                                  "--limit", cat(limit), "--log-samples", (dir / "s.jsonl").string(),
-                                  "--report", (dir / "r.json").string()});
+                                          "--limit", cat(limit), "--log-samples", (dir / "s.jsonl").string(),
+                                          "--report", (dir / "r.json").string()});
   EXPECT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   EXPECT_EQ(int64_t(samples.size()), 4 * limit);
@@ -82,7 +82,7 @@ TEST(EvaluateMmlu, OffsetGivesTheFullRunPromptAndJsonReport) {
   const auto ref = read_jsonl(test::data_dir() / "reference" / "eval" / "stories260K-hf-mmlu5_outputs.jsonl");
   test::TempDir dir;
   const auto r = run_mmlu_command("stories260K-hf", {"--subjects", "marketing", "--offset", "7", "--limit", "2",
-                                             "--log-samples", (dir / "s.jsonl").string(), "--json"});
+                                                     "--log-samples", (dir / "s.jsonl").string(), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   ASSERT_EQ(samples.size(), 2u);
