@@ -1,6 +1,6 @@
-// HOT's integer dX GEMM on the CPU reference (engine/methods/hot/hot_gemm.h): the int32 product, the
-// pinned epilogue against a double-precision product of the dequantized operands, the s4 packing,
-// the dX error against INT8 HALO's, and the SR estimator's mean against the exact product.
+// HOT's integer dX GEMM on the CPU reference (engine/methods/hot/hot_gemm.h): the int32 product,
+// the pinned epilogue against a double-precision product of the dequantized operands, the s4
+// packing, the dX error against INT8 HALO's, and the SR estimator's mean against the exact product.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// HotWeight (engine/methods/hot/hot_weight.h) on the CPU: the forward is the backbone's, the dX is the
-// HOT pipeline with the SR counter advancing per call, LQS calibration, option parsing, and
+// HotWeight (engine/methods/hot/hot_weight.h) on the CPU: the forward is the backbone's, the dX is
+// the HOT pipeline with the SR counter advancing per call, LQS calibration, option parsing, and
 // LoRA around it keeps exact A/B gradients (finite differences) while its dX is an unbiased
 // estimate of the exact one.
 #include <gtest/gtest.h>

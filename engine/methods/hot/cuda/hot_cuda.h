@@ -1,6 +1,6 @@
-// CUDA halves of HOT's quantizers and integer GEMM (engine/methods/hot/hot_quant.h, hot_gemm.h, which
-// validate the operands first). Plain C++ header: callable from .cpp files of a CUDA build. All
-// work is queued on cuda::stream(device); nothing synchronises except hot_squared_error.
+// CUDA halves of HOT's quantizers and integer GEMM (engine/methods/hot/hot_quant.h, hot_gemm.h,
+// which validate the operands first). Plain C++ header: callable from .cpp files of a CUDA build.
+// All work is queued on cuda::stream(device); nothing synchronises except hot_squared_error.
 #pragma once
 #include "engine/methods/hot/hot_quant.h"
 
