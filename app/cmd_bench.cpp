@@ -141,7 +141,7 @@ llama::LlamaWeights weights_for(const BenchOptions& o, const llama::LlamaConfig&
   return llama::random_llama_weights(cfg, dtype, device, o.seed);
 }
 
-Batch random_batch(const BenchOptions& o, int64_t vocab, Device device) {
+ModelBatch random_batch(const BenchOptions& o, int64_t vocab, Device device) {
   std::mt19937_64 rng(o.seed + 1);
   std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
   std::vector<int32_t> ids(size_t(o.batch * o.seq));
@@ -245,7 +245,7 @@ BenchTimes time_replicas(const BenchOptions& o, const Setup& s, const std::strin
   const size_t n = s.devices.size();
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
-  std::vector<Batch> batches(n);
+  std::vector<ModelBatch> batches(n);
   RankWorkers(s.devices).run([&](size_t i) {
     models[i] = build_model(o, s, method, s.devices[i]);
     optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
@@ -260,7 +260,7 @@ BenchTimes time_replicas(const BenchOptions& o, const Setup& s, const std::strin
 }
 
 MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& method,
-                     const Batch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
+                     const ModelBatch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
   MethodRun r;
   r.method = method;
   r.options = options_json(o, method);
@@ -481,7 +481,7 @@ void run_bench(const BenchOptions& in) {
   print_plan(plan_out, o, s, methods);
 
   // The one-device batch; data-parallel ranks make the same one on their own GPUs.
-  const Batch batch = dp.active() ? Batch{} : random_batch(o, s.config.vocab_size, s.device);
+  const ModelBatch batch = dp.active() ? ModelBatch{} : random_batch(o, s.config.vocab_size, s.device);
   std::vector<MethodRun> runs;
   for (const std::string& m : methods) {
     runs.push_back(run_method(o, s, m, batch, dp, plan_out));

@@ -40,7 +40,7 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-void run_ppl(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok, Device device) {
+void evaluate_ppl(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok, Device device) {
   if (o.data.empty()) throw UsageError("--task ppl needs --data FILE");
   eval::PerplexityOptions po;
   po.max_tokens = model.config().max_position_embeddings;
@@ -108,8 +108,8 @@ std::ofstream open_log(const std::string& path) {
 // sequences (the KV cache is capped to its free memory by eval/), the CPU's does not.
 int64_t slots_for(const EvaluateOptions& o, Device device) { return o.slots > 0 ? o.slots : device.is_cpu() ? 16 : 64; }
 
-void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
-              const std::string& method, Device device) {
+void evaluate_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
+                   const std::string& method, Device device) {
   if (o.data.empty()) throw UsageError("--task mmlu needs --data DIR (a folder with dev/ and test/)");
   eval::MmluOptions mo;
   mo.data = o.data;
@@ -167,8 +167,8 @@ void run_mmlu(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenize
   emit_report(o, report, text.str());
 }
 
-void run_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
-               const std::string& method) {
+void evaluate_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const Tokenizer& tok,
+                    const std::string& method) {
   eval::Gsm8kOptions go;
   go.cot = o.task == "gsm8k-cot";
   if (!o.train.empty() || !o.test.empty()) {
@@ -248,9 +248,9 @@ void run_evaluate(const EvaluateOptions& o) {
   const auto tok = load_tokenizer(o.model);
   check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
   LoadedModel m = load_model_with_adapter(o.model, o.adapter, o.method, device, std::cerr);
-  if (o.task == "ppl") return run_ppl(o, *m.model, *tok, device);
-  if (o.task == "mmlu") return run_mmlu(o, *m.model, *tok, m.method, device);
-  run_gsm8k(o, *m.model, *tok, m.method);
+  if (o.task == "ppl") return evaluate_ppl(o, *m.model, *tok, device);
+  if (o.task == "mmlu") return evaluate_mmlu(o, *m.model, *tok, m.method, device);
+  evaluate_gsm8k(o, *m.model, *tok, m.method);
 }
 }  // namespace
 

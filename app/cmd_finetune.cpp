@@ -55,8 +55,8 @@ struct FinetuneOptions {
 class LoaderSource : public BatchSource {
  public:
   LoaderSource(data::DataLoader loader, Device device) : loader_(std::move(loader)), device_(device) {}
-  std::optional<Batch> next() override {
-    std::optional<data::Batch> b = loader_.next();
+  std::optional<ModelBatch> next() override {
+    std::optional<data::PackedBatch> b = loader_.next();
     if (!b) return std::nullopt;
     return data::to_model_batch(*b, device_);
   }
@@ -187,7 +187,7 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
 void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs) {
   FinetuneOptions o = in;
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
-  const std::optional<dist::LaunchEnv> env = dist::launch_env();
+  const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
   if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);

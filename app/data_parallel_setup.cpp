@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "engine/dist/rendezvous.h"
+#include "engine/parallel/rendezvous.h"
 #include "engine/tensor/device.h"
 
 namespace loft::app {
@@ -57,7 +57,7 @@ void check_device_beside_ranks(const std::string& device, const std::string& ran
 }
 
 DataParallelSetup setup_data_parallel(const std::string& gpus,
-                                      const std::optional<dist::LaunchEnv>& env,
+                                      const std::optional<parallel::LaunchEnv>& env,
                                       std::chrono::milliseconds timeout) {
   DataParallelSetup s;
   if (gpus.empty() && !env) return s;
@@ -84,7 +84,7 @@ DataParallelSetup setup_data_parallel(const std::string& gpus,
     s.ranks = {env->rank};
     // Rank 0 makes the job's NCCL id; the rendezvous hands it to every other rank.
     const NcclUniqueId mine = env->rank == 0 ? new_unique_id() : NcclUniqueId{};
-    const std::vector<uint8_t> id = dist::exchange_blob(*env, mine, timeout);
+    const std::vector<uint8_t> id = parallel::exchange_blob(*env, mine, timeout);
     if (id.size() != mine.size())
       throw Error(cat("rank ", env->rank, ": the NCCL id from ", env->master_addr, ":", env->port,
                       " has ", id.size(), " bytes, not ", mine.size()));

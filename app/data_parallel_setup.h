@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/dist/grad_reducer.h"
-#include "engine/dist/launch_env.h"
+#include "engine/parallel/grad_reducer.h"
+#include "engine/parallel/launch_env.h"
 
 namespace loft::app {
 
@@ -37,7 +37,7 @@ void check_device_beside_ranks(const std::string& device, const std::string& ran
 // Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError).
 // Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given.
 DataParallelSetup setup_data_parallel(const std::string& gpus,
-                                      const std::optional<dist::LaunchEnv>& env,
+                                      const std::optional<parallel::LaunchEnv>& env,
                                       std::chrono::milliseconds timeout);
 
 }  // namespace loft::app

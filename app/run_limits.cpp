@@ -2,7 +2,6 @@
 
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
-#include "engine/peft/method_spec.h"
 
 namespace loft::app {
 
@@ -22,9 +21,7 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.grad_checkpointing = grad_checkpointing;
   eo.checkpoint_offload = checkpoint_offload;
   eo.gpu = device.is_cuda();
-  for (llama::MethodMemory& e : llama::estimate_training_memory(cfg, eo))
-    if (e.method == method_spec(m.method).memory_row(m)) return e;
-  throw Error(cat("no memory estimate for method ", m.method));
+  return llama::estimate_method_memory(cfg, eo, m);
 }
 
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,

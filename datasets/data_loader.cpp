@@ -127,7 +127,7 @@ void DataLoader::add_example(const SourceRecord& rec) {
   packer_.add(std::move(ex));
 }
 
-std::optional<Batch> DataLoader::next() {
+std::optional<PackedBatch> DataLoader::next() {
   while (!packer_.ready()) {
     // A whole pass over the data that yields no trainable example would repeat forever when the
     // epochs are unbounded (--steps without --epochs): say why instead.

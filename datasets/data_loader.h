@@ -44,7 +44,7 @@ class DataLoader {
   static bool has_validation(const DataConfig& config) { return !config.val.empty() || config.val_fraction > 0; }
 
   // The next batch, or nullopt when the data is exhausted.
-  std::optional<Batch> next();
+  std::optional<PackedBatch> next();
 
   // Completed passes over the slowest file (for logs).
   int64_t epoch() const;

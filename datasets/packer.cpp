@@ -25,23 +25,23 @@ void Packer::close_row() {
   current_len_ = 0;
 }
 
-Batch Packer::take() {
+PackedBatch Packer::take() {
   LOFT_CHECK(ready(), "packer: no full batch yet");
   return build(size_t(batch_rows_));
 }
 
-Batch Packer::flush() {
+PackedBatch Packer::flush() {
   if (!current_.empty()) close_row();
   return build(rows_.size());
 }
 
-Batch Packer::build(size_t n_rows) {
-  Batch b;
+PackedBatch Packer::build(size_t n_rows) {
+  PackedBatch b;
   b.rows = int64_t(n_rows);
   b.seq = seq_;
   const size_t n = n_rows * size_t(seq_);
   b.ids.assign(n, pad_id_);
-  b.targets.assign(n, Batch::kIgnore);
+  b.targets.assign(n, PackedBatch::kIgnore);
   b.positions.assign(n, 0);
   b.doc_ids.assign(n, -1);
   for (size_t r = 0; r < n_rows; ++r) {
@@ -114,7 +114,7 @@ void Packer::restore(const nlohmann::json& s) {
   for (const TokenizedExample& ex : current_) current_len_ += int64_t(ex.size());
 }
 
-loft::Batch to_model_batch(const Batch& b, Device device) {
+loft::ModelBatch to_model_batch(const PackedBatch& b, Device device) {
   return make_batch_shifted(b.ids, b.targets, b.doc_ids, b.rows, b.seq, device);
 }
 

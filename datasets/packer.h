@@ -20,7 +20,9 @@
 
 namespace loft::data {
 
-struct Batch {
+// Packed rows on the host, as the packer and the data loader hand them out (the model's batch,
+// with tensors on its device, is engine/train/batch.h's ModelBatch).
+struct PackedBatch {
   int64_t rows = 0, seq = 0;       // every vector below is [rows * seq], row-major
   std::vector<int32_t> ids;
   std::vector<int32_t> targets;    // pre-shifted, -100 = not trained (see above)
@@ -30,12 +32,12 @@ struct Batch {
   int64_t examples = 0;
 
   static constexpr int32_t kIgnore = -100;
-  bool operator==(const Batch&) const = default;
+  bool operator==(const PackedBatch&) const = default;
 };
 
 // The model's batch (engine/train/batch.h) on `device`, from a packed batch: targets stay as they
 // are (already shifted), positions and document masks follow doc_ids.
-loft::Batch to_model_batch(const Batch& b, Device device);
+loft::ModelBatch to_model_batch(const PackedBatch& b, Device device);
 
 class Packer {
  public:
@@ -45,9 +47,9 @@ class Packer {
   void add(TokenizedExample ex);
   // True when a full batch of rows is complete.
   bool ready() const { return int64_t(rows_.size()) >= batch_rows_; }
-  Batch take();
+  PackedBatch take();
   // Everything pending (the current row too) as a last batch of fewer rows; empty() afterwards.
-  Batch flush();
+  PackedBatch flush();
   bool empty() const { return rows_.empty() && current_.empty(); }
 
   nlohmann::json state() const;
@@ -57,7 +59,7 @@ class Packer {
  private:
   using Row = std::vector<TokenizedExample>;
   void close_row();
-  Batch build(size_t n_rows);
+  PackedBatch build(size_t n_rows);
 
   int64_t seq_, batch_rows_;
   bool packing_;

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/io/json_read.h"
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
+#include "engine/core/progress.h"
+#include "engine/io/json_read.h"
 #include "eval/harness.h"
-#include "eval/progress.h"
 #include "eval/python_random.h"
 #include "models/llama/generate.h"
 #include "models/llama/kv_cache.h"

@@ -7,9 +7,9 @@
 
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
+#include "engine/core/progress.h"
 #include "eval/csv.h"
 #include "eval/harness.h"
-#include "eval/progress.h"
 #include "models/llama/kv_cache.h"
 #include "models/llama/score.h"
 

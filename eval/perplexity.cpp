@@ -26,10 +26,10 @@ class RowPacker {
   bool empty() const { return ids_.empty(); }
   // Closes the current row and returns everything as one batch (HF-style labels: the document's
   // own ids, -100 on padding).
-  Batch take(Device device) {
+  ModelBatch take(Device device) {
     if (used_ > 0) close_row();
     const int64_t rows = int64_t(ids_.size()) / row_len_;
-    Batch b = make_batch(ids_, labels_, doc_ids_, rows, row_len_, device);
+    ModelBatch b = make_batch(ids_, labels_, doc_ids_, rows, row_len_, device);
     ids_.clear();
     labels_.clear();
     doc_ids_.clear();
@@ -66,7 +66,7 @@ PerplexityResult perplexity(TrainableModel& model, const Tokenizer& tok,
   PerplexityResult r;
   double nll_sum = 0;
   auto flush = [&] {
-    const Batch b = packer.take(device);
+    const ModelBatch b = packer.take(device);
     const LossSums s = model.evaluate(b);
     nll_sum += s.loss_sum;
     r.tokens += s.tokens;

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "engine/core/error.h"
-#include "eval/progress.h"
+#include "engine/core/progress.h"
 #include "export/gguf/gguf_llama_writer.h"
 #include "export/gguf/gguf_lora_writer.h"
 #include "export/output_dir.h"
@@ -64,7 +64,7 @@ GgufModelReport write_gguf_model(const MergedSource& src, const fs::path& file, 
                                  const std::string& name, std::ostream* progress) {
   gguf::LlamaWriter w(file, src.config(), src.model_dir(), type, name);
   const size_t n = src.tensors().size();
-  eval::Progress bar(progress, "export gguf", int64_t(n), "tensors");
+  Progress bar(progress, "export gguf", int64_t(n), "tensors");
   GgufModelReport r;
   for (size_t i = 0; i < n; ++i) {
     const MergedTensor t = src.read(i);

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/core/progress.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/safetensors_writer.h"
-#include "eval/progress.h"
 #include "models/llama/fp8_checkpoint.h"
 
 namespace loft::exporter {
@@ -96,7 +96,7 @@ ModelWriteReport write_merged_model(const MergedSource& src, const fs::path& out
   ModelWriteReport report;
   report.shards = int64_t(shards.size());
   nlohmann::json weight_map = nlohmann::json::object();
-  eval::Progress progress(opt.progress, "export", int64_t(src.tensors().size()), "tensors");
+  Progress progress(opt.progress, "export", int64_t(src.tensors().size()), "tensors");
   ErrorSums err;
   for (size_t si = 0; si < shards.size(); ++si) {
     const Shard& shard = shards[si];

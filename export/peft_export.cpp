@@ -4,12 +4,12 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "engine/core/progress.h"
 #include "engine/io/atomic_file.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/method_spec.h"
 #include "engine/quant/quantize.h"
-#include "eval/progress.h"
 #include "export/metadata.h"
 
 namespace loft::exporter {
@@ -71,7 +71,7 @@ PeftExport fit_peft_export(const MergedSource& src, const std::string& task, std
         m.targets.count(all_lora_targets().at(size_t(info.proj))))
       adapted.push_back(i);
   }
-  eval::Progress bar(progress, task, int64_t(adapted.size()), "projections");
+  Progress bar(progress, task, int64_t(adapted.size()), "projections");
   for (size_t k = 0; k < adapted.size(); ++k) {
     const MergedTensor t = src.read(adapted[k]);
     const std::string module = t.info.name.substr(0, t.info.name.size() - 7);  // "....weight"

@@ -13,9 +13,9 @@ export LOFT_SOURCE_DIR=$PWD
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
-# The GPU suite, plus the model suite (CPU tests, but built with CUDA: checks that build too).
+# The GPU suite, plus the model and method suites (CPU tests, but built with CUDA: checks that build too).
 # The CPU-only folders run in CI; their data is not carried.
-for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models}; do
+for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models loft_tests_methods}; do
   t=$run/bin/$name
   # GPU_TEST_TIMEOUT (seconds) bounds a binary, so a hung kernel cannot eat the whole call.
   timeout "${GPU_TEST_TIMEOUT:-3000}" "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1

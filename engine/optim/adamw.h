@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/ops/ops.h"
-#include "engine/peft/adapted_linear.h"
+#include "engine/tensor/param.h"
 
 namespace loft {
 

@@ -13,6 +13,7 @@
 #include "engine/core/error.h"
 #include "engine/peft/frozen_weight.h"
 #include "engine/peft/weight_source.h"
+#include "engine/tensor/param.h"
 #include "engine/tensor/tensor.h"
 
 namespace loft {
@@ -20,13 +21,6 @@ class SharedInput;
 }
 
 namespace loft {
-
-// A trainable tensor: fp32 master value and fp32 gradient (accumulated across micro-batches).
-struct Param {
-  std::string name;  // e.g. "model.layers.0.self_attn.q_proj.lora_A"
-  Tensor value;      // F32
-  Tensor grad;       // F32, same shape; zeroed by the trainer after each optimizer step
-};
 
 // What a projection's forward keeps for its backward. The method decides what goes in (LoRA: the
 // input and X·Aᵀ; FALQON: only O_A), so it is a small bag of tensors, not a fixed struct.

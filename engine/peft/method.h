@@ -15,15 +15,16 @@
 
 namespace loft {
 
-// Hyper-parameters a method brings when the user does not override them.
+// Hyper-parameters a method brings when the user does not override them. No member defaults:
+// each spec names every field (designated initialisers; -Wextra warns of one left out).
 struct MethodDefaults {
-  int rank = 64;
-  float alpha = 16.0f;
-  double lr = 2e-4;
-  std::string schedule = "constant";
-  int64_t warmup = 0;
-  double max_grad_norm = 0.3;
-  int64_t batch = 16;
+  int rank;
+  float alpha;
+  double lr;
+  std::string schedule;
+  int64_t warmup;
+  double max_grad_norm;
+  int64_t batch;
 };
 
 // The registered method names, in registry order; the first is the default.

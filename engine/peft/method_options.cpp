@@ -1,6 +1,6 @@
 // What every method shares: the registry's names and defaults, the projection targets, and the
 // checks that run before a model is built. Each method's own options live in its spec
-// (engine/peft/methods/).
+// (engine/methods/<name>/, engine/peft/methods/).
 #include <sstream>
 
 #include "engine/core/error.h"
@@ -46,16 +46,6 @@ std::set<std::string> parse_lora_targets(const std::string& spec) {
 
 void apply_method_invariants(MethodOptions& opt) { method_spec(opt.method).apply_invariants(opt); }
 
-namespace {
-
-bool takes_flag(const MethodSpec& spec, const std::string& flag) {
-  for (const MethodFlag& f : spec.flags())
-    if (f.name == flag) return true;
-  return false;
-}
-
-}  // namespace
-
 void validate_method_options(const MethodOptions& opt) {
   const MethodSpec& chosen = method_spec(opt.method);
   chosen.validate(opt);
@@ -63,12 +53,12 @@ void validate_method_options(const MethodOptions& opt) {
   for (const MethodSpec* other : method_specs()) {
     if (other == &chosen) continue;
     for (const MethodFlag& f : other->flags()) {
-      if (!f.refused_elsewhere || takes_flag(chosen, f.name)) continue;
+      if (!f.refused_elsewhere || chosen.takes_flag(f.name)) continue;
       const std::string value = f.get(opt);
       if (value == f.default_text) continue;
       std::string takers;
       for (const MethodSpec* s : method_specs())
-        if (takes_flag(*s, f.name)) takers += (takers.empty() ? "" : ", ") + s->name();
+        if (s->takes_flag(f.name)) takers += (takers.empty() ? "" : ", ") + s->name();
       throw UsageError(cat(f.name, " ", value, " applies to --method ", takers, " only (got --method ",
                            opt.method, chosen.foreign_flag_note(f.name), ")"));
     }

@@ -6,7 +6,8 @@
 #include "engine/core/error.h"
 #include "engine/peft/method_spec.h"
 
-// Each entry X(name) is a spec defined in engine/peft/methods/name_spec.cpp as name_spec().
+// Each entry X(name) is a spec defined as name_spec() in engine/methods/name/name_spec.cpp (or
+// engine/peft/methods/name_spec.cpp).
 #define LOFT_METHODS(X) \
   X(lora)               \
   X(qlora)              \
@@ -44,6 +45,12 @@ std::string method_name_list(const char* last_separator) {
 const MethodSpec& method_spec(const std::string& name) {
   if (const MethodSpec* s = find_method_spec(name)) return *s;
   throw UsageError(cat("--method: '", name, "' is not one of ", method_name_list()));
+}
+
+bool MethodSpec::takes_flag(const std::string& flag) const {
+  for (const MethodFlag& f : flags())
+    if (f.name == flag) return true;
+  return false;
 }
 
 int64_t ProjectionSizes::lora() const { return memory_add(rank_in, rank_out); }

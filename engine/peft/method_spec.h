@@ -1,6 +1,7 @@
-// The method registry: each fine-tuning method is one MethodSpec, defined beside its numerics in
-// engine/peft/methods/<name>_spec.cpp and listed once in engine/peft/method_registry.cpp. The app,
-// the model loader, the memory estimate and the exporters ask the spec; none names a method.
+// The method registry: each fine-tuning method is one MethodSpec, defined beside its numerics
+// (engine/methods/<name>/<name>_spec.cpp, or engine/peft/methods/<name>_spec.cpp for the methods
+// not moved yet: docs/methods-layout.md) and listed once in engine/peft/method_registry.cpp. The
+// app, the model loader, the memory estimate and the exporters ask the spec; none names a method.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -79,6 +80,8 @@ class MethodSpec {
 
   // Options (finetune, bench): flags in help order; bench's "name:variant" items.
   virtual std::vector<MethodFlag> flags() const { return {}; }
+  // Whether flags() has the option `flag` ("--backbone").
+  bool takes_flag(const std::string& flag) const;
   virtual bool apply_variant(MethodOptions&, const std::string& variant) const {
     (void)variant;
     return false;
@@ -107,10 +110,13 @@ class MethodSpec {
   virtual std::string brief_detail(const MethodOptions&) const { return ""; }
   virtual void bench_options(const MethodOptions&, nlohmann::ordered_json&) const {}
 
-  // Memory (loft info, the plan, the fit check): every form the method can store W in, and the
-  // row `opt` trains with.
-  virtual std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes&) const = 0;
-  virtual std::string memory_row(const MethodOptions&) const = 0;
+  // Memory (the plan, the fit check): the row `opt` trains with.
+  virtual MethodMemoryRow memory_row(const ProjectionSizes&, const MethodOptions& opt) const = 0;
+  // Every form the method can store W in (loft info): by default the one row of its default
+  // options; a method whose options choose the form lists each.
+  virtual std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const {
+    return {memory_row(s, MethodOptions{})};
+  }
 
   // Builds the projections (make_linear_factory validates first).
   virtual LinearFactory linear_factory(const MethodOptions&, std::mt19937_64& rng) const = 0;
@@ -123,6 +129,13 @@ class MethodSpec {
   // The adapter trained against a quantized backbone (an export gap warning says so).
   virtual bool quantized_backbone() const { return false; }
 };
+
+// The QLoRA recipe (METHODS.md), which the LoRA family keeps: methods that change only how the
+// frozen weight is stored or multiplied (lora, qlora, hot) train with it.
+inline MethodDefaults qlora_recipe() {
+  return {.rank = 64, .alpha = 16.0f, .lr = 2e-4, .schedule = "constant", .warmup = 0, .max_grad_norm = 0.3,
+          .batch = 16};
+}
 
 // Defines name##_spec(), the registry's entry point to the method's one spec object.
 #define LOFT_DEFINE_METHOD_SPEC(name, Spec) \

@@ -14,8 +14,8 @@ void check_sizes(size_t ids, size_t labels, size_t docs, int64_t rows, int64_t s
 }
 }  // namespace
 
-Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
-                 const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device) {
+ModelBatch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
+                      const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device) {
   check_sizes(ids.size(), labels.size(), doc_ids.size(), rows, seq);
   // Shift: position t predicts labels[t+1] of the same document.
   std::vector<int32_t> targets(ids.size(), ops::kIgnoreIndex);
@@ -27,13 +27,13 @@ Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& la
   return make_batch_shifted(ids, targets, doc_ids, rows, seq, device);
 }
 
-Batch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
-                         const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
-                         Device device) {
+ModelBatch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
+                              const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
+                              Device device) {
   check_sizes(ids.size(), targets.size(), doc_ids.size(), rows, seq);
   const size_t t_total = ids.size();
   std::vector<int32_t> positions(t_total), doc_start(t_total);
-  Batch b;
+  ModelBatch b;
   b.rows = rows;
   b.seq = seq;
   for (int64_t r = 0; r < rows; ++r) {

@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/peft/adapted_linear.h"
+#include "engine/core/error.h"
+#include "engine/tensor/param.h"
 
 namespace loft {
 
 // B rows of S tokens, flattened to T = B·S, all I32 on the model's device.
-struct Batch {
+struct ModelBatch {
   int64_t rows = 0, seq = 0;
   Tensor ids;        // [T] input token ids
   Tensor targets;    // [T] the token to predict AT this position (already shifted), -100 = none
@@ -21,17 +22,17 @@ struct Batch {
   int64_t target_count = 0;  // targets != -100, known on the host when the batch is built
 };
 
-// Builds a Batch from host rows. `labels` follow Hugging Face's convention (labels[t] is the token
+// Builds a ModelBatch from host rows. `labels` follow Hugging Face's convention (labels[t] is the token
 // at t, -100 = not trained; the model predicts labels[t+1] at t); they are shifted here, and a
 // document's last token never predicts the next document's first. doc_ids[t] (any values, equal
 // within a document) mark packed documents; empty = one document per row.
-Batch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
-                 const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device);
+ModelBatch make_batch(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels,
+                      const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq, Device device);
 // Same, from targets that are already shifted (targets[t] = the token to predict at t, as the
 // data loader produces them); positions restart and doc_start moves at each change of doc_ids.
-Batch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
-                         const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
-                         Device device);
+ModelBatch make_batch_shifted(const std::vector<int32_t>& ids, const std::vector<int32_t>& targets,
+                              const std::vector<int32_t>& doc_ids, int64_t rows, int64_t seq,
+                              Device device);
 
 struct LossSums {
   double loss_sum = 0;  // Σ −log p(target) over target tokens
@@ -48,8 +49,8 @@ class TrainableModel {
   virtual ~TrainableModel() = default;
   // Forward + backward: adds grad_scale · ∂(Σ losses)/∂θ into every Param's grad; returns the
   // unscaled loss sum.
-  virtual LossSums forward_backward(const Batch& batch, float grad_scale) = 0;
-  virtual LossSums evaluate(const Batch& batch) = 0;
+  virtual LossSums forward_backward(const ModelBatch& batch, float grad_scale) = 0;
+  virtual LossSums evaluate(const ModelBatch& batch) = 0;
   virtual std::vector<Param*> params() = 0;
   // While set (empty: none), forward_backward calls `hook` as groups of params' gradients become
   // final, in grad_order()'s order, each param once. A model that never calls it is correct too

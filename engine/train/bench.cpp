@@ -13,9 +13,9 @@ namespace loft {
 namespace {
 
 // One step as finetune takes it (train_step.h), on the bench batch as its one micro-batch.
-double bench_step(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+double bench_step(TrainableModel& model, AdamW& optimizer, const ModelBatch& batch,
                   const BenchSchedule& schedule, int64_t step) {
-  return mean_loss(train_step(model, optimizer, std::span<const Batch>(&batch, 1),
+  return mean_loss(train_step(model, optimizer, std::span<const ModelBatch>(&batch, 1),
                               schedule.max_grad_norm, schedule.lr, step));
 }
 
@@ -58,12 +58,12 @@ int64_t time_steps(const BenchSchedule& schedule, int64_t tokens_per_step,
   return n;
 }
 
-BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const ModelBatch& batch,
                                Device device, const BenchSchedule& schedule) {
   using Clock = std::chrono::steady_clock;
   BenchTimes t;
   // The method's calibration pass (if any), on the bench batch, as finetune runs it.
-  run_calibration(model, [&batch]() -> std::optional<Batch> { return batch; });
+  run_calibration(model, [&batch]() -> std::optional<ModelBatch> { return batch; });
   int64_t step = time_steps(
       schedule, batch.ids.numel(),
       [&](int64_t n) {

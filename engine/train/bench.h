@@ -42,7 +42,7 @@ struct BenchTimes {
 
 // Runs the schedule on `model` with `optimizer` (built over model.params()). Throws Error when a
 // step's loss or gradient norm is not finite.
-BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Batch& batch,
+BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const ModelBatch& batch,
                                Device device, const BenchSchedule& schedule);
 
 // The loop every bench shares (time_training_steps here, time_parallel_training_steps in

@@ -33,7 +33,7 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
   BenchTimes t;
   // The method's calibration pass (if any) on every rank, as the data-parallel trainer runs it.
   workers.run([&](size_t i) {
-    run_calibration(*ranks[i].model, [&]() -> std::optional<Batch> { return *ranks[i].batch; });
+    run_calibration(*ranks[i].model, [&]() -> std::optional<ModelBatch> { return *ranks[i].batch; });
   });
   std::vector<double> losses(ranks.size());
   const auto step = [&](int64_t n) {
@@ -42,7 +42,7 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
           const BenchRank& me = ranks[i];
           const RankStep rank{syncs[i], step_targets};
           losses[i] = mean_loss(train_step(*me.model, *me.optimizer,
-                                           std::span<const Batch>(me.batch, 1),
+                                           std::span<const ModelBatch>(me.batch, 1),
                                            schedule.max_grad_norm, schedule.lr, n, &rank));
           synchronize(me.device);  // the step ends when every rank's device is done
         },

@@ -18,7 +18,7 @@ namespace loft {
 struct BenchRank {
   TrainableModel* model = nullptr;
   AdamW* optimizer = nullptr;
-  const Batch* batch = nullptr;
+  const ModelBatch* batch = nullptr;
   GradientSync* sync = nullptr;
   Device device = Device::cpu();
 };

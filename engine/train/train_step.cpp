@@ -17,10 +17,10 @@ struct UnsetHook {
 };
 }  // namespace
 
-StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
+StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const ModelBatch> micro,
                       double max_grad_norm, double lr, int64_t step, const RankStep* rank) {
   StepResult r;
-  for (const Batch& b : micro) {
+  for (const ModelBatch& b : micro) {
     r.targets += b.target_count;
     r.tokens += b.ids.numel();
   }
@@ -40,7 +40,7 @@ StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const B
                       micro.size(), "; nothing from this step was applied or saved"));
   };
   if (sync) sync->begin(model.grad_order());
-  for (const Batch& b : micro) {
+  for (const ModelBatch& b : micro) {
     // The last micro-batch's backward tells the sync which gradients are final.
     const bool last = sync && &b == &micro.back();
     if (last) model.set_grad_ready_hook([sync](std::span<Param* const> p) { sync->ready(p); });

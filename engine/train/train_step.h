@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/optim/adamw.h"
+#include "engine/parallel/gradient_sync.h"
 #include "engine/train/batch.h"
 
 namespace loft {
@@ -20,31 +21,6 @@ struct StepResult {
   int64_t targets = 0;   // target tokens over every micro-batch (of every rank's, with RankStep)
   int64_t tokens = 0;    // tokens (ids) over every micro-batch (this rank's)
   double grad_norm = 0;  // the global norm before clipping
-};
-
-// What data-parallel ranks exchange (docs/multi-gpu.md; NCCL underneath): the step's gradients,
-// summed between the backward and the clipping so that every rank takes the same update, a few
-// host scalars with them (the loss), and the replicas' digests.
-class GradientSync {
- public:
-  virtual ~GradientSync() = default;
-  // Opens a step's sum, before this rank's backward: its params in the order the backward
-  // finishes their gradients (TrainableModel::grad_order). Every rank passes the same list, so
-  // the buckets planned from it are the same on every rank whatever ready() says when.
-  virtual void begin(std::span<Param* const> order) { (void)order; }
-  // During the backward of the step's last micro-batch (the model's GradReadyHook): these
-  // params' gradients are final; the sync may start summing them while the backward goes on.
-  // Only timing depends on it: what is exchanged is the same with or without these calls.
-  virtual void ready(std::span<Param* const> params) { (void)params; }
-  // Sums every param's gradient in place over the ranks (what ready() started, and the rest), and
-  // `scalars` with them (this rank's values in, the sums over every rank out), and waits. Every
-  // rank passes the same params (those begin() named, if it was called) and as many scalars.
-  virtual void sum(std::span<Param* const> params, std::span<float> scalars) = 0;
-  // Every rank's `value`, in rank order (the replica check: rank 0 compares digests).
-  virtual std::vector<uint64_t> gather(uint64_t value) = 0;
-  // Gives up on the peers now (this rank failed; they must not wait for it): pending and later
-  // exchanges end with an Error instead of waiting. Idempotent.
-  virtual void abort() = 0;
 };
 
 // One rank's part of a data-parallel step: `micro` is its share of the step's micro-batches
@@ -61,7 +37,7 @@ struct RankStep {
 // are checked only after the gradients were summed, so every rank reaches the collective before
 // any of them can throw; the loss is summed with the gradients, so a bad loss on any rank (or a bad
 // gradient, through the norm) makes every rank throw the same way.
-StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const Batch> micro,
+StepResult train_step(TrainableModel& model, AdamW& optimizer, std::span<const ModelBatch> micro,
                       double max_grad_norm, double lr, int64_t step,
                       const RankStep* rank = nullptr);
 

@@ -16,7 +16,7 @@
 #include "engine/peft/method_state.h"
 #include "engine/tensor/finite.h"
 #include "engine/device/memory.h"
-#include "engine/dist/rank_share.h"
+#include "engine/parallel/rank_share.h"
 #include "engine/train/replica_digest.h"
 #include "engine/train/train_step.h"
 
@@ -65,13 +65,13 @@ int64_t checkpoint_step(const fs::path& dir) {
 
 }  // namespace
 
-int64_t run_calibration(TrainableModel& model, const std::function<std::optional<Batch>()>& next) {
+int64_t run_calibration(TrainableModel& model, const std::function<std::optional<ModelBatch>()>& next) {
   const int64_t want = model.calibration_batches();
   if (want <= 0) return 0;
   model.start_calibration();
   int64_t used = 0;
   for (; used < want; ++used) {
-    std::optional<Batch> b = next();
+    std::optional<ModelBatch> b = next();
     if (!b) break;
     const float scale = b->target_count > 0 ? 1.0f / float(b->target_count) : 0.0f;
     const LossSums s = model.forward_backward(*b, scale);
@@ -94,7 +94,7 @@ Device device_of(TrainableModel& m) {
   return ps.empty() ? Device::cpu() : ps.front()->value.device();
 }
 // The rank's copy of a micro-batch (the batch itself when it is already on that device).
-Batch batch_on(const Batch& b, Device d) {
+ModelBatch batch_on(const ModelBatch& b, Device d) {
   if (b.ids.device() == d) return b;
   return {b.rows, b.seq, b.ids.to(d), b.targets.to(d), b.positions.to(d), b.doc_start.to(d),
           b.target_count};
@@ -148,17 +148,17 @@ void Trainer::check_replicas(size_t i, int64_t step) {
     }
 }
 
-std::optional<StepMetrics> Trainer::train_step() {
+std::optional<StepMetrics> Trainer::run_next_step() {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Batch> micro;
+  std::vector<ModelBatch> micro;
   for (int64_t k = 0; k < config_.grad_accum; ++k) {
-    std::optional<Batch> b = data_.next();
+    std::optional<ModelBatch> b = data_.next();
     if (!b) break;  // the data ran out: a last, smaller step with what is there
     micro.push_back(std::move(*b));
   }
   if (micro.empty()) return std::nullopt;
   int64_t targets = 0, tokens = 0;
-  for (const Batch& b : micro) {
+  for (const ModelBatch& b : micro) {
     targets += b.target_count;
     tokens += b.ids.numel();
   }
@@ -170,8 +170,8 @@ std::optional<StepMetrics> Trainer::train_step() {
       [&](size_t i) {
         const LocalRank& me = local_[i];
         const Device dev = device_of(*me.model);
-        std::vector<Batch> mine;  // a short last step may leave this rank fewer, or none
-        for (size_t k : dist::strided_share(micro.size(), world_, me.rank))
+        std::vector<ModelBatch> mine;  // a short last step may leave this rank fewer, or none
+        for (size_t k : parallel::strided_share(micro.size(), world_, me.rank))
           mine.push_back(batch_on(micro[k], dev));
         const RankStep rank{syncs_[i], targets};
         results[i] = loft::train_step(*me.model, *optimizers_[i], mine, config_.max_grad_norm, lr,
@@ -228,7 +228,7 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   if (step_ == 0 && !calibrated_) calibrate();
   const bool talk = progress_ && !config_.quiet && writes_;
   while (step_ < config_.steps) {
-    std::optional<StepMetrics> step = train_step();
+    std::optional<StepMetrics> step = run_next_step();
     if (!step) {
       if (talk)
         *progress_ << "data exhausted after " << step_ << " steps\n";
@@ -254,17 +254,17 @@ void Trainer::calibrate() {
   // (the position is restored); a resumed run restores the calibrated state instead. Every rank
   // calibrates on the same micro-batches, so their calibrated state is the same.
   const nlohmann::json position = data_.state();
-  std::vector<Batch> batches;
+  std::vector<ModelBatch> batches;
   const int64_t want = model_.calibration_batches();
   while (int64_t(batches.size()) < want)
-    if (std::optional<Batch> b = data_.next()) batches.push_back(std::move(*b));
+    if (std::optional<ModelBatch> b = data_.next()) batches.push_back(std::move(*b));
     else break;
   data_.restore(position);
   std::vector<int64_t> used(local_.size(), 0);
   workers_->run([&](size_t i) {
     const Device dev = device_of(*local_[i].model);
     size_t k = 0;
-    used[i] = run_calibration(*local_[i].model, [&]() -> std::optional<Batch> {
+    used[i] = run_calibration(*local_[i].model, [&]() -> std::optional<ModelBatch> {
       if (k == batches.size()) return std::nullopt;
       return batch_on(batches[k++], dev);
     });

@@ -21,7 +21,7 @@ class BatchSource {
  public:
   virtual ~BatchSource() = default;
   // The next micro-batch, or nullopt when the data is exhausted (training then stops).
-  virtual std::optional<Batch> next() = 0;
+  virtual std::optional<ModelBatch> next() = 0;
   virtual nlohmann::json state() const = 0;
   virtual void restore(const nlohmann::json& state) = 0;
 };
@@ -109,7 +109,9 @@ class Trainer {
   bool writes() const { return writes_; }
 
  private:
-  std::optional<StepMetrics> train_step();
+  // Draws the next step's micro-batches from the data and runs train_step on every local rank;
+  // nullopt when the data has run out.
+  std::optional<StepMetrics> run_next_step();
   void log(const StepMetrics& m);
   void calibrate();
   // Every rank's digest is compared (a collective: every rank must call it at the same step).
@@ -139,7 +141,7 @@ class Trainer {
 // start_calibration() and finish_calibration(), then every Param's gradient is zeroed. Finetune
 // (Trainer::run, on a fresh run) and bench (time_training_steps) both calibrate through this.
 // Returns the micro-batches used.
-int64_t run_calibration(TrainableModel& model, const std::function<std::optional<Batch>()>& next);
+int64_t run_calibration(TrainableModel& model, const std::function<std::optional<ModelBatch>()>& next);
 
 // Named tensors of a model's adapter params (F32, device as stored).
 std::map<std::string, Tensor> param_tensors(const std::vector<Param*>& params);

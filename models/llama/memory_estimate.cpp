@@ -111,59 +111,90 @@ int64_t offloaded_bytes_per_token_layer(const LlamaConfig& c, int64_t compute_by
   return add(b.x, b.attention_tensors);
 }
 
+namespace {
+
+// The estimate's parts that do not depend on the method, and the method's row turned into an entry.
+class Estimator {
+ public:
+  Estimator(const LlamaConfig& c, const MemoryEstimateOptions& opt) : c_(c), opt_(opt) {
+    LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens >= 0,
+               "memory estimate: batch, seq and rank must be positive");
+    r_ = opt.lora_rank;
+    T_ = mul(opt.batch, opt.seq);
+    e_ = opt.gpu ? 2 : kFp32;
+    const int64_t L = c.num_layers, h = c.hidden_size, V = c.vocab_size;
+    sizes_ = sizes(c, r_, e_);
+    norms_ = mul(e_, add(mul(2, L), 1), h);
+    table_ = mul(e_, V, h);
+    table_on_host_ = opt.gpu && !c.tie_word_embeddings;
+    embeddings_ = add(table_on_host_ ? 0 : table_, c.tie_word_embeddings ? 0 : table_);
+    // One chunk of fp32 logits (the cross-entropy writes its gradient in place) and, in bf16, the
+    // gradient rounded once for the GEMM back to the hidden state.
+    const int64_t chunk = opt.logits_chunk_tokens > 0 ? opt.logits_chunk_tokens : default_loss_chunk_tokens(V);
+    logits_ = mul(std::min(T_, chunk), V, add(kFp32, e_ < kFp32 ? e_ : 0));
+    // The loss head: the last hidden state, its norm, the norm's gradient (then ∂h), fp32 losses
+    // and rstd, and one chunk.
+    loss_head_ = add(mul(T_, add(mul(3, e_, h), 2 * kFp32)), logits_);
+  }
+
+  const ProjectionSizes& projection_sizes() const { return sizes_; }
+
+  MethodMemory entry(const MethodMemoryRow& row) const {
+    const int64_t L = c_.num_layers;
+    const LayerBytes lb = layer_bytes(c_, r_, e_, row.saves_inputs, opt_.gpu);
+    MethodMemory m;
+    m.method = row.name;
+    m.description = row.description;
+    m.frozen_weights = add(row.frozen_bytes, norms_);
+    m.embeddings = embeddings_;
+    m.host_embeddings = table_on_host_ ? table_ : 0;
+    m.adapter_params = row.trainable;
+    const int64_t copies = row.compute_copies && e_ < kFp32 ? e_ : 0;
+    m.adapter = mul(add(kTrainableBytesPerParam, row.extra_bytes_per_trainable, copies), row.trainable);
+    // Kept through the backward: every layer's saved tensors, or only each block's input
+    // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
+    // tensors, and what its backward adds.
+    // Offloaded (CheckpointOffload): two layers' inputs and attention tensors on the device
+    // (LlamaModel::keeps_attention): the last two layers' through the loss head, then the
+    // next layer's coming up beside the recomputed layer's.
+    const bool offloaded = opt_.gpu && opt_.checkpoint_offload;
+    const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
+    const int64_t kept_per_token =
+        !opt_.grad_checkpointing ? mul(L, lb.saved())
+        : add(mul(kept_layers, lb.x), offloaded ? mul(kept_layers, lb.attention_tensors) : 0);
+    m.activations = mul(T_, add(kept_per_token, kBatchBytesPerToken));
+    const int64_t layer = opt_.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
+                                                  : lb.backward_excess();
+    m.working = std::max(mul(T_, layer), loss_head_);
+    m.logits = logits_;
+    add(m.frozen_weights, m.embeddings, m.adapter, m.activations, m.working);  // total() fits
+    return m;
+  }
+
+ private:
+  const LlamaConfig& c_;
+  const MemoryEstimateOptions& opt_;
+  int64_t r_ = 0, T_ = 0, e_ = 0;
+  ProjectionSizes sizes_;
+  int64_t norms_ = 0, table_ = 0, embeddings_ = 0, logits_ = 0, loss_head_ = 0;
+  bool table_on_host_ = false;
+};
+
+}  // namespace
+
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& c,
                                                    const MemoryEstimateOptions& opt) {
-  LOFT_CHECK(opt.batch > 0 && opt.seq > 0 && opt.lora_rank > 0 && opt.logits_chunk_tokens >= 0,
-             "memory estimate: batch, seq and rank must be positive");
-  const int64_t r = opt.lora_rank, T = mul(opt.batch, opt.seq), e = opt.gpu ? 2 : kFp32;
-  const int64_t L = c.num_layers, h = c.hidden_size, V = c.vocab_size;
-  const ProjectionSizes s = sizes(c, r, e);
-
-  const int64_t norms = mul(e, add(mul(2, L), 1), h);
-  const int64_t table = mul(e, V, h);
-  const bool table_on_host = opt.gpu && !c.tie_word_embeddings;
-  const int64_t embeddings = add(table_on_host ? 0 : table, c.tie_word_embeddings ? 0 : table);
-  // One chunk of fp32 logits (the cross-entropy writes its gradient in place) and, in bf16, the
-  // gradient rounded once for the GEMM back to the hidden state.
-  const int64_t chunk = opt.logits_chunk_tokens > 0 ? opt.logits_chunk_tokens : default_loss_chunk_tokens(V);
-  const int64_t logits = mul(std::min(T, chunk), V, add(kFp32, e < kFp32 ? e : 0));
-  // The loss head: the last hidden state, its norm, the norm's gradient (then ∂h), fp32 losses
-  // and rstd, and one chunk.
-  const int64_t loss_head = add(mul(T, add(mul(3, e, h), 2 * kFp32)), logits);
-
+  const Estimator est(c, opt);
   std::vector<MethodMemory> out;
   for (const MethodSpec* spec : method_specs())
-    for (const MethodMemoryRow& row : spec->memory_rows(s)) {
-      const LayerBytes lb = layer_bytes(c, r, e, row.saves_inputs, opt.gpu);
-      MethodMemory m;
-      m.method = row.name;
-      m.description = row.description;
-      m.frozen_weights = add(row.frozen_bytes, norms);
-      m.embeddings = embeddings;
-      m.host_embeddings = table_on_host ? table : 0;
-      m.adapter_params = row.trainable;
-      const int64_t copies = row.compute_copies && e < kFp32 ? e : 0;
-      m.adapter = mul(add(kTrainableBytesPerParam, row.extra_bytes_per_trainable, copies), row.trainable);
-      // Kept through the backward: every layer's saved tensors, or only each block's input
-      // (checkpointing), and the batch. At a layer's backward: with checkpointing its recomputed
-      // tensors, and what its backward adds.
-      // Offloaded (CheckpointOffload): two layers' inputs and attention tensors on the device
-      // (LlamaModel::keeps_attention): the last two layers' through the loss head, then the
-      // next layer's coming up beside the recomputed layer's.
-      const bool offloaded = opt.gpu && opt.checkpoint_offload;
-      const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
-      const int64_t kept_per_token =
-          !opt.grad_checkpointing ? mul(L, lb.saved())
-          : add(mul(kept_layers, lb.x), offloaded ? mul(kept_layers, lb.attention_tensors) : 0);
-      m.activations = mul(T, add(kept_per_token, kBatchBytesPerToken));
-      const int64_t layer = opt.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
-                                                   : lb.backward_excess();
-      m.working = std::max(mul(T, layer), loss_head);
-      m.logits = logits;
-      add(m.frozen_weights, m.embeddings, m.adapter, m.activations, m.working);  // total() fits
-      out.push_back(std::move(m));
-    }
+    for (const MethodMemoryRow& row : spec->memory_rows(est.projection_sizes())) out.push_back(est.entry(row));
   return out;
+}
+
+MethodMemory estimate_method_memory(const LlamaConfig& c, const MemoryEstimateOptions& opt,
+                                    const MethodOptions& method) {
+  const Estimator est(c, opt);
+  return est.entry(method_spec(method.method).memory_row(est.projection_sizes(), method));
 }
 
 }  // namespace loft::llama

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/peft/method.h"
 #include "models/llama/config.h"
 
 namespace loft::llama {
@@ -32,7 +33,7 @@ struct MemoryEstimateOptions {
 
 // Bytes per part, for one method.
 struct MethodMemory {
-  std::string method;          // the method and its weight form: MethodSpec::memory_rows' names
+  std::string method;          // the method and its weight form: MethodSpec::memory_row's name
   std::string description;     // how the frozen projections are held
   int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights
   int64_t embeddings = 0;      // on the device: lm_head, and embed_tokens where it is there
@@ -66,5 +67,9 @@ int64_t offloaded_bytes_per_token_layer(const LlamaConfig& cfg, int64_t compute_
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,
                                                    const MemoryEstimateOptions& opt);
+// The entry of the form `method` trains with (its spec's memory_row); UsageError for an unknown
+// method. `opt.lora_rank` is the rank the estimate uses, whatever `method.lora` says.
+MethodMemory estimate_method_memory(const LlamaConfig& cfg, const MemoryEstimateOptions& opt,
+                                    const MethodOptions& method);
 
 }  // namespace loft::llama

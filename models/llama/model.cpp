@@ -142,7 +142,7 @@ void LlamaModel::load_method_state(const std::map<std::string, Tensor>& state,
   restore_method_state(named_, state, source);
 }
 
-Tensor LlamaModel::embed(const Batch& b) {
+Tensor LlamaModel::embed(const ModelBatch& b) {
   const int64_t T = b.ids.size(0), H = config_.hidden_size;
   Tensor x = Tensor::empty({T, H}, compute_dtype(), device());
   prof::Scope scope(kElementwise);
@@ -164,7 +164,7 @@ Tensor LlamaModel::embed(const Batch& b) {
   return x;
 }
 
-void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* s,
+void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelBatch& b, Saved* s,
                                const Attend* attend, const BlockPass& pass) {
   const bool recompute = pass.recompute;
   LOFT_CHECK(!recompute || s, "block_forward: a recompute must save for backward");
@@ -249,7 +249,7 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const Batch&
   }
 }
 
-void LlamaModel::block_backward(int l, Saved& s, const Batch& b, Tensor& dx) {
+void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx) {
   Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(dx);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
@@ -310,7 +310,7 @@ void LlamaModel::block_backward(int l, Saved& s, const Batch& b, Tensor& dx) {
   dx = dxn;
 }
 
-LossSums LlamaModel::loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale) {
+LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh, float grad_scale) {
   const Dims d = dims_for(h);
   const int64_t T = h.size(0), H = config_.hidden_size, V = config_.vocab_size;
   prof::Scope scope(prof::Part::LossHead);
@@ -359,7 +359,7 @@ bool LlamaModel::keeps_attention(int64_t tokens) const {
   return host > 0 && config_.num_layers * tokens * per_token <= host / 2 / host_share_;
 }
 
-LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
+LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
   const size_t n = layers_.size();
   std::vector<Tensor> inputs(n);
   std::vector<Saved> saved(checkpointing_ ? 0 : n);
@@ -416,7 +416,7 @@ LossSums LlamaModel::forward_backward(const Batch& b, float grad_scale) {
   return sums;
 }
 
-Tensor LlamaModel::forward_hidden(const Batch& b, const Attend* attend) {
+Tensor LlamaModel::forward_hidden(const ModelBatch& b, const Attend* attend) {
   Tensor x = embed(b);
   for (size_t l = 0; l < layers_.size(); ++l) {
     Tensor out;
@@ -430,7 +430,7 @@ Tensor LlamaModel::forward_hidden(const Tensor& ids, const Tensor& positions,
                                   const Attend& attend) {
   LOFT_CHECK(ids.dim() == 1 && positions.shape() == ids.shape(), "forward_hidden: ids ", ids.str(),
              " and positions ", positions.str(), " must be [T] each");
-  Batch b;
+  ModelBatch b;
   b.rows = 1;
   b.seq = ids.size(0);
   b.ids = ids;
@@ -447,8 +447,8 @@ Tensor LlamaModel::head_logits(const Tensor& x) {
   return logits;
 }
 
-LossSums LlamaModel::evaluate(const Batch& b) { return loss_head(forward_hidden(b), b, nullptr, 1.0f); }
+LossSums LlamaModel::evaluate(const ModelBatch& b) { return loss_head(forward_hidden(b), b, nullptr, 1.0f); }
 
-Tensor LlamaModel::logits(const Batch& b) { return head_logits(forward_hidden(b)).to(Device::cpu()); }
+Tensor LlamaModel::logits(const ModelBatch& b) { return head_logits(forward_hidden(b)).to(Device::cpu()); }
 
 }  // namespace loft::llama

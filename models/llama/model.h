@@ -46,11 +46,11 @@ class LlamaModel : public TrainableModel {
   // Forward + backward of one micro-batch: adds grad_scale · ∂(Σ losses)/∂θ into every Param's
   // grad and returns the unscaled loss sum. The trainer passes grad_scale = 1 / (target tokens of
   // the whole accumulated batch).
-  LossSums forward_backward(const Batch& batch, float grad_scale) override;
+  LossSums forward_backward(const ModelBatch& batch, float grad_scale) override;
   // Forward only: loss sums (eval, perplexity).
-  LossSums evaluate(const Batch& batch) override;
+  LossSums evaluate(const ModelBatch& batch) override;
   // Forward only: logits [T, vocab] in F32 on the CPU (tests, scoring of short inputs).
-  Tensor logits(const Batch& batch);
+  Tensor logits(const ModelBatch& batch);
 
   // ---- inference hooks (KV-cache decoding: models/llama/decode.h) ----
   // One layer's attention at inference: q [T, Hq, D], k, v [T, Hkv, D] (q and k rotated) ->
@@ -107,23 +107,23 @@ class LlamaModel : public TrainableModel {
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
   // Attention by ops::attention over b's rows and documents, or by `attend` when given.
-  void block_forward(int l, const Tensor& x, Tensor& out, const Batch& b, Saved* saved,
+  void block_forward(int l, const Tensor& x, Tensor& out, const ModelBatch& b, Saved* saved,
                      const Attend* attend = nullptr, const BlockPass& pass = {});
   // Whether this step's checkpointed forward keeps the attention tensors in host memory beside
   // the block inputs: when they and the inputs of every layer take at most half the host's RAM.
   bool keeps_attention(int64_t tokens) const;
   // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
   // holds its MLP's [T, intermediate] activations and gradients all at once.
-  void block_backward(int l, Saved& saved, const Batch& b, Tensor& dx);
+  void block_backward(int l, Saved& saved, const ModelBatch& b, Tensor& dx);
   // The params of layer l's projections.
   std::vector<Param*> layer_params(size_t l);
   // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
   // in host memory (embedding_in_host_memory), a gather on the host and one upload.
-  Tensor embed(const Batch& b);
+  Tensor embed(const ModelBatch& b);
   // Embedding and every block without saving anything: the last hidden state [T, H].
-  Tensor forward_hidden(const Batch& b, const Attend* attend = nullptr);
+  Tensor forward_hidden(const ModelBatch& b, const Attend* attend = nullptr);
   // Final norm + lm_head + cross-entropy over chunks; with dh, writes ∂loss/∂h_last into it.
-  LossSums loss_head(const Tensor& h, const Batch& b, Tensor* dh, float grad_scale);
+  LossSums loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh, float grad_scale);
 
   LlamaConfig config_;
   LlamaWeights weights_;

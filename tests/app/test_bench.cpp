@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/device/profile.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/tensor/device.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/config.h"

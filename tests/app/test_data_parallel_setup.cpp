@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "app/data_parallel_setup.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 #include "tests/common/cli_capture.h"
 #include "tests/common/test_util.h"
 
@@ -42,7 +42,7 @@ TEST(DataParallelSetup, NothingAskedIsTheOneDeviceRun) {
 }
 
 TEST(DataParallelSetup, GpusAndTorchrunTogetherAreRefused) {
-  dist::LaunchEnv env{"127.0.0.1", 29500, 2, 0, 0};
+  parallel::LaunchEnv env{"127.0.0.1", 29500, 2, 0, 0};
   try {
     setup_data_parallel("2", env, std::chrono::seconds(1));
     FAIL();

@@ -1,5 +1,5 @@
-// evaluate --task mmlu|gsm8k --adapter builds the model the adapter was trained on: for a LoRA,
-// QLoRA, FALQON and HALO adapter of stories260K (a few training steps, so the adapter matters),
+// evaluate --task mmlu|gsm8k --adapter builds the model the adapter was trained on: for an adapter
+// of every registered method on stories260K (a few training steps, so the adapter matters),
 // the command's MMLU log-likelihoods equal eval::run_mmlu on the trained model in memory, and the
 // report names the recorded method; GSM8K runs on the same adapter and reports it.
 #include <fstream>
@@ -14,6 +14,7 @@
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 #include "tests/common/train_a_little.h"
+#include "tests/common/every_method.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft {
@@ -72,7 +73,7 @@ TEST_P(EvaluateAdapter, ScoresTheTrainedModel) {
   EXPECT_EQ(json::parse(g.out)["metrics"]["questions"], 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, EvaluateAdapter, ::testing::Values("lora", "qlora", "falqon", "halo"));
+INSTANTIATE_TEST_SUITE_P(Methods, EvaluateAdapter, test::every_method(), test::method_test_name);
 
 }  // namespace
 }  // namespace loft

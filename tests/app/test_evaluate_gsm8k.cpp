@@ -18,7 +18,7 @@ using nlohmann::json;
 
 using test::read_jsonl;
 
-test::CliResult run_gsm8k(const std::string& model, const std::vector<std::string>& extra) {
+test::CliResult run_gsm8k_command(const std::string& model, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),
                                    "--task", "gsm8k", "--data", (test::data_dir() / "gsm8k").string(),
                                    "--device", "cpu"};
@@ -32,8 +32,8 @@ void check_model(const std::string& model, int64_t offset, int64_t limit) {
   const auto tok = read_jsonl(ref / (model + "-gsm8k5_tokens.jsonl"));
   const auto out = read_jsonl(ref / (model + "-gsm8k5_outputs.jsonl"));
   test::TempDir dir;
-  const auto r = run_gsm8k(model, {"--offset", cat(offset), "--limit", cat(limit), "--log-samples",
-                                   (dir / "s.jsonl").string(), "--report", (dir / "r.json").string()});
+  const auto r = run_gsm8k_command(model, {"--offset", cat(offset), "--limit", cat(limit), "--log-samples",
+                                           (dir / "s.jsonl").string(), "--report", (dir / "r.json").string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   ASSERT_EQ(int64_t(samples.size()), limit);

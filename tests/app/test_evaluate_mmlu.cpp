@@ -20,7 +20,7 @@ using nlohmann::json;
 using test::read_jsonl;
 
 
-test::CliResult run_mmlu(const std::string& model, const std::vector<std::string>& extra) {
+test::CliResult run_mmlu_command(const std::string& model, const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),
                                    "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(),
                                    "--device", "cpu"};
@@ -34,9 +34,9 @@ double check_model(const std::string& model, int64_t limit) {
   const auto ref = test::data_dir() / "reference" / "eval";
   auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
-  const auto r = run_mmlu(model, {"--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
-                                  "--limit", cat(limit), "--log-samples", (dir / "s.jsonl").string(),
-                                  "--report", (dir / "r.json").string()});
+  const auto r = run_mmlu_command(model, {"--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
+                                          "--limit", cat(limit), "--log-samples", (dir / "s.jsonl").string(),
+                                          "--report", (dir / "r.json").string()});
   EXPECT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   EXPECT_EQ(int64_t(samples.size()), 4 * limit);
@@ -81,8 +81,8 @@ TEST(EvaluateMmlu, WideRandomReproducesLmEval) { check_model("wide-random", 2); 
 TEST(EvaluateMmlu, OffsetGivesTheFullRunPromptAndJsonReport) {
   const auto ref = read_jsonl(test::data_dir() / "reference" / "eval" / "stories260K-hf-mmlu5_outputs.jsonl");
   test::TempDir dir;
-  const auto r = run_mmlu("stories260K-hf", {"--subjects", "marketing", "--offset", "7", "--limit", "2",
-                                             "--log-samples", (dir / "s.jsonl").string(), "--json"});
+  const auto r = run_mmlu_command("stories260K-hf", {"--subjects", "marketing", "--offset", "7", "--limit", "2",
+                                                     "--log-samples", (dir / "s.jsonl").string(), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   ASSERT_EQ(samples.size(), 2u);
@@ -99,10 +99,10 @@ TEST(EvaluateMmlu, OffsetGivesTheFullRunPromptAndJsonReport) {
 }
 
 TEST(EvaluateMmlu, BadInputIsAClearError) {
-  auto r = run_mmlu("stories260K-hf", {"--subjects", "cooking"});
+  auto r = run_mmlu_command("stories260K-hf", {"--subjects", "cooking"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "cooking_dev.csv")) << r.err;
-  r = run_mmlu("stories260K-hf", {"--subjects", "marketing", "--shots", "6"});
+  r = run_mmlu_command("stories260K-hf", {"--subjects", "marketing", "--shots", "6"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "--shots 6 is more than the 5 dev questions of marketing")) << r.err;
   test::TempDir dir;

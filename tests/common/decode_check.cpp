@@ -95,7 +95,7 @@ double worst_vs_full_forward(LlamaModel& model, const std::vector<DecodeRow>& ro
   double worst = 0;
   for (const DecodeRow& r : rows) {
     const int64_t n = int64_t(r.prefix.size());
-    const Batch b = make_batch(r.prefix, r.prefix, {}, 1, n, model.device());
+    const ModelBatch b = make_batch(r.prefix, r.prefix, {}, 1, n, model.device());
     const Tensor full = model.logits(b).slice(n - 1, 1);
     worst = std::max(worst, rel_error(r.logits, full.to_float_vector()));
   }

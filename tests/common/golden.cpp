@@ -73,16 +73,16 @@ std::map<std::string, Tensor> lora_tensors(llama::LlamaModel& model, bool grads)
 
 class FixedBatch : public BatchSource {
  public:
-  explicit FixedBatch(Batch b) : b_(std::move(b)) {}
-  std::optional<Batch> next() override { return b_; }
+  explicit FixedBatch(ModelBatch b) : b_(std::move(b)) {}
+  std::optional<ModelBatch> next() override { return b_; }
   nlohmann::json state() const override { return nlohmann::json::object(); }
   void restore(const nlohmann::json&) override {}
 
  private:
-  Batch b_;
+  ModelBatch b_;
 };
 
-Batch golden_batch(const SafetensorsReader& g, Device device) {
+ModelBatch golden_batch(const SafetensorsReader& g, Device device) {
   const Tensor ids = g.tensor("input_ids");
   std::vector<int32_t> id32, labels;
   for (int64_t v : ids.to_int_vector()) id32.push_back(int32_t(v));
@@ -116,7 +116,7 @@ GoldenRun golden_from_file(const std::string& golden) {
 GoldenRun golden_from_loft(const std::string& model_dir, const std::string& golden, Device device,
                            DType dtype, bool bf16_frozen) {
   const SafetensorsReader g = open_golden(golden);
-  const Batch batch = golden_batch(g, device);
+  const ModelBatch batch = golden_batch(g, device);
   GoldenRun r;
   auto model = build_model(model_dir, g, device, dtype, bf16_frozen);
   r.logits = model->logits(batch);

@@ -7,14 +7,14 @@
 #include <random>
 
 #include "datasets/data_loader.h"
+#include "engine/methods/hot/hot_weight.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
-#include "engine/peft/hot_weight.h"
 #include "engine/train/trainer.h"
-#include "tokenizer/tokenizer.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
+#include "tokenizer/tokenizer.h"
 
 namespace loft::test {
 
@@ -85,13 +85,13 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
   cfg.seed = 5;
   // The held-out records, always the same 8 batches.
   auto val_loader = data::DataLoader::validation(cfg, *tok);
-  std::vector<Batch> val;
+  std::vector<ModelBatch> val;
   while (val.size() < 8)
     if (auto b = val_loader.next()) val.push_back(data::to_model_batch(*b, device));
     else break;
   auto val_loss = [&] {
     double sum = 0, tokens = 0;
-    for (const Batch& b : val) {
+    for (const ModelBatch& b : val) {
       const LossSums s = model->evaluate(b);
       sum += s.loss_sum, tokens += double(s.tokens);
     }
@@ -102,7 +102,7 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
     // The method's calibration (if any) on the first training batch, which training then sees
     // again (finetune restores the data position after calibrating).
     auto calib = data::DataLoader::training(cfg, *tok);
-    run_calibration(*model, [&]() -> std::optional<Batch> {
+    run_calibration(*model, [&]() -> std::optional<ModelBatch> {
       auto next = calib.next();
       if (!next) return std::nullopt;
       return data::to_model_batch(*next, device);
@@ -113,7 +113,7 @@ ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, 
   for (int s = 0; s < steps; ++s) {
     auto next = train.next();
     if (!next) throw Error(cat("method quality: alpaca_small ran out after ", s, " steps"));
-    const Batch b = data::to_model_batch(*next, device);
+    const ModelBatch b = data::to_model_batch(*next, device);
     model->forward_backward(b, 1.0f / float(std::max<int64_t>(1, b.target_count)));
     opt.clip_grad_norm(1.0);
     opt.step(lr);

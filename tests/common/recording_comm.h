@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/nccl_comm.h"
 
 namespace loft::test {
 

@@ -6,7 +6,7 @@
 
 namespace loft::test {
 
-std::optional<Batch> TokenStream::next() {
+std::optional<ModelBatch> TokenStream::next() {
   if (k_ == limit_) return std::nullopt;
   const llama::LlamaConfig c = tiny_llama_config();
   std::mt19937_64 tok(uint64_t(500 + k_));

@@ -11,7 +11,7 @@ class TokenStream : public BatchSource {
  public:
   explicit TokenStream(Device device = Device::cpu(), int64_t limit = 1000)
       : device_(device), limit_(limit) {}
-  std::optional<Batch> next() override;
+  std::optional<ModelBatch> next() override;
   nlohmann::json state() const override { return k_; }
   void restore(const nlohmann::json& s) override { k_ = s.get<int64_t>(); }
 

@@ -16,7 +16,7 @@ inline void train_a_little(llama::LlamaModel& model, uint32_t steps) {
     std::mt19937 rng(step);
     const Tensor ids = random_ids({128}, 512, rng);
     std::vector<int32_t> v(ids.ptr<int32_t>(), ids.ptr<int32_t>() + 128);
-    const Batch b = make_batch(v, v, {}, 2, 64, Device::cpu());
+    const ModelBatch b = make_batch(v, v, {}, 2, 64, Device::cpu());
     model.forward_backward(b, 1.0f / float(b.target_count));
     opt.step(1e-2);
     model.after_step();

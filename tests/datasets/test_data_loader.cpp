@@ -16,8 +16,8 @@ using test::ByteTokenizer;
 using test::TempDir;
 using test::write_file;
 
-std::vector<Batch> drain(DataLoader& loader, size_t max_batches = SIZE_MAX) {
-  std::vector<Batch> out;
+std::vector<PackedBatch> drain(DataLoader& loader, size_t max_batches = SIZE_MAX) {
+  std::vector<PackedBatch> out;
   while (out.size() < max_batches) {
     auto b = loader.next();
     if (!b) break;
@@ -27,9 +27,9 @@ std::vector<Batch> drain(DataLoader& loader, size_t max_batches = SIZE_MAX) {
 }
 
 // The text of every example (document) in the batches, decoded with the byte tokenizer.
-std::vector<std::string> documents(const std::vector<Batch>& batches, const Tokenizer& tok) {
+std::vector<std::string> documents(const std::vector<PackedBatch>& batches, const Tokenizer& tok) {
   std::vector<std::string> docs;
-  for (const Batch& b : batches)
+  for (const PackedBatch& b : batches)
     for (int64_t r = 0; r < b.rows; ++r)
       for (int64_t t = 0; t < b.seq; ++t) {
         const size_t i = size_t(r * b.seq + t);
@@ -41,13 +41,13 @@ std::vector<std::string> documents(const std::vector<Batch>& batches, const Toke
 }
 
 // Invariants every batch must hold: targets are the next token of the same document.
-void check_batch(const Batch& b) {
+void check_batch(const PackedBatch& b) {
   ASSERT_EQ(b.ids.size(), size_t(b.rows * b.seq));
   int64_t trained = 0;
   for (int64_t r = 0; r < b.rows; ++r)
     for (int64_t t = 0; t < b.seq; ++t) {
       const size_t i = size_t(r * b.seq + t);
-      if (b.targets[i] == Batch::kIgnore) continue;
+      if (b.targets[i] == PackedBatch::kIgnore) continue;
       ++trained;
       ASSERT_LT(t + 1, b.seq);
       ASSERT_EQ(b.doc_ids[i + 1], b.doc_ids[i]);
@@ -75,7 +75,7 @@ TEST(DataLoader, RealAlpacaFileForTwoEpochs) {
   EXPECT_EQ(loader.sources()[0]->format(), RecordFormat::alpaca);
   EXPECT_EQ(loader.sources()[0]->chat_template(), ChatTemplate::alpaca);
   const auto batches = drain(loader);
-  for (const Batch& b : batches) check_batch(b);
+  for (const PackedBatch& b : batches) check_batch(b);
   const DataStats s = loader.stats();
   EXPECT_EQ(s.examples + s.dropped_untrained, 4000);
   EXPECT_EQ(loader.epoch(), 2);
@@ -236,7 +236,7 @@ TEST(DataLoader, LongRecordsAreTruncatedAndPromptOnlyLeftoversDropped) {
   EXPECT_EQ(batches[0].doc_ids[32 + 1], 0);
   EXPECT_EQ(batches[0].doc_ids[32 + 2], -1) << "BOS, EOS, then padding";
   EXPECT_EQ(batches[0].targets[32], ByteTokenizer::kEos);
-  for (const Batch& b : batches) check_batch(b);
+  for (const PackedBatch& b : batches) check_batch(b);
 }
 
 // Runs `make()` uninterrupted, then again stopping after k batches, saving state() as text,
@@ -251,7 +251,7 @@ void expect_exact_resume(const std::function<DataLoader()>& make, std::vector<si
     const std::string saved = first.state().dump();
     DataLoader second = make();
     second.restore(nlohmann::json::parse(saved));
-    for (Batch& b : drain(second)) got.push_back(std::move(b));
+    for (PackedBatch& b : drain(second)) got.push_back(std::move(b));
     ASSERT_EQ(got.size(), expected.size()) << "stopped after " << k;
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected[i]) << "batch " << i << ", stopped after " << k;
     EXPECT_EQ(second.stats().examples, full.stats().examples);

@@ -11,20 +11,20 @@
 namespace loft::data {
 namespace {
 
-std::vector<Batch> drain(DataLoader loader) {
-  std::vector<Batch> out;
+std::vector<PackedBatch> drain(DataLoader loader) {
+  std::vector<PackedBatch> out;
   while (auto b = loader.next()) out.push_back(std::move(*b));
   return out;
 }
 
 // Per example, in batch order: the target ids that are trained (targets != -100).
-std::vector<std::vector<int32_t>> trained_targets(const std::vector<Batch>& batches) {
+std::vector<std::vector<int32_t>> trained_targets(const std::vector<PackedBatch>& batches) {
   std::vector<std::vector<int32_t>> docs;
-  for (const Batch& b : batches)
+  for (const PackedBatch& b : batches)
     for (size_t i = 0; i < b.ids.size(); ++i) {
       if (b.doc_ids[i] < 0) continue;
       if (b.positions[i] == 0) docs.emplace_back();
-      if (b.targets[i] != Batch::kIgnore) docs.back().push_back(b.targets[i]);
+      if (b.targets[i] != PackedBatch::kIgnore) docs.back().push_back(b.targets[i]);
     }
   return docs;
 }
@@ -68,7 +68,7 @@ void expect_responses_trained(const std::filesystem::path& path, const std::stri
                               Spaces spaces, int64_t seq, bool packing) {
   const std::vector<std::string> want = responses(path, field);
   DataLoader loader = DataLoader::training(in_order(path, seq, packing), tok);
-  std::vector<Batch> batches;
+  std::vector<PackedBatch> batches;
   while (auto b = loader.next()) batches.push_back(std::move(*b));
   EXPECT_EQ(loader.stats().truncated, 0) << "choose a --seq that truncates nothing";
   const auto got = trained_targets(batches);
@@ -83,7 +83,7 @@ void expect_responses_trained(const std::filesystem::path& path, const std::stri
     trained += int64_t(got[i].size());
   }
   int64_t batch_trained = 0;
-  for (const Batch& b : batches) batch_trained += b.trained_tokens;
+  for (const PackedBatch& b : batches) batch_trained += b.trained_tokens;
   EXPECT_EQ(batch_trained, trained);
 }
 
@@ -110,7 +110,7 @@ TEST(LoaderRealTokenizer, TinyStoriesTrainsEachWholeStoryWithoutPacking) {
   // Without packing each story has its own row and starts with BOS.
   const auto batches = drain(DataLoader::training(in_order(path, 1024, false), *tok));
   int64_t rows = 0;
-  for (const Batch& b : batches)
+  for (const PackedBatch& b : batches)
     for (int64_t r = 0; r < b.rows; ++r, ++rows) EXPECT_EQ(b.ids[size_t(r * b.seq)], tok->bos_id());
   EXPECT_EQ(rows, 5);
 }
@@ -129,7 +129,7 @@ TEST(LoaderRealTokenizer, ZstdCopyOfGsm8kYieldsTheSameBatches) {
   ASSERT_EQ(from_plain.size(), from_zstd.size());
   for (size_t i = 0; i < from_plain.size(); ++i) ASSERT_TRUE(from_plain[i] == from_zstd[i]) << "batch " << i;
   int64_t examples = 0;
-  for (const Batch& x : from_plain) examples += x.examples;
+  for (const PackedBatch& x : from_plain) examples += x.examples;
   EXPECT_EQ(examples, 7473);
 }
 

@@ -12,7 +12,7 @@ namespace loft::data {
 namespace {
 
 using test::ByteTokenizer;
-constexpr int32_t kIgnore = Batch::kIgnore;
+constexpr int32_t kIgnore = PackedBatch::kIgnore;
 
 // The bytes of the trained tokens (EOS shown as '$').
 std::string trained_text(const TokenizedExample& ex) {
@@ -83,7 +83,7 @@ TEST(Packer, PacksWholeExamplesWithShiftedTargetsRestartingPositionsAndDocIds) {
   p.add(example({30, 31, 32}, {0, 0, 1}));  // does not fit the 1 token left: starts row 2
   p.add(example({40, 41, 42, 43, 44}, {0, 1, 0, 1, 1}));
   ASSERT_TRUE(p.ready());
-  const Batch b = p.take();
+  const PackedBatch b = p.take();
   EXPECT_EQ(b.rows, 2);
   EXPECT_EQ(b.seq, 8);
   EXPECT_EQ(b.ids, (std::vector<int32_t>{10, 11, 12, 13, 20, 21, 22, 0, 30, 31, 32, 40, 41, 42, 43, 44}));
@@ -103,7 +103,7 @@ TEST(Packer, WithoutPackingEachExampleHasItsRowAndFlushGivesTheRest) {
   p.add(example({20, 21, 22, 23, 24, 25}, {0, 1, 1, 1, 1, 1}));
   p.add(example({30, 31, 32}, {0, 0, 1}));
   EXPECT_FALSE(p.ready());
-  const Batch b = p.flush();
+  const PackedBatch b = p.flush();
   EXPECT_EQ(b.rows, 3);
   EXPECT_EQ(b.ids, (std::vector<int32_t>{10, 11, 2, 2, 2, 2, 20, 21, 22, 23, 24, 25, 30, 31, 32, 2, 2, 2}));
   EXPECT_EQ(b.doc_ids, (std::vector<int32_t>{0, 0, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, -1, -1}));

@@ -1,4 +1,4 @@
-// GradReducer's bucketing (engine/dist/grad_reducer.h) on the CPU: the pure plan (which params go
+// GradReducer's bucketing (engine/parallel/grad_reducer.h) on the CPU: the pure plan (which params go
 // in which bucket, an oversize param alone, empty params, the cap exactly met) and the reducer
 // driving a recording Communicator: one all_reduce_sum per bucket, the grads in the params'
 // order, the wait after, and the portable factories' error without NCCL.
@@ -6,7 +6,7 @@
 
 #include <numeric>
 
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 #include "tests/common/recording_comm.h"
 #include "tests/common/test_util.h"
 

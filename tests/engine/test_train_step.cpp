@@ -24,7 +24,7 @@ class FakeModel : public TrainableModel {
       params_.push_back(std::move(p));
     }
   }
-  LossSums forward_backward(const Batch& b, float grad_scale) override {
+  LossSums forward_backward(const ModelBatch& b, float grad_scale) override {
     scales.push_back(grad_scale);
     for (Param& p : params_) {
       std::vector<float> g = p.grad.to_float_vector();
@@ -34,7 +34,7 @@ class FakeModel : public TrainableModel {
     const double loss = losses.empty() ? 1.0 : losses[std::min(scales.size(), losses.size()) - 1];
     return {loss * double(b.target_count), b.target_count};
   }
-  LossSums evaluate(const Batch&) override { return {}; }
+  LossSums evaluate(const ModelBatch&) override { return {}; }
   std::vector<Param*> params() override { return {&params_[0], &params_[1]}; }
   void after_step() override { ++after_steps; }
   void refresh_copies() override {}
@@ -46,8 +46,8 @@ class FakeModel : public TrainableModel {
   int after_steps = 0;
 };
 
-Batch batch_with(int64_t rows, int64_t targets) {
-  Batch b;
+ModelBatch batch_with(int64_t rows, int64_t targets) {
+  ModelBatch b;
   b.rows = rows;
   b.seq = 4;
   b.ids = Tensor::zeros({rows * 4}, DType::I32);
@@ -67,7 +67,7 @@ TEST(TrainStep, ScalesByAllTargetsClipsAndConsumesGrads) {
       m.push_back(Tensor::zeros(x->value.shape(), DType::F32));
       v.push_back(Tensor::zeros(x->value.shape(), DType::F32));
     }
-    const std::vector<Batch> micro = {batch_with(2, 5), batch_with(3, 7)};
+    const std::vector<ModelBatch> micro = {batch_with(2, 5), batch_with(3, 7)};
     for (int64_t step = 1; step <= 3; ++step) {
       model.grad_value = float(step);
       model.scales.clear();
@@ -119,7 +119,7 @@ TEST(TrainStep, NonFiniteLossStopsBeforeTheUpdate) {
   AdamW opt(model.params(), {});
   const std::vector<float> before = model.params()[0]->value.to_float_vector();
   model.losses = {1.0, std::numeric_limits<double>::quiet_NaN()};
-  const std::vector<Batch> micro = {batch_with(1, 3), batch_with(1, 3)};
+  const std::vector<ModelBatch> micro = {batch_with(1, 3), batch_with(1, 3)};
   try {
     train_step(model, opt, micro, 1.0, 1e-2, 7);
     FAIL() << "no error";
@@ -138,7 +138,7 @@ TEST(TrainStep, NonFiniteGradNormStopsBeforeTheUpdate) {
   const std::vector<float> before = model.params()[1]->value.to_float_vector();
   model.grad_value = std::numeric_limits<float>::infinity();
   try {
-    train_step(model, opt, std::vector<Batch>{batch_with(1, 2)}, 1.0, 1e-2, 3);
+    train_step(model, opt, std::vector<ModelBatch>{batch_with(1, 2)}, 1.0, 1e-2, 3);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_TRUE(test::contains(e.what(), "step 3: gradient norm is inf"));

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "tests/export/export_fixture.h"
+#include "tests/common/every_method.h"
 
 namespace loft {
 namespace {
@@ -48,7 +49,7 @@ TEST_P(PeftExport, PeftMergeScoresAsTheTrainedModel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, PeftExport, ::testing::Values("lora", "qlora", "falqon", "halo"));
+INSTANTIATE_TEST_SUITE_P(Methods, PeftExport, test::every_method(), test::method_test_name);
 
 TEST(PeftExport, FinetuneFalqonAdapterAsLoraIsNearTheTrainedModel) {
   // The adapter finetune writes (peft_pair: Â with ΣΔB_applied − B̂), applied as plain LoRA on the

@@ -8,6 +8,7 @@
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/peft/falqon_linear.h"
 #include "tests/export/export_fixture.h"
+#include "tests/common/every_method.h"
 
 namespace loft {
 namespace {
@@ -58,7 +59,7 @@ TEST_P(RoundTrip, ExportedModelScoresAsTheTrainedOne) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, RoundTrip, ::testing::Values("lora", "qlora", "falqon", "halo"));
+INSTANTIATE_TEST_SUITE_P(Methods, RoundTrip, test::every_method(), test::method_test_name);
 
 TEST(RoundTrip, BaseConversionWithoutAdapter) {
   test::TempDir dir;

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 #include "engine/peft/method.h"
 #include "engine/train/bench_parallel.h"
 #include "engine/train/rank_workers.h"
@@ -17,6 +17,7 @@
 #include "models/llama/model.h"
 #include "tests/common/cli_capture.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -95,7 +96,7 @@ TEST(BenchParallelCuda, TwoAndFourGpusCountEveryGpu) {
 struct Replica {
   std::unique_ptr<llama::LlamaModel> model;
   std::unique_ptr<AdamW> optimizer;
-  Batch batch;
+  ModelBatch batch;
   Replica(const std::string& method, Device dev) {
     const llama::LlamaConfig cfg = *llama::bench_shape_config("tinyllama-1.1b");
     MethodOptions m{method, {64, 16.0f}, parse_lora_targets("all"), 0};
@@ -116,7 +117,7 @@ TEST(BenchParallelCuda, ReplicasStayBitIdenticalThroughNccl) {
   if (cuda_device_count() < 2)
     GTEST_SKIP() << "needs 2 CUDA GPUs, this machine has " << cuda_device_count();
   const BenchSchedule schedule{.warmup = 1, .steps = 3, .profiled = 0, .lr = 2e-4, .max_grad_norm = 0.3};
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     for (int n : {2, 4}) {
       if (cuda_device_count() < n) continue;

@@ -30,7 +30,7 @@ struct Steps {
 };
 
 Steps two_steps(const llama::LlamaConfig& cfg, const std::string& method, bool offload,
-                const std::vector<Batch>& batches) {
+                const std::vector<ModelBatch>& batches) {
   MethodOptions m;
   m.method = method;
   m.targets = parse_lora_targets("all");
@@ -45,7 +45,7 @@ Steps two_steps(const llama::LlamaConfig& cfg, const std::string& method, bool o
   synchronize(kGpu);
   reset_peak_memory(kGpu);
   const auto start = std::chrono::steady_clock::now();
-  for (const Batch& b : batches) r.losses.push_back(model.forward_backward(b, 1.0f).loss_sum);
+  for (const ModelBatch& b : batches) r.losses.push_back(model.forward_backward(b, 1.0f).loss_sum);
   synchronize(kGpu);
   r.us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
          double(batches.size());
@@ -75,7 +75,7 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
                                   {"tinyllama-1.1b", 4, 512}}) {
     const llama::LlamaConfig cfg = *llama::bench_shape_config(shape);
     std::mt19937 rng(11);
-    std::vector<Batch> batches;
+    std::vector<ModelBatch> batches;
     for (int k = 0; k < 2; ++k) {
       const Tensor ids = random_ids({rows * seq}, int32_t(cfg.vocab_size), rng);
       std::vector<int32_t> v;
@@ -86,7 +86,7 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
     // recompute then restores them instead of running q/k/v and the attention again.
     const int64_t T = rows * seq;
     const int64_t attention = T * (2 * (2 * cfg.q_dim() + 2 * cfg.kv_dim()) + 4 * cfg.num_heads);
-    for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+    for (const std::string& method : method_names()) {
       const std::string what = std::string(shape) + " " + method;
       const Steps kept = two_steps(cfg, method, false, batches),
                   off = two_steps(cfg, method, true, batches),

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/grad_reducer.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/peft/method.h"
 #include "engine/train/trainer.h"
 #include "models/llama/bench_model.h"
@@ -18,6 +18,7 @@
 #include "tests/common/tiny_llama.h"
 #include "tests/common/token_stream.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -61,7 +62,7 @@ std::vector<std::vector<float>> values(llama::LlamaModel& m) {
 
 TEST(DataParallelCuda, AWorldOfOneThroughNcclEqualsThePlainTrainer) {
   LOFT_REQUIRE_GPU();
-  for (const char* method : {"lora", "qlora", "falqon", "halo"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     auto plain = replica(method, kGpu);
     TokenStream d1(kGpu);
@@ -82,7 +83,7 @@ TEST(DataParallelCuda, AWorldOfOneThroughNcclEqualsThePlainTrainer) {
 
 TEST(DataParallelCuda, TwoGpusMatchOneGpuAndStayIdentical) {
   LOFT_REQUIRE_GPUS(2);
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     auto one = replica(method, kGpu);
     TokenStream d1(kGpu);
@@ -111,8 +112,8 @@ TEST(DataParallelCuda, TwoGpusMatchOneGpuAndStayIdentical) {
 class FailingModel : public TrainableModel {
  public:
   explicit FailingModel(llama::LlamaModel& inner) : inner_(inner) {}
-  LossSums forward_backward(const Batch&, float) override { throw Error("rank 1 failed (test)"); }
-  LossSums evaluate(const Batch& b) override { return inner_.evaluate(b); }
+  LossSums forward_backward(const ModelBatch&, float) override { throw Error("rank 1 failed (test)"); }
+  LossSums evaluate(const ModelBatch& b) override { return inner_.evaluate(b); }
   std::vector<Param*> params() override { return inner_.params(); }
   void after_step() override {}
   void refresh_copies() override {}

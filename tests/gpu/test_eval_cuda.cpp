@@ -20,6 +20,7 @@
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 #include "tests/common/train_a_little.h"
+#include "tests/common/every_method.h"
 #include "tokenizer/tokenizer.h"
 
 namespace loft {
@@ -144,7 +145,7 @@ TEST_P(EvalCudaAdapter, ScoresAsOnTheCpu) {
   EXPECT_EQ(json::parse(g.out)["metrics"]["questions"], 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, EvalCudaAdapter, ::testing::Values("lora", "qlora", "falqon", "halo"));
+INSTANTIATE_TEST_SUITE_P(Methods, EvalCudaAdapter, test::every_method(), test::method_test_name);
 
 }  // namespace
 }  // namespace loft

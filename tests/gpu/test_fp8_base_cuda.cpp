@@ -17,6 +17,7 @@
 #include "tests/common/cli_capture.h"
 #include "tests/common/fp8_folder.h"
 #include "tests/common/test_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft {
 namespace {
@@ -104,7 +105,7 @@ TEST(Fp8BaseCuda, FinetuneTheReferenceWithLoraAndFalqon) {
     fs::copy_file(reference() / f, model / f);
   fs::copy_file(test::data_dir() / "models" / "wide-random" / "tokenizer.model", model / "tokenizer.model");
   const fs::path demo = test::source_dir() / "examples" / "demo.jsonl";
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     const auto r = test::run_cli_captured({"finetune", "--model", model.string(), "--data",
                                            demo.string(), "--out", (dir / method).string(),
                                            "--method", method, "--steps", "4", "--batch", "4",

@@ -20,7 +20,7 @@ struct Step {
   double us = 0;
 };
 
-Step one_step(const llama::LlamaConfig& cfg, bool table_on_gpu, const Batch& b) {
+Step one_step(const llama::LlamaConfig& cfg, bool table_on_gpu, const ModelBatch& b) {
   llama::LlamaWeights w = llama::random_llama_weights(cfg, DType::BF16, kGpu, 7);
   EXPECT_TRUE(w.embed.device().is_cpu());  // untied on a GPU: host memory
   if (table_on_gpu) w.embed = w.embed.to(kGpu);
@@ -52,7 +52,7 @@ TEST(HostEmbeddingCuda, TrainsBitForBitAsTheGpuTable) {
     const Tensor ids = random_ids({rows * seq}, int32_t(cfg.vocab_size), rng);
     std::vector<int32_t> v;
     for (int64_t id : ids.to_int_vector()) v.push_back(int32_t(id));
-    const Batch b = make_batch(v, v, {}, rows, seq, kGpu);
+    const ModelBatch b = make_batch(v, v, {}, rows, seq, kGpu);
     const Step host = one_step(cfg, false, b), gpu = one_step(cfg, true, b);
     std::printf("%s %lldx%lld: forward_backward %.0f us (table on the host) vs %.0f us (on the GPU)\n",
                 shape, (long long)rows, (long long)seq, host.us, gpu.us);

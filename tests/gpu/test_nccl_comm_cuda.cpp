@@ -1,4 +1,4 @@
-// NCCL Communicator and GradReducer (engine/dist) on real GPUs. World size 1 (any GPU): the
+// NCCL Communicator and GradReducer (engine/parallel) on real GPUs. World size 1 (any GPU): the
 // all-reduce and the bucketed reducer leave every tensor bit-identical, through both factories
 // (ncclCommInitAll and the non-blocking ncclCommInitRankConfig); a rank whose peer never joins
 // gives up with a clear error. Two GPUs or more: the sum over two ranks equals the CPU sum bit for
@@ -15,14 +15,15 @@
 #include <thread>
 
 #include "engine/device/memory.h"
-#include "engine/dist/grad_reducer.h"
-#include "engine/dist/nccl_comm.h"
+#include "engine/parallel/grad_reducer.h"
+#include "engine/parallel/nccl_comm.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
 #include "engine/train/train_step.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
 #include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft::test {
 namespace {
@@ -375,7 +376,7 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
       start = Clock::now();
     }
     std::mt19937 rng(uint32_t(50 + step));  // every rank takes the same rows
-    std::vector<Batch> micro;
+    std::vector<ModelBatch> micro;
     for (int k = 0; k < 3; ++k) {
       const Tensor ids = random_ids({2 * 512}, int32_t(cfg.vocab_size), rng);
       std::vector<int32_t> v;
@@ -383,7 +384,7 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
       micro.push_back(make_batch(v, v, {}, 2, 512, dev));
     }
     int64_t targets = 0;
-    for (const Batch& b : micro) targets += b.target_count;
+    for (const ModelBatch& b : micro) targets += b.target_count;
     const RankStep rank{sync, targets * (comm ? comm->world_size() : 1)};
     out.losses.push_back(train_step(model, opt, micro, 1.0, 1e-4, step, sync ? &rank : nullptr).loss_sum);
   }
@@ -408,7 +409,7 @@ void expect_same_run(const RankRun& a, const RankRun& b, const std::string& what
 TEST(NcclCommCuda, LlamaStepsWithTheSumDuringTheBackwardAreBitIdentical) {
   LOFT_REQUIRE_GPU();
   auto comms = make_communicators({0});
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     const RankRun plain = llama_steps(method, Sync::None, nullptr, 0, 4),
                   after = llama_steps(method, Sync::AfterBackward, comms[0].get(), 0, 4),
                   during = llama_steps(method, Sync::Overlapped, comms[0].get(), 0, 4);
@@ -424,7 +425,7 @@ TEST(NcclCommCuda, LlamaStepsWithTheSumDuringTheBackwardAreBitIdentical) {
 TEST(NcclCommCuda, LlamaStepsOnTwoRanksWithTheSumDuringTheBackwardAreBitIdentical) {
   LOFT_REQUIRE_GPUS(2);
   auto comms = make_communicators({0, 1});
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     RankRun after[2], during[2];
     on_ranks(2, [&](int r) { after[r] = llama_steps(method, Sync::AfterBackward, comms[size_t(r)].get(), r, 4); });
     on_ranks(2, [&](int r) { during[r] = llama_steps(method, Sync::Overlapped, comms[size_t(r)].get(), r, 4); });

@@ -3,8 +3,8 @@
 // replicas share the CPU, so they compute one at a time (RankWorkers' serial mode). Every rank
 // takes the same batch, so a step counts both ranks' tokens, the replicas stay bit-identical, and
 // the summed gradient over twice the targets is one device's: the loss and the params match the
-// one-device bench (time_training_steps) on the same batch. hot:lqs runs its calibration pass on
-// every rank.
+// one-device bench (time_training_steps) on the same batch; for every method and its spec's
+// variant examples (hot:lqs runs its calibration pass on every rank).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -14,6 +14,7 @@
 #include "engine/train/bench_parallel.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/model.h"
+#include "tests/common/every_method.h"
 #include "tests/common/thread_grad_sum.h"
 
 namespace loft::llama {
@@ -24,7 +25,7 @@ namespace {
 struct Replica {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<AdamW> optimizer;
-  Batch batch;
+  ModelBatch batch;
 
   explicit Replica(const std::string& method) {
     const LlamaConfig c = *bench_shape_config("tiny");
@@ -53,7 +54,7 @@ std::vector<std::vector<float>> values(LlamaModel& m) {
 const BenchSchedule kSchedule{.warmup = 1, .steps = 3, .profiled = 0, .lr = 1e-3, .max_grad_norm = 1.0};
 
 TEST(BenchParallel, TwoCpuReplicasCountBothAndMatchOneDevice) {
-  for (const char* method : {"lora", "falqon", "hot:lqs"}) {
+  for (const std::string& method : test::every_method_and_variant_example()) {
     SCOPED_TRACE(method);
     Replica one(method);
     const BenchTimes want =

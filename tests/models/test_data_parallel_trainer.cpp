@@ -17,6 +17,7 @@
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
 #include "tests/common/token_stream.h"
+#include "tests/common/every_method.h"
 
 namespace loft::llama {
 namespace {
@@ -81,7 +82,7 @@ std::vector<double> run_losses(Trainer& t) {
 }
 
 TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     auto one = replica(method);
     Stream d1;
@@ -102,7 +103,7 @@ TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
   // Several steps: the replica check inside the trainer runs after every one (FALQON's top-k
   // rows may break a near tie differently than one device's summation order, so only the ranks
   // are compared with each other over several steps).
-  for (const char* method : {"lora", "falqon", "halo", "qlora"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     Ranks ranks(method, 2);
     Stream d;
@@ -182,11 +183,11 @@ TEST(DataParallelTrainer, DivergedReplicasAreCaughtBeforeACheckpoint) {
 class FailingModel : public TrainableModel {
  public:
   FailingModel(LlamaModel& inner, bool fail) : inner_(inner), fail_(fail) {}
-  LossSums forward_backward(const Batch& b, float s) override {
+  LossSums forward_backward(const ModelBatch& b, float s) override {
     if (fail_) throw Error("rank 1: out of memory (test)");
     return inner_.forward_backward(b, s);
   }
-  LossSums evaluate(const Batch& b) override { return inner_.evaluate(b); }
+  LossSums evaluate(const ModelBatch& b) override { return inner_.evaluate(b); }
   std::vector<Param*> params() override { return inner_.params(); }
   void after_step() override { inner_.after_step(); }
   void refresh_copies() override { inner_.refresh_copies(); }

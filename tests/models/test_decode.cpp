@@ -67,7 +67,7 @@ TEST(Decode, EveryMethodsModelDecodes) {
     double noise = 0;  // the method's full forward against the dense model's
     for (const auto& r : rows) {
       const int64_t n = int64_t(r.prefix.size());
-      const Batch b = make_batch(r.prefix, r.prefix, {}, 1, n, Device::cpu());
+      const ModelBatch b = make_batch(r.prefix, r.prefix, {}, 1, n, Device::cpu());
       noise = std::max(noise, test::rel_error(model->logits(b).slice(n - 1, 1),
                                               dense->logits(b).slice(n - 1, 1)));
     }

@@ -196,7 +196,7 @@ struct TrainedRun {
   double first = 0, last = 0;  // training loss on the first batch, before and after
 };
 
-Batch gram_batch(int64_t vocab, int gram_seed, int noise_seed) {
+ModelBatch gram_batch(int64_t vocab, int gram_seed, int noise_seed) {
   std::mt19937 g{uint32_t(gram_seed)}, noise{uint32_t(noise_seed + 100)};
   std::vector<int32_t> gram(8), ids(2 * 64);
   for (auto& t : gram) t = int32_t(g() % uint32_t(vocab));
@@ -212,11 +212,11 @@ std::unique_ptr<llama::LlamaModel> load(const MethodOptions& m) {
 TrainedRun train(const MethodOptions& m, int steps, double lr) {
   TrainedRun run{load(m)};
   const int64_t vocab = run.model->config().vocab_size;
-  const Batch probe = gram_batch(vocab, 0, 1000);
+  const ModelBatch probe = gram_batch(vocab, 0, 1000);
   const LossSums l0 = run.model->evaluate(probe);
   AdamW opt(run.model->params(), {});
   for (int s = 0; s < steps; ++s) {
-    const Batch b = gram_batch(vocab, s % 4, s);
+    const ModelBatch b = gram_batch(vocab, s % 4, s);
     run.model->forward_backward(b, 1.0f / float(b.target_count));
     opt.clip_grad_norm(3.0);
     opt.step(lr);
@@ -258,7 +258,7 @@ TEST(FalqonTraining, RebuildFromBaseAndMethodStateIsBitIdentical) {
 
   auto rebuilt = load(m);
   for (const auto& [name, lin] : rebuilt->linears()) lin->load_method_state(states.at(name));
-  const Batch probe = gram_batch(rebuilt->config().vocab_size, 1, 7);
+  const ModelBatch probe = gram_batch(rebuilt->config().vocab_size, 1, 7);
   for (size_t i = 0; i < run.model->linears().size(); ++i) {
     auto* a = dynamic_cast<FalqonLinear*>(run.model->linears()[i].second);
     auto* b = dynamic_cast<FalqonLinear*>(rebuilt->linears()[i].second);

@@ -40,7 +40,7 @@ Step one_step(const std::string& method, const std::string& targets, bool checkp
   std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
   std::vector<int32_t> ids(2 * 33);
   for (int32_t& t : ids) t = id(tok);
-  const Batch b = make_batch(ids, ids, {}, 2, 33, cpu);
+  const ModelBatch b = make_batch(ids, ids, {}, 2, 33, cpu);
   Step s;
   s.loss = model.forward_backward(b, 1.0f).loss_sum;
   for (Param* p : model.params()) s.grads.push_back(p->grad.to_float_vector());
@@ -48,7 +48,7 @@ Step one_step(const std::string& method, const std::string& targets, bool checkp
 }
 
 TEST(GradCheckpointing, SameLossAndGradientsAsKeptActivations) {
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"})
+  for (const std::string& method : method_names())
     for (const char* targets : {"all", "q_proj,v_proj"}) {  // the second leaves down_proj frozen
       SCOPED_TRACE(std::string(method) + " on " + targets);
       const Step kept = one_step(method, targets, false), gc = one_step(method, targets, true);

@@ -14,7 +14,7 @@
 #include <random>
 #include <set>
 
-#include "engine/dist/grad_reducer.h"
+#include "engine/parallel/grad_reducer.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
 #include "engine/train/train_step.h"
@@ -44,7 +44,7 @@ std::unique_ptr<LlamaModel> model(const std::string& method, const std::string& 
                                       make_linear_factory(m, rng));
 }
 
-Batch micro(int k) {  // micro-batch k of the trainer tests' fixed stream
+ModelBatch micro(int k) {  // micro-batch k of the trainer tests' fixed stream
   test::TokenStream stream;
   stream.restore(k);
   return *stream.next();
@@ -57,13 +57,13 @@ bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
 // A step first, so that LoRA's B (zero at the start) is not, and no gradient is zero by chance.
 void take_a_step(TrainableModel& m) {
   AdamW opt(m.params(), AdamWConfig{});
-  const Batch b = micro(0);
+  const ModelBatch b = micro(0);
   train_step(m, opt, std::span(&b, 1), 1.0, 1e-2, 1);
 }
 
 TEST(GradReady, EveryMethodsLayerGradientsAreFinalWhenReported) {
   const int layers = 3;
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+  for (const std::string& method : method_names()) {
     for (const char* targets : {"all", "q_proj,down_proj"}) {
       for (bool checkpointing : {false, true}) {
         SCOPED_TRACE(std::string(method) + " " + targets + (checkpointing ? " checkpointed" : ""));
@@ -112,13 +112,13 @@ enum class Hook { Pass, Hide, Early };
 class Wrapped : public TrainableModel {
  public:
   Wrapped(LlamaModel& inner, Hook how, int* mark) : inner_(inner), how_(how), mark_(mark) {}
-  LossSums forward_backward(const Batch& b, float s) override {
+  LossSums forward_backward(const ModelBatch& b, float s) override {
     layer_ = inner_.config().num_layers;
     const LossSums r = inner_.forward_backward(b, s);
     if (mark_) *mark_ = -1;
     return r;
   }
-  LossSums evaluate(const Batch& b) override { return inner_.evaluate(b); }
+  LossSums evaluate(const ModelBatch& b) override { return inner_.evaluate(b); }
   std::vector<Param*> params() override { return inner_.params(); }
   std::vector<Param*> grad_order() override { return inner_.grad_order(); }
   void after_step() override { inner_.after_step(); }
@@ -169,9 +169,9 @@ Stepped step_through_reducer(const std::string& method, Hook how) {
   GradReducer reducer(comm, layer_bytes / 3);
   AdamW opt(w.params(), AdamWConfig{.weight_decay = 0.01});
   for (int step = 1; step <= 2; ++step) {
-    const std::vector<Batch> batches{micro(3 * step), micro(3 * step + 1), micro(3 * step + 2)};
+    const std::vector<ModelBatch> batches{micro(3 * step), micro(3 * step + 1), micro(3 * step + 2)};
     int64_t targets = 0;
-    for (const Batch& b : batches) targets += b.target_count;
+    for (const ModelBatch& b : batches) targets += b.target_count;
     const RankStep rank{&reducer, 2 * targets};
     comm.groups.clear();
     out.result = train_step(w, opt, batches, 1.0, 1e-3, step, &rank);
@@ -187,7 +187,7 @@ Stepped step_through_reducer(const std::string& method, Hook how) {
 }
 
 TEST(GradReady, TheReducerSumsDuringTheBackwardAndTheStepIsUnchanged) {
-  for (const char* method : {"lora", "qlora", "falqon", "halo", "hot"}) {
+  for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
     const Stepped after = step_through_reducer(method, Hook::Hide),
                   during = step_through_reducer(method, Hook::Pass);
@@ -238,7 +238,7 @@ TEST(GradReady, AReportTooEarlyIsCaught) {
     Wrapped w(*m, how, nullptr);
     AdamW opt(w.params(), AdamWConfig{});
     test::ThreadGradSum sum(1);
-    const std::vector<Batch> batches{micro(1), micro(2)};
+    const std::vector<ModelBatch> batches{micro(1), micro(2)};
     const RankStep rank{&sum.rank(0), batches[0].target_count + batches[1].target_count};
     if (how == Hook::Pass) {
       EXPECT_NO_THROW(train_step(w, opt, batches, 1.0, 1e-3, 1, &rank));

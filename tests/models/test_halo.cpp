@@ -8,6 +8,7 @@
 #include "engine/quant/hadamard.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
+#include "tests/common/every_method.h"
 
 namespace loft {
 namespace {
@@ -135,7 +136,7 @@ TEST(Halo, BadLevelAndBackboneAreRefused) {
   EXPECT_THROW(make_linear_factory(m, rng), UsageError);
   EXPECT_THROW(parse_halo_format("fp4"), UsageError);
   EXPECT_THROW(parse_halo_backbone("nf8"), UsageError);
-  for (const char* method : {"lora", "qlora"}) {
+  for (const std::string& method : test::methods_without_flag("--backbone")) {
     MethodOptions b{method, {8, 16.0f}, parse_lora_targets("all"), {}};
     b.get<HaloOptions>().backbone = HaloBackbone::Nf4;
     try {

@@ -2,7 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
+#include "engine/methods/hot/hot_weight.h"
+#include "engine/peft/halo_weight.h"
 #include "models/llama/memory_estimate.h"
 #include "tests/common/test_util.h"
 
@@ -71,6 +74,34 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   }
   // One 512-token chunk of logits: fp32 + the bf16 gradient.
   EXPECT_EQ(lora.logits, 512 * 32000 * 6LL);
+}
+
+// The options choose the form: each of a method's forms is the entry of the options that train
+// with it (HALO's format and backbone, HOT's backbone).
+TEST(MemoryEstimate, OptionsChooseTheirForm) {
+  const MemoryEstimateOptions eo{.batch = 1, .seq = 512, .lora_rank = 64};
+  const auto ms = estimate_training_memory(llama2_7b(), eo);
+  const auto form = [&](const std::string& method, const std::function<void(MethodOptions&)>& set) {
+    MethodOptions m;
+    m.method = method;
+    set(m);
+    return estimate_method_memory(llama2_7b(), eo, m);
+  };
+  const auto expect_form = [&](const MethodMemory& got, const std::string& name) {
+    EXPECT_EQ(got.method, name);
+    EXPECT_EQ(got.total(), find(ms, name).total()) << name;
+  };
+  expect_form(form("lora", [](MethodOptions&) {}), "lora-bf16");
+  expect_form(form("halo", [](MethodOptions& m) { m.get<HaloOptions>().format = quant::LowpFormat::INT8; }),
+              "halo-int8");
+  expect_form(form("halo", [](MethodOptions& m) { m.get<HaloOptions>().backbone = HaloBackbone::Nf4; }),
+              "halo-nf4");
+  for (const auto& [backbone, name] : {std::pair{HotBackbone::Dense, "hot-dense"}, std::pair{HotBackbone::Fp8, "hot-fp8"},
+                                       std::pair{HotBackbone::Nf4, "hot-nf4"}})
+    expect_form(form("hot", [b = backbone](MethodOptions& m) { m.get<HotOptions>().backbone = b; }), name);
+  MethodOptions unknown;
+  unknown.method = "dora";
+  EXPECT_THROW(estimate_method_memory(llama2_7b(), eo, unknown), UsageError);
 }
 
 // Checkpointing keeps each block's input instead of its saved tensors, and adds back one layer's

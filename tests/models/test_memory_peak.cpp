@@ -10,7 +10,6 @@
 #include "engine/device/memory.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/method.h"
-#include "engine/peft/method_spec.h"
 #include "engine/train/bench.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/memory_estimate.h"
@@ -46,15 +45,14 @@ Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64
     std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
     std::vector<int32_t> ids(size_t(batch * seq));
     for (int32_t& t : ids) t = id(tok);
-    const Batch b = make_batch(ids, ids, {}, batch, seq, cpu);
+    const ModelBatch b = make_batch(ids, ids, {}, batch, seq, cpu);
     r.measured = time_training_steps(model, optimizer, b, cpu,
                                      {.warmup = 1, .steps = 1, .profiled = 0})
                      .peak_bytes;
   }
   MemoryEstimateOptions eo{.batch = batch, .seq = seq, .lora_rank = rank,
                            .grad_checkpointing = checkpointing, .gpu = false};
-  for (const MethodMemory& e : estimate_training_memory(c, eo))
-    if (e.method == method_spec(method).memory_row(m)) r.estimated = e.total();
+  r.estimated = estimate_method_memory(c, eo, m).total();
   std::printf("%-7s checkpointing %-3s  measured %10lld  estimated %10lld  (%+.1f%%)\n",
               method.c_str(), checkpointing ? "on" : "off", (long long)r.measured,
               (long long)r.estimated, 100.0 * double(r.estimated - r.measured) / double(r.measured));

@@ -165,7 +165,7 @@ TEST(MethodState, MissingExtraAndMisshapedStateIsNamed) {
 
 class FixedSource : public BatchSource {
  public:
-  std::optional<Batch> next() override {
+  std::optional<ModelBatch> next() override {
     std::mt19937 rng(
         uint32_t(100 + n_++));  // a different batch each step, reproducible by position
     const Tensor ids = test::random_ids({64}, 512, rng);

@@ -48,7 +48,7 @@ std::vector<data::TokenizedExample> examples(const std::filesystem::path& path, 
   return out;
 }
 
-Batch to_model_batch(const data::Batch& b) {
+ModelBatch to_model_batch(const data::PackedBatch& b) {
   return data::to_model_batch(b, Device::cpu());
 }
 
@@ -56,7 +56,7 @@ Batch to_model_batch(const data::Batch& b) {
 struct Span {
   size_t begin, end;
 };
-std::vector<Span> example_spans(const data::Batch& b) {
+std::vector<Span> example_spans(const data::PackedBatch& b) {
   std::vector<Span> spans;
   for (size_t i = 0; i < b.ids.size(); ++i) {
     if (b.doc_ids[i] < 0) continue;
@@ -93,7 +93,7 @@ TEST(PackingLoss, PackedDocumentsMatchEachExampleAloneInLossAndGradients) {
   constexpr int64_t kSeq = 512;
   data::Packer packer(kSeq, 64, /*packing=*/true, tok->eos_id());
   for (const auto& ex : exs) packer.add(ex);
-  const data::Batch packed = packer.flush();
+  const data::PackedBatch packed = packer.flush();
   ASSERT_EQ(packed.examples, int64_t(exs.size()));
   ASSERT_LE(2 * packed.rows, packed.examples) << "examples must share rows";
   const std::vector<Span> spans = example_spans(packed);
@@ -103,14 +103,14 @@ TEST(PackingLoss, PackedDocumentsMatchEachExampleAloneInLossAndGradients) {
   const LossSums whole = model->evaluate(to_model_batch(packed));
   double sum_alone = 0;
   int64_t tokens_alone = 0;
-  std::vector<data::Batch> alone(exs.size());
+  std::vector<data::PackedBatch> alone(exs.size());
   for (size_t k = 0; k < exs.size(); ++k) {
     ASSERT_EQ(std::vector<int32_t>(packed.ids.begin() + std::ptrdiff_t(spans[k].begin),
                                    packed.ids.begin() + std::ptrdiff_t(spans[k].end)),
               exs[k].ids);
-    data::Batch only = packed;
+    data::PackedBatch only = packed;
     for (size_t i = 0; i < only.targets.size(); ++i)
-      if (i < spans[k].begin || i >= spans[k].end) only.targets[i] = data::Batch::kIgnore;
+      if (i < spans[k].begin || i >= spans[k].end) only.targets[i] = data::PackedBatch::kIgnore;
     const LossSums in_pack = model->evaluate(to_model_batch(only));
 
     data::Packer single(int64_t(exs[k].size()), 1, /*packing=*/false, tok->eos_id());  // its own row, no padding
@@ -138,7 +138,7 @@ TEST(PackingLoss, PackedDocumentsMatchEachExampleAloneInLossAndGradients) {
   model->forward_backward(to_model_batch(packed), scale);
   const auto packed_grads = grads_of(*model);
   zero_grads(*model);
-  for (const data::Batch& b : alone) model->forward_backward(to_model_batch(b), scale);
+  for (const data::PackedBatch& b : alone) model->forward_backward(to_model_batch(b), scale);
   const auto alone_grads = grads_of(*model);
   const auto params = model->params();
   ASSERT_EQ(packed_grads.size(), 2u * 7u * size_t(model->config().num_layers));
@@ -165,10 +165,10 @@ TEST(PackingLoss, WithoutDocumentMaskingPackedLossDiffers) {
     data::truncate_example(ex, 80);
     packer.add(ex);
   }
-  data::Batch packed = packer.flush();
+  data::PackedBatch packed = packer.flush();
   ASSERT_EQ(packed.rows, 1);
   const double masked = model->evaluate(to_model_batch(packed)).loss_sum;
-  data::Batch one_doc = packed;
+  data::PackedBatch one_doc = packed;
   for (int32_t& d : one_doc.doc_ids) d = 0;  // attention across examples, positions run on
   const double unmasked = model->evaluate(to_model_batch(one_doc)).loss_sum;
   EXPECT_GT(std::abs(masked - unmasked), 1e-3 * masked) << masked << " vs " << unmasked;

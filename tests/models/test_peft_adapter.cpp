@@ -58,7 +58,7 @@ TEST(PeftAdapter, AppliedToTheModelReproducesPyTorchLogits) {
   const Tensor ids = golden.tensor("input_ids");
   std::vector<int32_t> id32;
   for (int64_t v : ids.to_int_vector()) id32.push_back(int32_t(v));
-  const Batch b = make_batch(id32, id32, {}, ids.size(0), ids.size(1), Device::cpu());
+  const ModelBatch b = make_batch(id32, id32, {}, ids.size(0), ids.size(1), Device::cpu());
   EXPECT_LT(test::rel_error(model->logits(b), golden.tensor("logits")), 1e-4);
 }
 

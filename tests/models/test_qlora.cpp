@@ -14,7 +14,7 @@ namespace {
 
 std::filesystem::path stories() { return test::data_dir() / "models" / "stories260K-hf"; }
 
-Batch sample_batch(int64_t vocab) {
+ModelBatch sample_batch(int64_t vocab) {
   std::mt19937 rng(5);
   const Tensor ids = test::random_ids({2 * 48}, int32_t(vocab), rng);
   std::vector<int32_t> v;
@@ -43,7 +43,7 @@ TEST(QLora, EqualsTheModelOfDequantizedWeights) {
       }
   qmodel->after_step();
   ref.after_step();
-  const Batch b = sample_batch(cfg.vocab_size);
+  const ModelBatch b = sample_batch(cfg.vocab_size);
   EXPECT_LT(test::rel_error(qmodel->logits(b), ref.logits(b)), 1e-6);
   const LossSums s1 = qmodel->forward_backward(b, 1.0f / float(b.target_count));
   const LossSums s2 = ref.forward_backward(b, 1.0f / float(b.target_count));
@@ -74,7 +74,7 @@ TEST(QLora, TrainsOnTheCpu) {
   MethodOptions q{"qlora", {8, 16.0f}, parse_lora_targets("all")};
   auto model = llama::load_model(stories(), Device::cpu(), make_linear_factory(q, rng));
   AdamW opt(model->params(), {});
-  const Batch b = sample_batch(model->config().vocab_size);
+  const ModelBatch b = sample_batch(model->config().vocab_size);
   double first = 0, last = 0;
   for (int step = 0; step < 15; ++step) {
     const LossSums s = model->forward_backward(b, 1.0f / float(b.target_count));

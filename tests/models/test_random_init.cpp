@@ -122,7 +122,7 @@ TEST(RandomInit, TinyModelPredictsAboutUniformly) {
   std::vector<int32_t> ids;
   for (int64_t v : random_ids({2 * 37}, int32_t(c.vocab_size), rng).to_int_vector())
     ids.push_back(int32_t(v));
-  const Batch b = make_batch(ids, ids, {}, 2, 37, Device::cpu());
+  const ModelBatch b = make_batch(ids, ids, {}, 2, 37, Device::cpu());
   const LossSums s = model.evaluate(b);
   ASSERT_EQ(s.tokens, 2 * 36);
   EXPECT_NEAR(s.loss_sum / double(s.tokens), std::log(double(c.vocab_size)), 0.05);

@@ -16,6 +16,7 @@
 #include "models/llama/model.h"
 #include "tests/common/thread_grad_sum.h"
 #include "tests/common/tiny_llama.h"
+#include "tests/common/every_method.h"
 
 namespace loft::llama {
 namespace {
@@ -37,11 +38,11 @@ Replica replica(const std::string& method) {
   return r;
 }
 
-std::vector<Batch> step_batches(int step) {
+std::vector<ModelBatch> step_batches(int step) {
   const LlamaConfig c = test::tiny_llama_config();
   std::mt19937_64 tok(100 + step);
   std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
-  std::vector<Batch> out;
+  std::vector<ModelBatch> out;
   for (int k = 0; k < 4; ++k) {  // 4 micro-batches of 2 rows, different lengths of targets
     std::vector<int32_t> ids(2 * 17), targets;
     for (int32_t& t : ids) t = id(tok);
@@ -59,13 +60,13 @@ std::vector<std::vector<float>> values(LlamaModel& m) {
 }
 
 TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
-  for (const char* method : {"lora", "falqon"}) {
+  for (const std::string& method : test::one_method_per_update_kind()) {
     SCOPED_TRACE(method);
     Replica one = replica(method), r0 = replica(method), r1 = replica(method);
     for (int step = 1; step <= 3; ++step) {
-      const std::vector<Batch> micro = step_batches(step);
+      const std::vector<ModelBatch> micro = step_batches(step);
       int64_t targets = 0;
-      for (const Batch& b : micro) targets += b.target_count;
+      for (const ModelBatch& b : micro) targets += b.target_count;
       const StepResult whole =
           train_step(*one.model, *one.optimizer, micro, 1.0, 1e-3, step);
       // Rank r takes micro-batches r, r + 2 (rank_share's strided split).
@@ -77,7 +78,7 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
       StepResult part[2];
       workers.run([&](size_t r) {
         Replica& rep = r == 0 ? r0 : r1;
-        const std::vector<Batch> mine{micro[r], micro[r + 2]};
+        const std::vector<ModelBatch> mine{micro[r], micro[r + 2]};
         const RankStep rank{sync[r], targets};
         part[r] = train_step(*rep.model, *rep.optimizer, mine, 1.0, 1e-3, step, &rank);
       });
@@ -106,7 +107,7 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
 TEST(RankStep, RefusesAStepWithoutItsTargetCount) {
   Replica r = replica("lora");
   test::ThreadGradSum sum(1);
-  const std::vector<Batch> micro = step_batches(1);
+  const std::vector<ModelBatch> micro = step_batches(1);
   const RankStep bad{&sum.rank(0), 1};  // fewer than this rank's own targets
   EXPECT_THROW(train_step(*r.model, *r.optimizer, micro, 1.0, 1e-3, 1, &bad), Error);
 }

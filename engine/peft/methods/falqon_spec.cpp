@@ -26,7 +26,10 @@ class FalqonSpec : public MethodSpec {
  public:
   std::string name() const override { return "falqon"; }
   // METHODS.md: FALQON's reference scripts.
-  MethodDefaults defaults() const override { return {64, 16.0f, 2e-3, "constant", 0, 3.0, 16}; }
+  MethodDefaults defaults() const override {
+    return {.rank = 64, .alpha = 16.0f, .lr = 2e-3, .schedule = "constant", .warmup = 0, .max_grad_norm = 3.0,
+            .batch = 16};
+  }
 
   std::vector<MethodFlag> flags() const override {
     return {int_method_flag<FalqonOptions>("--falqon-topk", "FALQON rows updated per step",
@@ -72,15 +75,14 @@ class FalqonSpec : public MethodSpec {
     j["falqon_buffer"] = falqon_buffer_name(f.buffer);
   }
 
-  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions&) const override {
     // [W; A] in E4M3 (1 byte each) + the shared scratch each dX GEMM's transposed W codes are
     // made in (the largest projection); only B trains.
-    return {{"falqon-fp8", "E4M3 [W; A] + one projection's transpose scratch",
-             memory_add(memory_add(s.weights, s.rank_in), s.largest_projection), s.rank_out,
-             // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
-             /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4}};
+    return {"falqon-fp8", "E4M3 [W; A] + one projection's transpose scratch",
+            memory_add(memory_add(s.weights, s.rank_in), s.largest_projection), s.rank_out,
+            // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
+            /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4};
   }
-  std::string memory_row(const MethodOptions&) const override { return "falqon-fp8"; }
 
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64&) const override {
     FalqonOptions f = m.get<FalqonOptions>();

@@ -57,7 +57,10 @@ class HaloSpec : public MethodSpec {
  public:
   std::string name() const override { return "halo"; }
   // METHODS.md: HALO's reference scripts.
-  MethodDefaults defaults() const override { return {16, 8.0f, 3e-4, "linear", 20, 0.0, 32}; }
+  MethodDefaults defaults() const override {
+    return {.rank = 16, .alpha = 8.0f, .lr = 3e-4, .schedule = "linear", .warmup = 20, .max_grad_norm = 0.0,
+            .batch = 32};
+  }
 
   std::vector<MethodFlag> flags() const override {
     MethodFlag level = int_method_flag<HaloOptions>(
@@ -126,21 +129,26 @@ class HaloSpec : public MethodSpec {
     j["backbone"] = backbone_name(h.backbone);
   }
 
-  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
+    const HaloOptions& h = m.get<HaloOptions>();
+    // NF4 backbone, each GEMM's codes (W or its transpose) decoded just before it into a
+    // temporary as large as the projection.
+    if (h.backbone == HaloBackbone::Nf4)
+      return {"halo-nf4", "NF4 rotated W + one projection's FP8 decode",
+              memory_add(s.nf4_bytes, s.largest_projection), s.lora()};
     // Q(W·H) rotated once at load, 1 byte each, + the shared scratch each dX GEMM's transposed
     // codes are made in (the largest projection); LoRA in bf16 beside it.
     const int64_t codes = memory_add(s.weights, s.largest_projection);
-    return {{"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", codes, s.lora()},
-            {"halo-int8", "INT8 rotated W + one projection's transpose scratch", codes, s.lora()},
-            // NF4 backbone, each GEMM's codes (W or its transpose) decoded just before it into a
-            // temporary as large as the projection.
-            {"halo-nf4", "NF4 rotated W + one projection's FP8 decode",
-             memory_add(s.nf4_bytes, s.largest_projection), s.lora()}};
+    if (h.format == quant::LowpFormat::INT8)
+      return {"halo-int8", "INT8 rotated W + one projection's transpose scratch", codes, s.lora()};
+    return {"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", codes, s.lora()};
   }
-  std::string memory_row(const MethodOptions& m) const override {
-    const HaloOptions& h = m.get<HaloOptions>();
-    if (h.backbone == HaloBackbone::Nf4) return "halo-nf4";
-    return h.format == quant::LowpFormat::INT8 ? "halo-int8" : "halo-fp8";
+  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+    MethodOptions fp8, int8, nf4;
+    fp8.get<HaloOptions>().format = quant::LowpFormat::E4M3;
+    int8.get<HaloOptions>().format = quant::LowpFormat::INT8;
+    nf4.get<HaloOptions>().backbone = HaloBackbone::Nf4;
+    return {memory_row(s, fp8), memory_row(s, int8), memory_row(s, nf4)};
   }
 
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64& rng) const override {

@@ -19,12 +19,10 @@ namespace {
 class LoraSpec : public MethodSpec {
  public:
   std::string name() const override { return "lora"; }
-  // METHODS.md: the QLoRA recipe.
-  MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
-  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    return {{"lora-bf16", "bf16 W", memory_mul(s.compute_bytes, s.weights), s.lora()}};
+  MethodDefaults defaults() const override { return qlora_recipe(); }
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions&) const override {
+    return {"lora-bf16", "bf16 W", memory_mul(s.compute_bytes, s.weights), s.lora()};
   }
-  std::string memory_row(const MethodOptions&) const override { return "lora-bf16"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
     return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return dense_weight(w.dense()); });
   }

@@ -9,16 +9,15 @@ namespace {
 class QloraSpec : public MethodSpec {
  public:
   std::string name() const override { return "qlora"; }
-  MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
+  MethodDefaults defaults() const override { return qlora_recipe(); }
   std::string foreign_flag_note(const std::string& flag) const override {
     return flag == "--backbone" ? "; qlora already stores its backbone NF4" : "";
   }
-  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions&) const override {
     // Each product decodes its W to the compute dtype first: one projection's worth at a time.
-    return {{"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)",
-             memory_add(s.nf4_bytes, memory_mul(s.compute_bytes, s.largest_projection)), s.lora()}};
+    return {"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)",
+            memory_add(s.nf4_bytes, memory_mul(s.compute_bytes, s.largest_projection)), s.lora()};
   }
-  std::string memory_row(const MethodOptions&) const override { return "qlora-nf4"; }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
     return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return nf4_weight(w.dense()); });
   }

@@ -1,0 +1,234 @@
+// Communicator on NCCL. A non-blocking communicator (make_communicator) may answer ncclInProgress
+// from init, a collective or ncclGroupEnd: the work is then not yet queued, so every such answer
+// is settled (ncclCommGetAsyncError polled to success) before the stream may be trusted. Every
+// poll has a deadline; past it, or on an error, the communicator is aborted (ncclCommAbort also
+// stops NCCL kernels spinning on a dead peer) and the Error names rank, world size and cause.
+// NCCL itself is loaded at first use (nccl_api.h).
+//
+// Streams: the collectives run on the communicator's own stream (highest priority: NCCL's few
+// blocks start as soon as an SM frees instead of queueing behind a long GEMM grid), after an event
+// of the compute stream recorded at the call, so a bucket's transfer overlaps the backward queued
+// after it. The compute stream waits for an event of that stream in wait(), so polling the
+// compute stream alone bounds both.
+#ifdef LOFT_WITH_NCCL
+#include "engine/parallel/nccl_api.h"
+
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "engine/device/cuda_context.h"
+#include "engine/parallel/nccl_comm.h"
+
+namespace loft {
+
+static_assert(sizeof(ncclUniqueId) == std::tuple_size_v<NcclUniqueId>, "NCCL unique id size");
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string seconds(std::chrono::milliseconds t) {
+  std::ostringstream os;
+  os << double(t.count()) / 1000.0 << " s";
+  return os.str();
+}
+
+std::string nccl_cause(ncclResult_t r, ncclComm_t comm) {
+  std::string s = cat("NCCL: ", nccl_api().ncclGetErrorString(r));
+  const char* last = nccl_api().ncclGetLastError(comm);
+  if (last && *last) s += cat("; ", last);
+  return s;
+}
+
+// Polls between short sleeps: the first millisecond only yields (a collective usually ends in it),
+// then sleeps 100 µs so a long wait costs no CPU core.
+void pause_since(Clock::time_point start) {
+  if (Clock::now() - start < std::chrono::milliseconds(1))
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+// Polls a communicator that answered ncclInProgress until it settles or `deadline` passes
+// (returned as ncclInProgress).
+ncclResult_t settle(ncclComm_t comm, ncclResult_t r, Clock::time_point deadline) {
+  const auto start = Clock::now();
+  while (r == ncclInProgress) {
+    if (Clock::now() >= deadline) return ncclInProgress;
+    pause_since(start);
+    if (nccl_api().ncclCommGetAsyncError(comm, &r) != ncclSuccess) return ncclInternalError;
+  }
+  return r;
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int device, int rank, int world,
+                   std::chrono::milliseconds timeout)
+      : comm_(comm), dev_(device), rank_(rank), world_(world), timeout_(timeout) {
+    cuda::set_device(dev_);
+    int least = 0, greatest = 0;
+    LOFT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    LOFT_CUDA_CHECK(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest));
+    LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming));
+    LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
+  }
+
+  ~NcclCommunicator() override {
+    if (comm_) {
+      try {
+        wait(timeout_);  // no collective may outlive its communicator; bounded, aborts on failure
+      } catch (...) {
+      }
+    }
+    cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
+    if (comm_) nccl_api().ncclCommDestroy(comm_);
+    cudaStreamSynchronize(side_);  // ends at once: finished, or its kernels stopped by the abort
+    cudaEventDestroy(computed_);
+    cudaEventDestroy(reduced_);
+    cudaStreamDestroy(side_);
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  Device device() const override { return Device::cuda(dev_); }
+
+  void all_reduce_sum(std::span<Tensor* const> tensors) override {
+    check_live();
+    for (const Tensor* t : tensors) {
+      LOFT_CHECK(t->dtype() == DType::F32 && t->device() == device(), where(),
+                 ": all_reduce_sum takes F32 tensors on ", device().str(), ", got ",
+                 dtype_name(t->dtype()), " on ", t->device().str());
+    }
+    cuda::set_device(dev_);
+    // After what the compute stream holds now (the gradients' last writes), beside what follows.
+    LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
+    cudaStream_t stream = side_;
+    ncclResult_t r = nccl_api().ncclGroupStart();
+    if (r != ncclSuccess) fail(cat("ncclGroupStart failed (", nccl_cause(r, comm_), ")"));
+    for (Tensor* t : tensors) {
+      if (t->numel() == 0) continue;
+      const ncclResult_t c = nccl_api().ncclAllReduce(t->data(), t->data(), size_t(t->numel()), ncclFloat32,
+                                           ncclSum, comm_, stream);
+      if (c != ncclSuccess && c != ncclInProgress) {
+        r = c;
+        break;
+      }
+    }
+    const ncclResult_t end = nccl_api().ncclGroupEnd();  // closes the group even after a failed call
+    if (r == ncclSuccess) r = end;
+    r = settle(comm_, r, Clock::now() + timeout_);
+    if (r == ncclInProgress)
+      fail(cat("NCCL did not queue the all-reduce within ", seconds(timeout_)));
+    if (r != ncclSuccess) fail(cat("the all-reduce failed (", nccl_cause(r, comm_), ")"));
+  }
+
+  void wait(std::chrono::milliseconds timeout) override {
+    check_live();
+    cuda::set_device(dev_);
+    cudaStream_t stream = cuda::stream(dev_);
+    // The compute stream (the optimizer's reads of the sums) after every collective queued.
+    LOFT_CUDA_CHECK(cudaEventRecord(reduced_, side_));
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(stream, reduced_, 0));
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
+    for (;;) {
+      ncclResult_t a = ncclSuccess;
+      const ncclResult_t q = nccl_api().ncclCommGetAsyncError(comm_, &a);
+      if (q != ncclSuccess) a = q;
+      if (a == ncclRemoteError || a == ncclSystemError)
+        fail(cat("a peer stopped answering (", nccl_cause(a, comm_), ")"));
+      if (a != ncclSuccess && a != ncclInProgress)
+        fail(cat("NCCL failed (", nccl_cause(a, comm_), ")"));
+      const cudaError_t s = cudaStreamQuery(stream);
+      if (s == cudaSuccess) return;
+      if (s != cudaErrorNotReady) {
+        abort();
+        LOFT_CUDA_CHECK(s);
+      }
+      if (Clock::now() >= deadline)
+        fail(cat("a peer stopped answering within ", seconds(timeout),
+                 " (the collective on cuda:", dev_, " did not finish; communicator aborted)"));
+      pause_since(start);
+    }
+  }
+
+  void abort() override {
+    if (!comm_) return;
+    cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
+    nccl_api().ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+
+ private:
+  std::string where() const { return cat("rank ", rank_, " of ", world_); }
+  void check_live() const {
+    LOFT_CHECK(comm_ != nullptr, where(), ": the NCCL communicator was aborted");
+  }
+  [[noreturn]] void fail(const std::string& cause) {
+    abort();
+    throw Error(cat(where(), ": ", cause));
+  }
+
+  ncclComm_t comm_;
+  cudaStream_t side_ = nullptr;                            // the collectives' stream
+  cudaEvent_t computed_ = nullptr, reduced_ = nullptr;  // compute -> side, side -> compute
+  int dev_, rank_, world_;
+  std::chrono::milliseconds timeout_;  // for queueing and for the destructor's last wait
+};
+
+}  // namespace
+
+NcclUniqueId nccl_new_unique_id() {
+  ncclUniqueId id;
+  const ncclResult_t r = nccl_api().ncclGetUniqueId(&id);
+  if (r != ncclSuccess) throw Error(cat("ncclGetUniqueId failed (", nccl_cause(r, nullptr), ")"));
+  NcclUniqueId out;
+  std::memcpy(out.data(), id.internal, out.size());
+  return out;
+}
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices) {
+  const int n = int(devices.size());
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  int current = 0;
+  LOFT_CUDA_CHECK(cudaGetDevice(&current));
+  const ncclResult_t r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data());
+  LOFT_CUDA_CHECK(cudaSetDevice(current));  // NCCL may leave another device current
+  if (r != ncclSuccess)
+    throw Error(cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr),
+                    ")"));
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(i)], devices[size_t(i)], i, n,
+                                                     kDefaultNcclTimeout));
+  return out;
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator(int device,
+                                                     std::span<const uint8_t, 128> unique_id,
+                                                     int world, int rank,
+                                                     std::chrono::milliseconds timeout) {
+  cuda::set_device(device);  // NCCL binds the communicator to the current device
+  ncclUniqueId id;
+  std::memcpy(id.internal, unique_id.data(), unique_id.size());
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // init returns at once; the deadline below bounds the wait for peers
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = nccl_api().ncclCommInitRankConfig(&comm, world, id, rank, &config);
+  if (comm) r = settle(comm, r, Clock::now() + timeout);
+  if (r != ncclSuccess) {
+    const std::string cause =
+        r == ncclInProgress ? cat("the other ranks did not join within ", seconds(timeout))
+                            : cat("NCCL could not set up the communicator (", nccl_cause(r, comm),
+                                  ")");
+    if (comm) nccl_api().ncclCommAbort(comm);
+    throw Error(cat("rank ", rank, " of ", world, " on cuda:", device, ": ", cause));
+  }
+  return std::make_unique<NcclCommunicator>(comm, device, rank, world, timeout);
+}
+
+}  // namespace loft
+#endif  // LOFT_WITH_NCCL

@@ -1,0 +1,329 @@
+// HOT's CUDA kernels against the CPU reference, bit for bit (HOT.md §8.2): FWHT16 → scale → SR (or
+// RNE) codes of dY, the W codes, the integer GEMM on every path (cuBLASLt INT8, loft's mma s8,
+// packed s4), the epilogue (F32 and BF16 dx, with dx_lora and accumulate), at Llama shapes and odd
+// ones; the overflow flag; LQS's errors; and a whole HotWeight on the GPU against the CPU one.
+// The CPU GEMM runs on a sample of rows for the large shapes (rows are independent).
+#include <array>
+#include <chrono>
+#include <cstring>
+
+#include <cuda_runtime.h>
+
+#include "engine/device/cuda_context.h"
+#include "engine/device/memory.h"
+#include "engine/methods/hot/hot_gemm.h"
+#include "engine/methods/hot/hot_lqs.h"
+#include "engine/methods/hot/hot_numerics.h"
+#include "engine/methods/hot/hot_weight.h"
+#include "tests/gpu/test_ops_cuda_util.h"
+
+namespace loft::test {
+namespace {
+
+using quant::HotCodes;
+using quant::HotGemmPath;
+using quant::HotQuantOptions;
+using quant::HotRound;
+using quant::HotScale;
+
+// bf16 values with every 5th token 40× louder, on the GPU (BF16) and as F32 on the CPU.
+struct Pair {
+  Tensor gpu, cpu;
+};
+Pair bf16_pair(int64_t rows, int64_t cols, std::mt19937& rng, float scale, bool loud_rows) {
+  Tensor h = random_tensor({rows, cols}, rng, -scale, scale);
+  if (loud_rows)
+    for (int64_t r = 0; r < rows; r += 5)
+      for (int64_t c = 0; c < cols; ++c) h.ptr<float>()[r * cols + c] *= 40.0f;
+  const Tensor g = to_gpu(h, DType::BF16);
+  return {g, cpu_f32(g)};
+}
+
+std::vector<int64_t> ints(const Tensor& t) { return t.to(Device::cpu()).to_int_vector(); }
+std::vector<uint32_t> bits_of(const Tensor& t) {
+  const Tensor h = t.to(Device::cpu());
+  std::vector<uint32_t> b(size_t(h.numel()));
+  std::memcpy(b.data(), h.data(), b.size() * 4);
+  return b;
+}
+
+::testing::AssertionResult same_codes(const HotCodes& gpu, const HotCodes& cpu) {
+  if (gpu.codes.shape() != cpu.codes.shape()) return ::testing::AssertionFailure() << "shapes differ";
+  if (bits_of(gpu.scale) != bits_of(cpu.scale))
+    return ::testing::AssertionFailure() << "scales differ";
+  const auto a = ints(gpu.codes), b = ints(cpu.codes);
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i])
+      return ::testing::AssertionFailure()
+             << "code " << i << " (row " << i / size_t(cpu.k_padded()) << ", col "
+             << i % size_t(cpu.k_padded()) << "): gpu " << a[i] << " cpu " << b[i];
+  return ::testing::AssertionSuccess();
+}
+
+// The CPU codes of `rows` only (padded as hot_codes_empty pads).
+HotCodes rows_of(const HotCodes& c, const std::vector<int64_t>& rows) {
+  HotCodes r = quant::hot_codes_empty(int64_t(rows.size()), c.cols, c.bits, Device::cpu());
+  const int64_t k = c.k_padded();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(r.codes.ptr<int8_t>() + int64_t(i) * k, c.codes.ptr<int8_t>() + rows[i] * k, size_t(k));
+    r.scale.ptr<float>()[i] = c.scale.ptr<float>()[rows[i]];
+  }
+  return r;
+}
+
+std::vector<int64_t> sample_rows(int64_t t) {
+  if (t <= 64) {
+    std::vector<int64_t> all(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) all[size_t(i)] = i;
+    return all;
+  }
+  return {0, 1, 5, 17, t / 2, t - 2, t - 1};
+}
+
+// Rows `rows` of a [T, N] tensor as F32 on the CPU.
+Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows) {
+  const Tensor h = cpu_f32(t);
+  Tensor r = Tensor::empty({int64_t(rows.size()), t.size(1)}, DType::F32);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(r.ptr<float>() + int64_t(i) * t.size(1), h.ptr<float>() + rows[i] * t.size(1),
+                size_t(t.size(1)) * 4);
+  return r;
+}
+
+void check_pipeline(int64_t t, int64_t out, int64_t in, const HotQuantOptions& opt, uint32_t seed) {
+  const std::string what = cat("T=", t, " out=", out, " in=", in, " bits=", opt.bits,
+                               opt.scale == HotScale::PerToken ? " per-token" : " per-tensor",
+                               opt.round == HotRound::Stochastic ? " sr" : " rne");
+  SCOPED_TRACE(what);
+  std::mt19937 rng(seed);
+  const Pair dy = bf16_pair(t, out, rng, 1.0f, true);
+  const Pair w = bf16_pair(out, in, rng, 0.02f, false);
+  const HotCodes a_gpu = quant::hot_quantize_dy(dy.gpu, opt), a_cpu = quant::hot_quantize_dy(dy.cpu, opt);
+  ASSERT_TRUE(same_codes(a_gpu, a_cpu)) << "dY codes";
+  const HotCodes b_gpu = quant::hot_weight_codes(w.gpu, opt.bits);
+  const HotCodes b_cpu = quant::hot_weight_codes(w.cpu, opt.bits);
+  ASSERT_TRUE(same_codes(b_gpu, b_cpu)) << "W codes";
+
+  // Every GEMM path gives the same int32 accumulators.
+  const Tensor acc = quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::Int8);
+  const auto acc_v = ints(acc);
+  EXPECT_EQ(ints(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::Int8Mma)), acc_v) << "mma s8";
+  if (opt.bits == 4) {
+    EXPECT_EQ(ints(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::S4)), acc_v) << "packed s4";
+    EXPECT_EQ(ints(quant::hot_pack_s4(a_gpu.codes)), ints(quant::hot_pack_s4(a_cpu.codes)));
+  }
+  // The CPU on sampled rows: accumulators, then the epilogue with dx_lora and accumulate.
+  const std::vector<int64_t> rows = sample_rows(t);
+  const HotCodes a_rows = rows_of(a_cpu, rows);
+  const Tensor acc_cpu = quant::hot_igemm(a_rows, b_cpu);
+  const int64_t np = b_cpu.rows_padded();
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (int64_t j = 0; j < in; ++j)
+      ASSERT_EQ(acc_v[size_t(rows[i] * np + j)], acc_cpu.ptr<int32_t>()[int64_t(i) * np + j])
+          << "acc row " << rows[i] << " col " << j;
+
+  const Tensor lora = to_gpu(random_tensor({t, in}, rng, -0.01f, 0.01f), DType::F32);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor dx = to_gpu(random_tensor({t, in}, rng, -0.1f, 0.1f), dt);
+    Tensor dx_cpu = take_rows(dx, rows);
+    const Tensor lora_rows = take_rows(lora, rows);
+    quant::hot_epilogue(acc, a_gpu, b_gpu, &lora, dx, true);
+    quant::hot_epilogue(acc_cpu, a_rows, b_cpu, &lora_rows, dx_cpu, true);
+    const Tensor got = take_rows(dx, rows);
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      float want = dx_cpu.ptr<float>()[i];
+      if (dt == DType::BF16) want = bf16_to_f32(f32_to_bf16(want));
+      ASSERT_EQ(quant::float_bits(got.ptr<float>()[i]), quant::float_bits(want))
+          << name(dt) << " dx element " << i << ": " << got.ptr<float>()[i] << " vs " << want;
+    }
+  }
+}
+
+TEST(HotCuda, PipelineMatchesCpuBitForBitAtLlamaShapes) {
+  LOFT_REQUIRE_GPU();
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {
+      {1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}, {11008, 4096}, {4096, 11008}};
+  uint32_t seed = 1;
+  for (int64_t t : {1, 17, 4096})
+    for (auto [out, in] : shapes) {
+      HotQuantOptions opt;
+      opt.seed = 0x1234567890abcdefull + seed, opt.step = seed, opt.site = quant::hot_site(3, 2, 0);
+      check_pipeline(t, out, in, opt, seed++);
+      if (t == 4096 && out != in) continue;  // the CPU's share of the large cases
+      opt.bits = 8, opt.scale = HotScale::PerTensor;
+      check_pipeline(t, out, in, opt, seed++);
+      opt.bits = 4, opt.round = HotRound::Nearest;
+      check_pipeline(t, out, in, opt, seed++);
+    }
+}
+
+TEST(HotCuda, PipelineMatchesCpuBitForBitAtOddShapes) {
+  LOFT_REQUIRE_GPU();
+  // out not a multiple of 16 (blocks of 4, 8, 1), in odd, T below and across the 16-row padding,
+  // and M/N across the mma kernel's 128-row tiles.
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 172, 64}, {17, 172, 64}, {3, 24, 7}, {33, 7, 5}, {130, 48, 130}, {257, 256, 258},
+      {17, 1000, 300}};
+  uint32_t seed = 100;
+  for (auto [t, out, in] : shapes)
+    for (int bits : {4, 8})
+      for (HotScale sc : {HotScale::PerToken, HotScale::PerTensor}) {
+        HotQuantOptions opt;
+        opt.bits = bits, opt.scale = sc, opt.seed = seed, opt.site = 77;
+        check_pipeline(t, out, in, opt, seed++);
+      }
+}
+
+TEST(HotCuda, F32InputsAndOverflowFlagMatchCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  Tensor h = random_tensor({20, 64}, rng);
+  h.ptr<float>()[64 * 3 + 9] = std::nanf("");
+  h.ptr<float>()[64 * 11 + 2] = INFINITY;
+  for (HotScale sc : {HotScale::PerToken, HotScale::PerTensor}) {
+    HotQuantOptions opt;
+    opt.scale = sc;
+    Tensor flag_gpu = Tensor::zeros({1}, DType::I32, kGpu), flag_cpu = Tensor::zeros({1}, DType::I32);
+    const HotCodes g = quant::hot_quantize_dy(h.to(kGpu), opt, &flag_gpu);
+    const HotCodes c = quant::hot_quantize_dy(h, opt, &flag_cpu);
+    EXPECT_TRUE(same_codes(g, c));
+    EXPECT_EQ(ints(flag_gpu)[0], 1);
+    EXPECT_EQ(ints(flag_cpu)[0], 1);
+  }
+  const Tensor clean = random_tensor({20, 64}, rng);
+  Tensor flag = Tensor::zeros({1}, DType::I32, kGpu);
+  EXPECT_TRUE(same_codes(quant::hot_quantize_dy(clean.to(kGpu), {}, &flag),
+                         quant::hot_quantize_dy(clean, {})));
+  EXPECT_EQ(ints(flag)[0], 0);
+  EXPECT_EQ(bits_of(quant::hot_rotate_rows(clean.to(kGpu))),
+            bits_of(quant::hot_rotate_rows(clean)));
+}
+
+TEST(HotCuda, LqsErrorsAgreeWithCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  const Pair dy = bf16_pair(300, 4096, rng, 1.0f, true);
+  HotQuantOptions opt;
+  opt.site = quant::hot_site(0, 0, quant::hot::kStreamLqs);
+  quant::HotLqsErrors g, c;
+  quant::hot_lqs_accumulate(dy.gpu, opt, g);
+  quant::hot_lqs_accumulate(dy.cpu, opt, c);
+  EXPECT_NEAR(g.token, c.token, 1e-9 * c.token);
+  EXPECT_NEAR(g.tensor, c.tensor, 1e-9 * c.tensor);
+  EXPECT_EQ(quant::hot_lqs_choice(g), quant::hot_lqs_choice(c));
+}
+
+TEST(HotCuda, HotWeightOnTheGpuMatchesTheCpuOne) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(7);
+  const Pair w = bf16_pair(1024, 512, rng, 0.02f, false);
+  for (HotGemmPath path : {HotGemmPath::Auto, HotGemmPath::Int8, HotGemmPath::S4}) {
+    HotOptions opt;
+    opt.seed = 42;
+    opt.gemm = path;
+    HotWeight gpu(WeightSource(w.gpu), opt, {5, 3});
+    HotWeight cpu(WeightSource(w.cpu), opt, {5, 3});
+    for (int step = 0; step < 2; ++step) {
+      const Pair dy = bf16_pair(37, 1024, rng, 1.0f, true);
+      Tensor dx_g = Tensor::empty({37, 512}, DType::BF16, kGpu), dx_c = Tensor::empty({37, 512}, DType::F32);
+      gpu.backward_input(dy.gpu, dx_g, false);
+      cpu.backward_input(dy.cpu, dx_c, false);
+      const std::vector<float> g = dx_g.to_float_vector(), c = dx_c.to_float_vector();
+      for (size_t i = 0; i < g.size(); ++i)
+        ASSERT_EQ(quant::float_bits(g[i]), quant::float_bits(bf16_to_f32(f32_to_bf16(c[i]))))
+            << "element " << i << " at step " << step;
+    }
+  }
+}
+
+// µs per call of fn on the GPU (CUDA events on loft's stream), averaged over `iters` calls after
+// one warm-up: "warm" back to back (the operands stay in the 50 MB L2 when they fit), "cold" with
+// a 256 MB write between calls, so each call reads its operands from HBM.
+struct CallTimes {
+  double warm_us, cold_us;
+};
+template <typename F>
+CallTimes time_call(F&& fn, int iters = 20) {
+  cudaStream_t st = loft::cuda::stream(0);
+  Tensor flush = Tensor::empty({int64_t(256) << 20}, DType::U8, kGpu);
+  cudaEvent_t e0, e1;
+  LOFT_CUDA_CHECK(cudaEventCreate(&e0));
+  LOFT_CUDA_CHECK(cudaEventCreate(&e1));
+  auto elapsed_us = [&] {
+    LOFT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    LOFT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    return 1000.0 * ms;
+  };
+  fn();
+  LOFT_CUDA_CHECK(cudaEventRecord(e0, st));
+  for (int i = 0; i < iters; ++i) fn();
+  LOFT_CUDA_CHECK(cudaEventRecord(e1, st));
+  const double warm = elapsed_us() / iters;
+  double cold = 0;
+  for (int i = 0; i < iters; ++i) {
+    flush.zero_();
+    LOFT_CUDA_CHECK(cudaEventRecord(e0, st));
+    fn();
+    LOFT_CUDA_CHECK(cudaEventRecord(e1, st));
+    cold += elapsed_us();
+  }
+  LOFT_CUDA_CHECK(cudaEventDestroy(e0));
+  LOFT_CUDA_CHECK(cudaEventDestroy(e1));
+  return {warm, cold / iters};
+}
+
+// Not a check: times HOT's dX pieces at Llama shapes (T = 4×512 tokens for 7B's q/k/v/o, up/gate
+// and down; T = 4096 at Llama-3-8B's 14336) for docs/perf.md, per call in µs, with the bytes each
+// moves and the bandwidth that is (HBM ≈ 3.35 TB/s on an H100 SXM): the dY quantizer (bf16 read,
+// one code byte per element written), the int32 GEMM on every path, and the epilogue (int32 read,
+// bf16 written, bf16 read too when accumulating into dX).
+TEST(HotCuda, PrintsDxTimingsAtLlamaShapes) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  struct Case {
+    int64_t t, out, in;
+  };
+  for (const Case c : std::vector<Case>{{2048, 4096, 4096}, {2048, 11008, 4096}, {2048, 4096, 11008},
+                                        {4096, 14336, 4096}, {4096, 4096, 14336}}) {
+    const Pair dy = bf16_pair(c.t, c.out, rng, 1.0f, false);
+    const Pair w = bf16_pair(c.out, c.in, rng, 0.02f, false);
+    Tensor dx = Tensor::zeros({c.t, c.in}, DType::BF16, kGpu);
+    std::printf("T=%lld out=%lld in=%lld:\n", (long long)c.t, (long long)c.out, (long long)c.in);
+    auto report = [](const char* what, CallTimes tm, double bytes) {
+      if (bytes > 0)
+        std::printf("  %-28s warm %8.1f us  cold %8.1f us  (%.1f MB: %.0f GB/s cold)\n", what, tm.warm_us,
+                    tm.cold_us, bytes / 1e6, bytes / (tm.cold_us * 1e3));
+      else
+        std::printf("  %-28s warm %8.1f us  cold %8.1f us\n", what, tm.warm_us, tm.cold_us);
+    };
+    report("bf16 dX GEMM", time_call([&] { ops::gemm(dy.gpu, w.gpu, dx); }), 0);
+    HotCodes b = quant::hot_weight_codes(w.gpu, 4);
+    b.packed = quant::hot_pack_s4(b.codes);  // as HotWeight caches it for the s4 path
+    HotCodes a = quant::hot_quantize_dy(dy.gpu, {});
+    const double q_bytes = double(c.t) * c.out * 2 + double(a.codes.nbytes()) + double(a.scale.nbytes());
+    report("dY quantize per token (sr)", time_call([&] { quant::hot_quantize_dy_into(dy.gpu, {}, a); }),
+           q_bytes);
+    HotQuantOptions tensor;
+    tensor.scale = HotScale::PerTensor;
+    report("dY quantize per tensor (sr)",
+           time_call([&] { quant::hot_quantize_dy_into(dy.gpu, tensor, a); }), q_bytes + double(c.t) * c.out * 2);
+    report("dY quantize allocating", time_call([&] { a = quant::hot_quantize_dy(dy.gpu, {}); }), q_bytes);
+    Tensor acc;
+    for (HotGemmPath p : {HotGemmPath::Int8, HotGemmPath::Int8Mma, HotGemmPath::S4})
+      report(p == HotGemmPath::Int8 ? "int32 GEMM int8 (cuBLASLt)" : p == HotGemmPath::Int8Mma ? "int32 GEMM mma-s8" : "int32 GEMM mma-s4",
+             time_call([&] { acc = quant::hot_igemm(a, b, p); }, p == HotGemmPath::S4 ? 3 : 20), 0);
+    acc = quant::hot_igemm(a, b, HotGemmPath::Int8);
+    const double e_bytes = double(c.t) * c.in * (4 + 2);
+    report("epilogue", time_call([&] { quant::hot_epilogue(acc, a, b, nullptr, dx, false); }), e_bytes);
+    report("epilogue accumulate", time_call([&] { quant::hot_epilogue(acc, a, b, nullptr, dx, true); }),
+           e_bytes + double(c.t) * c.in * 2);
+    HotOptions opt;
+    opt.gemm = HotGemmPath::Int8;
+    HotWeight hw(WeightSource(w.gpu), opt, {0, 0});
+    report("HotWeight::backward_input", time_call([&] { hw.backward_input(dy.gpu, dx, true); }), 0);
+  }
+}
+
+}  // namespace
+}  // namespace loft::test
