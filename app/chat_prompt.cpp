@@ -58,8 +58,16 @@ Conversation chat_conversation(const nlohmann::json& entry, const std::string& s
     } catch (const data::BadRecord& e) {
       throw Error(cat(where, ": ", e.what()));
     }
-    // An alpaca record's output (or a trailing assistant turn) is the answer, not the prompt.
-    if (!conv.turns.empty() && conv.turns.back().role == Role::assistant) conv.turns.pop_back();
+    // A record of fields (alpaca's output, a completion, gsm8k's answer) holds its reference
+    // answer beside the prompt: the prompt is the rest. A conversation's own last turn is never
+    // dropped unseen: ending with the assistant, it holds nothing to answer.
+    const bool list = *format == data::RecordFormat::messages || *format == data::RecordFormat::sharegpt;
+    if (!conv.turns.empty() && conv.turns.back().role == Role::assistant) {
+      if (list)
+        throw Error(cat(where, ": the conversation ends with an assistant turn; generate --chat writes the "
+                               "assistant's reply to a last user turn (end the record with the user's message)"));
+      conv.turns.pop_back();
+    }
   }
   if (conv.turns.empty() || conv.turns.back().role != Role::user)
     throw Error(cat(where, ": a chat prompt must end with a user turn"));

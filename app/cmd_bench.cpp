@@ -21,6 +21,7 @@
 #include "app/method_flags.h"
 #include "app/option_checks.h"
 #include "app/run_limits.h"
+#include "datasets/data_config.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
@@ -52,6 +53,10 @@ struct BenchOptions {
   bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
   uint64_t seed = 0;
 };
+
+// Steps a bench may take (timed, untimed, profiled): far more than any timing needs, so a typo
+// such as --warmup 1e18 is refused instead of running for ever.
+constexpr int64_t kMaxBenchSteps = 100000;
 
 constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 
@@ -109,13 +114,6 @@ void check_options(const BenchOptions& o) {
   if (o.shape.empty() == o.model.empty())
     throw UsageError("give exactly one of --shape NAME (" + joined(llama::bench_shape_names()) +
                      ") or --model DIR");
-  for (auto [name, v] : {std::pair{"--batch", o.batch}, std::pair{"--seq", o.seq},
-                         std::pair{"--steps", o.steps}, std::pair{"--rank", int64_t(o.rank)}})
-    if (v < 1) throw UsageError(cat(name, " must be a positive integer, got ", v));
-  for (auto [name, v] : {std::pair{"--warmup", o.warmup}, std::pair{"--profile-steps", o.profiled}})
-    if (v < 0) throw UsageError(cat(name, " must be >= 0, got ", v));
-  if (!std::isfinite(o.alpha) || o.alpha <= 0)
-    throw UsageError(cat("--alpha must be a positive number, got ", o.alpha));
   std::mt19937_64 unused;
   for (const std::string& m : parse_methods(o.methods))
     make_linear_factory(method_options(o, m), unused);  // validates the method's own options
@@ -514,23 +512,23 @@ void add_bench_command(CLI::App& root) {
                       "; variants after ':' (" + joined(examples) + ")")
       ->capture_default_str();
   add_method_flags(*cmd, o->method_flags, MethodFlagUse::bench);
-  cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str();
-  cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str();
-  cmd->add_option("--steps", o->steps, "timed steps")->capture_default_str();
+  cmd->add_option("--batch", o->batch, "sequences per step")->capture_default_str()->transform(rows_bound());
+  cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str()->transform(seq_bound());
+  cmd->add_option("--steps", o->steps, "timed steps")->capture_default_str()->transform(int_in(1, kMaxBenchSteps));
   cmd->add_option("--gpus", o->gpus,
                   "data-parallel steps on several GPUs in this process: N (the first N) or a list "
                   "(0,2); every GPU takes the batch (--batch x --seq per GPU), no profiled breakdown");
-  cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->transform(int_in(0, kMaxBenchSteps));
   cmd->add_option("--profile-steps", o->profiled,
                   "profiled steps after the timed ones, for the per-part breakdown (0: none)")
-      ->capture_default_str();
-  cmd->add_option("--rank", o->rank, "LoRA rank")->capture_default_str();
-  cmd->add_option("--alpha", o->alpha, "LoRA alpha")->capture_default_str();
+      ->capture_default_str()->transform(int_in(0, kMaxBenchSteps));
+  cmd->add_option("--rank", o->rank, "LoRA rank")->capture_default_str()->transform(rank_bound());
+  cmd->add_option("--alpha", o->alpha, "LoRA alpha")->capture_default_str()->check(positive_finite());
   cmd->add_option("--max-grad-norm", o->max_grad_norm,
                   "clip the global grad norm as finetune does; 0 = off (default: per method)")
       ->check(non_negative_finite());
   cmd->add_option("--seed", o->seed, "seed of the random weights, adapter and tokens")
-      ->capture_default_str();
+      ->capture_default_str()->transform(seed_bound());
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing,
                 "recompute each block's forward in backward");
   cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
@@ -548,11 +546,12 @@ void add_bench_command(CLI::App& root) {
   cmd->add_option("--eval", o->eval,
                   "time the evaluator instead: mmlu, gsm8k or decode (with --shape or --model; "
                   "--tokenizer DIR for a shape's text)");
-  cmd->add_option("--limit", o->limit, "--eval mmlu: questions per subject; gsm8k: questions (default 1319)");
+  cmd->add_option("--limit", o->limit, "--eval mmlu: questions per subject; gsm8k: questions (default 1319)")
+      ->transform(int_in(1));
   cmd->add_option("--slots", o->slots, "--eval: KV-cache slots (sequences scored/decoded at once)")
-      ->capture_default_str();
+      ->capture_default_str()->transform(int_in(1));
   cmd->add_option("--max-gen-toks", o->max_gen_toks, "--eval gsm8k/decode: new tokens per sequence")
-      ->capture_default_str();
+      ->capture_default_str()->transform(int_in(1, data::kMaxSeq));
   cmd->callback([o] { run_bench(*o); });
 }
 

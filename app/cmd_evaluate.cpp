@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/commands.h"
+#include "app/option_checks.h"
 #include "app/run_outputs.h"
 #include "app/model_loading.h"
 #include "engine/peft/method.h"
@@ -241,9 +242,6 @@ void evaluate_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const To
 void run_evaluate(const EvaluateOptions& o) {
   if (o.task != "ppl" && o.task != "mmlu" && o.task != "gsm8k" && o.task != "gsm8k-cot")
     throw UsageError(cat("--task ", o.task, " is not one of ppl, mmlu, gsm8k, gsm8k-cot"));
-  if (o.limit < -1 || o.offset < 0) throw UsageError("--limit and --offset must be >= 0");
-  if (o.slots < 0) throw UsageError(cat("--slots must be >= 1 (or 0: automatic), not ", o.slots));
-  if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
   check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
@@ -268,20 +266,24 @@ void add_evaluate_command(CLI::App& root) {
                   "gsm8k: a folder with train.jsonl and test.jsonl (or one other *.jsonl)");
   cmd->add_option("--train", o->train, "gsm8k: the few-shot pool (instead of --data)");
   cmd->add_option("--test", o->test, "gsm8k: the questions (instead of --data)");
-  cmd->add_option("--seed", o->seed, "gsm8k: the few-shot sampler's seed (lm-eval's)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "gsm8k: the few-shot sampler's seed (lm-eval's)")
+      ->capture_default_str()->transform(seed_bound());
   cmd->add_option("--max-gen-toks", o->max_gen_toks, "gsm8k: most tokens generated per question")
-      ->capture_default_str();
+      ->capture_default_str()->transform(int_in(1));
   cmd->add_option("--shots", o->shots, "few-shot examples (default: mmlu 5, the first dev rows; gsm8k 5, drawn from train; "
-                  "gsm8k-cot 8 fixed exemplars)");
-  cmd->add_option("--subjects", o->subjects, "mmlu: comma-separated subjects (default: every test/ file)");
-  cmd->add_option("--limit", o->limit, "questions per subject (mmlu) / in all (gsm8k); default all");
+                  "gsm8k-cot 8 fixed exemplars)")
+      ->transform(int_in(0));
+  cmd->add_option("--subjects", o->subjects, "mmlu: comma-separated subjects, each a test/<subject>_test.csv of --data "
+                  "(default: every test/ file)");
+  cmd->add_option("--limit", o->limit, "questions per subject (mmlu) / in all (gsm8k); default all")
+      ->transform(int_in(1));
   cmd->add_option("--offset", o->offset, "skip this many questions first (each keeps its full-run prompt)")
-      ->capture_default_str();
+      ->capture_default_str()->transform(int_in(0));
   cmd->add_option("--slots", o->slots,
                   "sequences scored/decoded at once (KV-cache slots); 0: 64 on a GPU (fewer if its free memory "
                   "holds fewer), 16 on the CPU")
-      ->capture_default_str();
-  cmd->add_option("--batch-tokens", o->batch_tokens, "ppl: tokens per forward pass")->capture_default_str();
+      ->capture_default_str()->transform(int_in(0));
+  cmd->add_option("--batch-tokens", o->batch_tokens, "ppl: tokens per forward pass")->capture_default_str()->transform(int_in(1));
   cmd->add_option("--report", o->report, "write the JSON report to this file");
   cmd->add_option("--log-samples", o->log_samples, "write one JSON line per question to this file");
   cmd->add_flag("--json", o->json, "print one JSON object (the report)");

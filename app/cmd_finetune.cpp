@@ -31,9 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kMaxRows = int64_t(1) << 20;  // --batch / --micro-batch rows
-constexpr int64_t kMaxRank = int64_t(1) << 16;  // --lora-rank
-
 struct FinetuneOptions {
   std::string model, out = "runs/latest", method, device;  // method "": the default or the init adapter's
   DataOptions data;
@@ -244,6 +241,9 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
     tc.steps = (n + tc.grad_accum - 1) / tc.grad_accum;
     if (tc.steps == 0) throw Error("--data holds no trainable example");
   }
+  if (in.warmup > tc.steps)  // given (a method's default may exceed a short run: the schedule copes)
+    throw UsageError(cat("--warmup ", in.warmup, " is more than the run's ", tc.steps,
+                         " steps: the learning rate would never reach --lr"));
   tc.schedule = {parse_schedule(o.schedule), o.lr, o.warmup, tc.steps};
   tc.max_grad_norm = o.max_grad_norm;
   tc.adamw.weight_decay = o.weight_decay;
@@ -329,22 +329,22 @@ void add_finetune_command(CLI::App& root) {
                   cat(method_name_list(" or "), "; default ", default_method(),
                       ", or the --init-adapter's recorded method"));
   add_method_flags(*cmd, o->method_flags, MethodFlagUse::finetune);
-  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->check(int_in(1));
-  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)")->check(int_in(1, kMaxRows));
-  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->check(int_in(1, kMaxRows));
+  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->transform(int_in(1));
+  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)")->transform(rows_bound());
+  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->transform(rows_bound());
   cmd->add_option("--lr", o->lr, "peak learning rate (default: per method)")->check(positive_finite());
   cmd->add_option("--schedule", o->schedule, "constant, linear or cosine (default: per method)");
-  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)")->check(int_in(0));
+  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)")->transform(int_in(0));
   cmd->add_option("--max-grad-norm", o->max_grad_norm, "clip the global grad norm; 0 = off (default: per method)")->check(non_negative_finite());
   cmd->add_option("--weight-decay", o->weight_decay, "AdamW decoupled weight decay")->capture_default_str()->check(non_negative_finite());
-  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)")->check(int_in(1, kMaxRank));
+  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)")->transform(rank_bound());
   cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)")->check(positive_finite());
   cmd->add_option("--lora-targets", o->targets, "projections to adapt: all or a comma list of q_proj,...")
       ->capture_default_str();
   cmd->add_option("--init-adapter", o->init_adapter,
                   "start from a PEFT adapter folder (and, unless --method says otherwise, its recorded method)");
-  cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str();
-  cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)")->check(int_in(0));
+  cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str()->transform(seed_bound());
+  cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)")->transform(int_in(0));
   cmd->add_flag("--resume", o->resume, "continue from the newest checkpoint in --out");
   cmd->add_flag("--overwrite", o->overwrite,
                 "replace the run already in --out (its metrics, checkpoints and adapter)");
@@ -352,18 +352,18 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
                 "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
                 "pinned host memory");
-  cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->check(int_in(1));
+  cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->transform(int_in(1));
   add_device_option(*cmd, o->device);
   cmd->add_option("--gpus", o->gpus,
                   "data-parallel on several GPUs in this process: N (the first N) or a list (0,2); "
                   "each GPU takes an equal share of every step's micro-batches");
   cmd->add_option("--nccl-timeout", o->nccl_timeout,
                   "seconds a data-parallel rank waits for its peers before it stops with an error")
-      ->capture_default_str()->check(int_in(1, 86400));
+      ->capture_default_str()->transform(int_in(1, 86400));
   cmd->add_option("--check-replicas-every", o->check_replicas_every,
                   "data-parallel: compare the ranks' adapter, optimizer and method state every N steps "
                   "(0: before each checkpoint only)")
-      ->capture_default_str()->check(int_in(0));
+      ->capture_default_str()->transform(int_in(0));
   auto run_outputs = add_run_output_options(*cmd);
   cmd->callback([o, run_outputs] { run_finetune(*o, *run_outputs); });
 }

@@ -13,6 +13,8 @@
 #include "app/commands.h"
 #include "engine/io/json_read.h"
 #include "app/model_loading.h"
+#include "app/option_checks.h"
+#include "engine/core/checked.h"
 #include "models/llama/generate.h"
 #include "models/llama/generation_config.h"
 #include "models/llama/kv_cache.h"
@@ -115,8 +117,6 @@ std::unique_ptr<StreamDecoder> primed_decoder(const Tokenizer& tok, const std::v
 
 void run_generate(const GenerateCmdOptions& o) {
   if (o.prompt.empty() == o.prompts.empty()) throw UsageError("give one of --prompt TEXT or --prompts FILE.jsonl");
-  if (o.max_new_tokens < 1) throw UsageError("--max-new-tokens must be >= 1");
-  if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
   for (const std::string& s : o.stop)
     if (s.empty()) throw UsageError("--stop needs a non-empty string");
   llama::GenerateOptions go;
@@ -124,8 +124,7 @@ void run_generate(const GenerateCmdOptions& o) {
   go.sampling.temperature = o.temperature;
   go.sampling.top_k = o.top_k;
   go.sampling.top_p = o.top_p;
-  go.sampling.seed = o.seed;
-  llama::validate(go.sampling);
+  go.sampling.seed = o.seed;  // the options' validators (add_generate_command) bound each value
   if (!o.chat && (!o.system.empty() || o.chat_template != "auto"))
     throw UsageError("--system and --template go with --chat");
   const std::vector<PromptEntry> entries =
@@ -153,9 +152,12 @@ void run_generate(const GenerateCmdOptions& o) {
     texts.push_back(std::move(p.text));
     prompts.push_back(std::move(p.ids));
     if (prompts.back().empty()) throw UsageError(cat("prompt ", i, " encodes to no tokens"));
-    if (int64_t(prompts.back().size()) + o.max_new_tokens > context)
-      throw Error(cat("prompt ", i, " (", prompts.back().size(), " tokens) + --max-new-tokens ", o.max_new_tokens,
-                      " is more than the model's context of ", context, " positions"));
+    const int64_t needed = checked_add(int64_t(prompts.back().size()), o.max_new_tokens,
+                                       "the prompt's tokens + --max-new-tokens");
+    if (needed > context)
+      throw UsageError(cat("--max-new-tokens ", o.max_new_tokens, ": prompt ", i, " (", prompts.back().size(),
+                           " tokens) + ", o.max_new_tokens, " new tokens is more than the model's context of ",
+                           context, " positions"));
     longest = std::max<int64_t>(longest, int64_t(prompts.back().size()));
   }
   auto is_eos = [&](int32_t t) { return std::find(go.eos_ids.begin(), go.eos_ids.end(), t) != go.eos_ids.end(); };
@@ -232,13 +234,17 @@ void add_generate_command(CLI::App& root) {
   cmd->add_option("--method", o->method, "build the model for this method instead of the adapter's recorded one");
   cmd->add_option("--prompt", o->prompt, "the prompt text");
   cmd->add_option("--prompts", o->prompts, "a JSONL file: one {\"prompt\": ...} (or JSON string) per line");
-  cmd->add_option("--max-new-tokens", o->max_new_tokens, "most tokens generated per prompt")->capture_default_str();
-  cmd->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
-  cmd->add_option("--top-k", o->top_k, "keep the k most likely tokens (0 = all)")->capture_default_str();
-  cmd->add_option("--top-p", o->top_p, "nucleus sampling mass (1 = all)")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "most tokens generated per prompt")
+      ->capture_default_str()->transform(int_in(1));
+  cmd->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str()->check(non_negative_finite());
+  cmd->add_option("--top-k", o->top_k, "keep the k most likely tokens (0 = all)")
+      ->capture_default_str()->transform(int_in(0));
+  cmd->add_option("--top-p", o->top_p, "nucleus sampling mass (1 = all)")
+      ->capture_default_str()->check(fraction_above(0, 1));
+  cmd->add_option("--seed", o->seed, "sampling seed")->capture_default_str()->transform(seed_bound());
   cmd->add_option("--stop", o->stop, "stop once the text holds this string (cut before it); repeatable");
-  cmd->add_option("--slots", o->slots, "--json: sequences decoded at once")->capture_default_str();
+  cmd->add_option("--slots", o->slots, "--json: sequences decoded at once")
+      ->capture_default_str()->transform(int_in(1));
   cmd->add_flag("--json", o->json, "one JSON object per prompt (batched) instead of streaming");
   cmd->add_flag("--chat", o->chat,
                 "render each prompt with the chat template (a --prompts line may also be a chat record: "

@@ -19,16 +19,16 @@ void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
   cmd.add_option("--template", o.chat_template,
                  "prompt template: auto, alpaca, llama2, llama3, llama3.1, chatml, plain (default auto: the "
                  "model's chat template from tokenizer_config.json when loft knows its family, else per format)");
-  cmd.add_option("--seq", o.seq, "tokens per row; longer examples are truncated")->capture_default_str()->check(int_in(2, data::kMaxSeq));
+  cmd.add_option("--seq", o.seq, "tokens per row; longer examples are truncated")->capture_default_str()->transform(seq_bound());
   cmd.add_flag("--train-on-inputs", o.train_on_inputs, "also train prompt tokens");
   cmd.add_option("--on-bad-record", o.on_bad_record, "skip or fail on a bad record")->capture_default_str();
   if (!training) return;
   cmd.add_option("--val-data", o.val_data, "held-out validation file(s)");
   cmd.add_option("--val-fraction", o.val_fraction, "hold out this share of --data for validation")->check(fraction_below(0, 1));
-  cmd.add_option("--eval-every", o.eval_every, "validation loss every N steps (0: at the end only)")->check(int_in(0));
+  cmd.add_option("--eval-every", o.eval_every, "validation loss every N steps (0: at the end only)")->transform(int_in(0));
   cmd.add_flag("--packing,!--no-packing", o.packing, "pack several examples per row (default on)");
-  cmd.add_option("--shuffle-buffer", o.shuffle_buffer, "records held for shuffling")->capture_default_str()->check(int_in(0, data::kMaxShuffleBuffer));
-  cmd.add_option("--epochs", o.epochs, "passes over the data (default: 1, or repeat until --steps)")->check(int_in(1, data::kMaxEpochs));
+  cmd.add_option("--shuffle-buffer", o.shuffle_buffer, "records held for shuffling")->capture_default_str()->transform(int_in(0, data::kMaxShuffleBuffer));
+  cmd.add_option("--epochs", o.epochs, "passes over the data (default: 1, or repeat until --steps)")->transform(int_in(1, data::kMaxEpochs));
 }
 
 data::DataConfig resolve_data_config(const DataOptions& o, int64_t batch_rows, uint64_t seed,

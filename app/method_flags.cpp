@@ -40,7 +40,7 @@ void add_method_flags(CLI::App& cmd, MethodFlagValues& given, MethodFlagUse use)
     }
     CLI::Option* o = cmd.add_option_function<std::string>(
         name, [&given, name](const std::string& v) { given[name] = v; }, helps[name]);
-    if (f.int_range) o->type_name("INT")->check(int_in(f.int_range->first, f.int_range->second));
+    if (f.int_range) o->type_name("INT")->transform(int_in(f.int_range->first, f.int_range->second));
   }
 }
 

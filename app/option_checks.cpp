@@ -4,22 +4,28 @@
 #include <cmath>
 #include <string>
 
+#include "datasets/data_config.h"
 #include "engine/core/error.h"
 #include "engine/io/json_read.h"
 
 namespace loft::app {
 
-namespace {
-
-// The whole of `s` as a double, or NaN when it is not one number ("nan" also gives NaN).
-double to_double(const std::string& s) {
-  double v = std::nan("");
+std::optional<double> whole_number(std::string_view s) {
+  double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nan("");
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
-}  // namespace
+std::optional<int64_t> whole_integer(std::string_view s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc() && end == s.data() + s.size()) return v;
+  // "1e3" is an integer; 2^63 and beyond are not int64s (the double compare rounds up to 2^63).
+  const std::optional<double> d = whole_number(s);
+  if (!d || *d != std::floor(*d) || *d < -0x1p63 || *d >= 0x1p63) return std::nullopt;
+  return int64_t(*d);
+}
 
 CLI::Validator int_in(int64_t lo, int64_t hi) {
   const std::string range =
@@ -27,16 +33,10 @@ CLI::Validator int_in(int64_t lo, int64_t hi) {
                                                 : cat("an integer from ", lo, " to ", hi);
   return CLI::Validator(
       [lo, hi, range](std::string& s) -> std::string {
-        int64_t v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc() || end != s.data() + s.size()) {
-          const double d = to_double(s);  // "1e3" is an integer; "1e12" is out of range below
-          if (!std::isfinite(d) || d != std::floor(d) || d < double(lo) || d > double(hi))
-            return cat("must be ", range, ", not ", brief(s, 40));
-          v = int64_t(d);
-          s = std::to_string(v);
-        }
-        if (v < lo || v > hi) return cat("must be ", range, ", not ", v);
+        const std::optional<int64_t> v = whole_integer(s);
+        if (!v) return cat("must be ", range, ", not ", brief(s, 40));
+        if (*v < lo || *v > hi) return cat("must be ", range, ", not ", *v);
+        s = std::to_string(*v);
         return {};
       },
       range);
@@ -45,8 +45,8 @@ CLI::Validator int_in(int64_t lo, int64_t hi) {
 CLI::Validator positive_finite() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        const double v = to_double(s);
-        if (std::isfinite(v) && v > 0) return {};
+        const std::optional<double> v = whole_number(s);
+        if (v && *v > 0) return {};
         return cat("must be a finite number above 0, not ", brief(s, 40));
       },
       "NUMBER > 0");
@@ -55,8 +55,8 @@ CLI::Validator positive_finite() {
 CLI::Validator non_negative_finite() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        const double v = to_double(s);
-        if (std::isfinite(v) && v >= 0) return {};
+        const std::optional<double> v = whole_number(s);
+        if (v && *v >= 0) return {};
         return cat("must be a finite number of at least 0, not ", brief(s, 40));
       },
       "NUMBER >= 0");
@@ -65,11 +65,26 @@ CLI::Validator non_negative_finite() {
 CLI::Validator fraction_below(double lo, double hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {
-        const double v = to_double(s);
-        if (std::isfinite(v) && v >= lo && v < hi) return {};
+        const std::optional<double> v = whole_number(s);
+        if (v && *v >= lo && *v < hi) return {};
         return cat("must be a number in [", lo, ", ", hi, "), not ", brief(s, 40));
       },
       "FRACTION");
 }
+
+CLI::Validator fraction_above(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        const std::optional<double> v = whole_number(s);
+        if (v && *v > lo && *v <= hi) return {};
+        return cat("must be a number in (", lo, ", ", hi, "], not ", brief(s, 40));
+      },
+      "FRACTION");
+}
+
+CLI::Validator seq_bound() { return int_in(2, data::kMaxSeq); }
+CLI::Validator rows_bound() { return int_in(1, kMaxRows); }
+CLI::Validator rank_bound() { return int_in(1, kMaxRank); }
+CLI::Validator seed_bound() { return int_in(0); }
 
 }  // namespace loft::app

@@ -6,7 +6,10 @@
 #include <map>
 #include <optional>
 
+#include "app/option_checks.h"
+#include "engine/core/checked.h"
 #include "engine/core/error.h"
+#include "engine/io/json_read.h"
 
 namespace loft::app {
 
@@ -67,13 +70,13 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 // Builds the config items of one recipe, checking every key against the command's options.
 class RecipeReader {
  public:
-  RecipeReader(const std::string& file, const CLI::App& cmd) : file_(file), cmd_(cmd) {}
+  RecipeReader(const std::string& file, CLI::App& cmd) : file_(file), cmd_(cmd) {}
 
   std::vector<CLI::ConfigItem> read(const YAML::Node& root) {
     if (root.IsNull()) return {};
     if (!root.IsMap()) fail(root, "a recipe is a mapping of keys to values");
     for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = key_of(kv.first);
       if (kv.second.IsNull()) continue;  // `key:` with no value leaves the option unset
       if (key == "datasets") datasets(kv.second, kv.first);
       else if (key == "gradient_accumulation_steps") accumulation_ = {scalar(kv.second, key), kv.first.Mark().line};
@@ -96,6 +99,38 @@ class RecipeReader {
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
     throw UsageError(cat(file_, ":", at.Mark().line + 1, ": ", what));
+  }
+
+  // A mapping key: a plain name (yaml-cpp would refuse to convert a list or mapping used as one).
+  std::string key_of(const YAML::Node& k) const {
+    if (!k.IsScalar()) fail(k, "a key must be a plain name, not a list or mapping");
+    return k.Scalar();
+  }
+
+  // The value of `key` read whole as an integer of at least 1 ("4.5", "4abc" are errors).
+  int64_t count(const std::string& value, const std::string& key, int line) const {
+    const std::optional<int64_t> v = whole_integer(value);
+    if (!v || *v < 1)
+      throw UsageError(cat(file_, ":", line + 1, ": ", key, " must be an integer of at least 1, not ", brief(value, 40)));
+    return *v;
+  }
+
+  // Each input through the option's own checks, so a bad value names this file, line and key
+  // rather than only the option CLI11 would name later.
+  void check_values(const std::string& option, const std::string& key, const YAML::Node& at,
+                    const std::vector<std::string>& inputs) {
+    CLI::Option* opt = cmd_.get_option_no_throw("--" + option);
+    if (!opt) return;
+    for (int i = 0;; ++i) {
+      const CLI::Validator* v = nullptr;
+      try {
+        v = opt->get_validator(i);
+      } catch (const CLI::OptionNotFound&) {  // CLI11's way to say there are no more
+        return;
+      }
+      for (std::string in : inputs)
+        if (const std::string err = (*v)(in); !err.empty()) fail(at, cat("'", key, "' (--", option, "): ", err));
+    }
   }
 
   // The option (long name without dashes) a key sets; unknown keys are errors with a suggestion.
@@ -145,12 +180,10 @@ class RecipeReader {
       for (const auto& s : inputs) joined += (joined.empty() ? "" : ",") + s;
       inputs = {joined};
     }
-    if (option == "val-fraction" && !inputs.empty()) {
-      try {
-        if (std::stod(inputs[0]) >= 1)
-          fail(at, cat("'", key, "' is a fraction of --data in [0, 1); loft does not take a count of examples"));
-      } catch (const std::logic_error&) {}  // not a number: --val-fraction's own check says so
-    }
+    if (option == "val-fraction" && !inputs.empty())
+      if (const std::optional<double> v = whole_number(inputs[0]); v && *v >= 1)
+        fail(at, cat("'", key, "' is a fraction of --data in [0, 1); loft does not take a count of examples"));
+    check_values(option, key, at, inputs);
     set_[option] = {key, at.Mark().line, std::move(inputs)};
   }
 
@@ -167,7 +200,7 @@ class RecipeReader {
       if (!d.IsMap()) fail(d, "a 'datasets' entry is a path or a mapping with 'path'");
       std::string path, weight;
       for (const auto& kv : d) {
-        const std::string k = kv.first.as<std::string>();
+        const std::string k = key_of(kv.first);
         if (k == "path") path = scalar(kv.second, k);
         else if (k == "weight") weight = scalar(kv.second, k);
         else if (k == "type") {
@@ -193,9 +226,7 @@ class RecipeReader {
 
   void no_dropout(const YAML::Node& n) const {
     const std::string v = scalar(n, "lora_dropout");
-    bool zero = false;
-    try { zero = std::stod(v) == 0; } catch (const std::logic_error&) {}
-    if (!zero) fail(n, cat("lora_dropout ", v, ": loft trains without LoRA dropout; use 0 or leave it out"));
+    if (whole_number(v) != 0.0) fail(n, cat("lora_dropout ", v, ": loft trains without LoRA dropout; use 0 or leave it out"));
   }
 
   void target_linear(const YAML::Node& n, const YAML::Node& key) {
@@ -213,18 +244,19 @@ class RecipeReader {
     if (auto b = set_.find("batch"); b != set_.end())
       throw UsageError(cat(file_, ":", b->second.line + 1, ": 'batch' and gradient_accumulation_steps contradict: ",
                            "give one of them"));
-    try {
-      const long long m = std::stoll(micro->second.inputs.at(0)), a = std::stoll(accumulation_->first);
-      if (a < 1 || m < 1) throw std::invalid_argument("");
-      set_["batch"] = {"gradient_accumulation_steps", accumulation_->second, {std::to_string(m * a)}};
-    } catch (const std::logic_error&) {
-      throw UsageError(cat(file_, ":", accumulation_->second + 1,
-                           ": micro_batch_size and gradient_accumulation_steps must be integers >= 1"));
-    }
+    const int64_t m = count(micro->second.inputs.at(0), micro->second.key, micro->second.line);
+    const int64_t a = count(accumulation_->first, "gradient_accumulation_steps", accumulation_->second);
+    const int64_t batch = checked_mul(m, a, cat(file_, ":", accumulation_->second + 1, ": ", micro->second.key,
+                                                " x gradient_accumulation_steps"));
+    std::string text = std::to_string(batch);
+    if (const std::string err = rows_bound()(text); !err.empty())
+      throw UsageError(cat(file_, ":", accumulation_->second + 1, ": ", micro->second.key,
+                           " x gradient_accumulation_steps is --batch ", batch, ", which ", err));
+    set_["batch"] = {"gradient_accumulation_steps", accumulation_->second, {text}};
   }
 
   const std::string& file_;
-  const CLI::App& cmd_;
+  CLI::App& cmd_;
   std::map<std::string, Value> set_;
   std::optional<std::pair<std::string, int>> accumulation_;  // value, line
 };
@@ -247,13 +279,17 @@ std::vector<CLI::ConfigItem> YamlRecipe::from_config(std::istream& in) const {
   if (!command_->parsed())
     throw UsageError(cat("--config ", file_, ": a YAML recipe configures loft ", command_->get_name(),
                          "; other commands read TOML/INI"));
-  YAML::Node root;
+  // Every yaml-cpp exception, while parsing or reading nodes, becomes one line naming the place.
   try {
-    root = YAML::Load(in);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(in);
+    if (docs.size() > 1)  // a bare "---" document has no position of its own
+      throw UsageError(cat(file_, docs[1].Mark().is_null() ? std::string() : cat(":", docs[1].Mark().line + 1),
+                           ": holds a second YAML document (after '---'); a recipe is one document"));
+    return RecipeReader(file_, *command_).read(docs.empty() ? YAML::Node() : docs.front());
   } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) throw UsageError(cat(file_, ": ", e.msg));
     throw UsageError(cat(file_, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ", e.msg));
   }
-  return RecipeReader(file_, *command_).read(root);
 }
 
 std::string YamlRecipe::to_config(const CLI::App*, bool, bool, std::string) const {

@@ -3,7 +3,8 @@
 // (--foo-bar as foo_bar, for every option finetune registers, including ones added later) or the
 // names axolotl and Unsloth use where they mean the same thing (base_model, datasets,
 // sequence_len, micro_batch_size, ...). Options given on the command line override the file.
-// An unknown key is a usage error naming the file, line and key.
+// An unknown key, a value the option's check refuses, a key that is not a plain name or a second
+// YAML document is a usage error naming the file, line and key.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
@@ -14,13 +15,13 @@ namespace loft::app {
 class YamlRecipe : public CLI::Config {
  public:
   // `command`: the subcommand the recipe configures (finetune); its options decide which keys exist.
-  YamlRecipe(std::string file, const CLI::App* command) : file_(std::move(file)), command_(command) {}
+  YamlRecipe(std::string file, CLI::App* command) : file_(std::move(file)), command_(command) {}
   std::vector<CLI::ConfigItem> from_config(std::istream& in) const override;
   std::string to_config(const CLI::App*, bool, bool, std::string) const override;
 
  private:
   std::string file_;
-  const CLI::App* command_;
+  CLI::App* command_;  // not const: its options' validators check each value (CLI11 has no const access)
 };
 
 // True for a --config path that names a YAML file (.yaml or .yml).

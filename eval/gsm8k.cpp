@@ -85,6 +85,7 @@ std::vector<Gsm8kQuestion> read_gsm8k_jsonl(const std::filesystem::path& file) {
       throw Error(cat(file.string(), ":", line_no, ": the answer has no '####' before its final number"));
     out.push_back(std::move(q));
   }
+  if (out.empty()) throw Error(cat("GSM8K file ", file.string(), " holds no question"));
   return out;
 }
 
@@ -164,8 +165,11 @@ Gsm8kResult run_gsm8k(llama::LlamaModel& model, const Tokenizer& tok, const Gsm8
     if (!eos.empty() && std::find(result.until.begin(), result.until.end(), eos) == result.until.end())
       result.until.push_back(eos);
   }
-  const int64_t begin = std::min<int64_t>(opt.offset, int64_t(test.size()));
-  const int64_t end = opt.limit < 0 ? int64_t(test.size()) : std::min<int64_t>(int64_t(test.size()), begin + opt.limit);
+  const int64_t size = int64_t(test.size());
+  if (opt.offset >= size)
+    throw UsageError(cat("--offset ", opt.offset, " is past the last of the ", size, " questions of ", opt.test.string()));
+  const int64_t begin = opt.offset;
+  const int64_t end = opt.limit < 0 ? size : begin + std::min<int64_t>(size - begin, opt.limit);
 
   // Prompts, with the sampler walked over the skipped questions too.
   PythonRandom rnd(opt.seed);

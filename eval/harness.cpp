@@ -62,8 +62,8 @@ std::vector<int32_t> generation_context(std::vector<int32_t> ids, int64_t max_le
                                         int64_t max_gen_toks) {
   const int64_t keep = max_length - max_gen_toks;
   if (keep <= 0)
-    throw Error(cat("max_gen_toks ", max_gen_toks, " leaves no room for a prompt in the context length ",
-                    max_length));
+    throw UsageError(cat("--max-gen-toks ", max_gen_toks, " leaves no room for a prompt in the context length ",
+                         max_length));
   if (int64_t(ids.size()) > keep) ids.erase(ids.begin(), ids.end() - keep);
   return ids;
 }

@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/core/parallel.h"
 #include "engine/core/progress.h"
+#include "engine/io/json_read.h"
 #include "eval/csv.h"
 #include "eval/harness.h"
 #include "models/llama/kv_cache.h"
@@ -92,7 +93,16 @@ std::vector<MmluQuestion> read_mmlu_csv(const std::filesystem::path& file) {
     }
     out.push_back(std::move(q));
   }
+  if (out.empty()) throw Error(cat(file.string(), ": holds no question", has_header ? " (only the header row)" : ""));
   return out;
+}
+
+void check_subject_name(const std::string& subject) {
+  // A subject names test/<subject>_test.csv inside --data: a bare name, never a path.
+  if (subject.empty() || subject.find_first_of("/\\") != std::string::npos || subject.front() == '.' ||
+      subject.find('\0') != std::string::npos)
+    throw UsageError(cat("--subjects: ", brief(subject), " is not a subject name (a bare name such as ",
+                         "abstract_algebra, naming test/<subject>_test.csv inside --data)"));
 }
 
 std::vector<std::string> mmlu_subjects(const std::filesystem::path& dir) {
@@ -130,6 +140,7 @@ std::string mmlu_fewshot_prefix(const std::string& subject, const std::vector<Mm
 MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOptions& opt) {
   if (opt.shots < 0) throw UsageError("--shots must be >= 0");
   if (opt.offset < 0) throw UsageError("--offset must be >= 0");
+  for (const std::string& s : opt.subjects) check_subject_name(s);
   const std::vector<std::string> subjects = opt.subjects.empty() ? mmlu_subjects(opt.data) : opt.subjects;
   // Read and check every file before any model work.
   struct Subject {
@@ -147,11 +158,17 @@ MmluResult run_mmlu(llama::LlamaModel& model, const Tokenizer& tok, const MmluOp
     if (opt.shots > int64_t(w.dev.size()))
       throw Error(cat("--shots ", opt.shots, " is more than the ", w.dev.size(), " dev questions of ", s,
                       " (", (opt.data / "dev" / (s + "_dev.csv")).string(), ")"));
-    w.begin = std::min<int64_t>(opt.offset, int64_t(w.test.size()));
-    w.end = opt.limit < 0 ? int64_t(w.test.size()) : std::min<int64_t>(int64_t(w.test.size()), w.begin + opt.limit);
+    const int64_t size = int64_t(w.test.size());
+    w.begin = std::min<int64_t>(opt.offset, size);
+    w.end = opt.limit < 0 ? size : w.begin + std::min<int64_t>(size - w.begin, opt.limit);
     total += w.end - w.begin;
     work.push_back(std::move(w));
   }
+  if (total == 0)
+    throw UsageError(cat("--offset ", opt.offset, " is past the last test question of every subject (",
+                         subjects.size() == 1 ? (opt.data / "test" / (subjects[0] + "_test.csv")).string()
+                                              : cat(subjects.size(), " subjects"),
+                         ")"));
 
   MmluResult result;
   std::map<std::string, GroupScore> by_category;

@@ -34,6 +34,9 @@ std::string mmlu_category(const std::string& subject);
 
 // The subjects of a data folder: every test/<subject>_test.csv, sorted.
 std::vector<std::string> mmlu_subjects(const std::filesystem::path& dir);
+// UsageError unless `subject` is a bare name (no slash or backslash, no leading '.'), so --subjects reads
+// only files inside --data.
+void check_subject_name(const std::string& subject);
 
 // question.strip() + "\nA. " + c0 + ... + "\nD. " + c3 + "\nAnswer:"
 std::string mmlu_doc_to_text(const MmluQuestion& q);

@@ -1,5 +1,7 @@
 #include "report/html_report.h"
 
+#include <iostream>
+
 #include "engine/core/error.h"
 #include "engine/io/atomic_file.h"
 #include "report/html_text.h"
@@ -143,7 +145,10 @@ std::string render_report(const std::vector<RunData>& runs) {
 void write_report(const std::vector<fs::path>& run_dirs, const fs::path& out) {
   if (run_dirs.empty()) throw UsageError("no run folder given");
   std::vector<RunData> runs;
-  for (const auto& d : run_dirs) runs.push_back(load_run(d));
+  for (const auto& d : run_dirs) {
+    runs.push_back(load_run(d));
+    for (const std::string& w : runs.back().warnings) std::cerr << "warning: " << w << "\n";
+  }
   write_file_atomic(out, render_report(runs));
 }
 

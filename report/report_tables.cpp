@@ -161,17 +161,26 @@ std::vector<Row> method_rows(const std::vector<RunData>& runs) {
   add_row(rows, runs, "targets", [](const RunData& r) { return field(r, "targets"); });
   add_row(rows, runs, "chat template", [](const RunData& r) { return field(r, "chat_template"); });
   // The method's own options (HALO's level and format, FALQON's top-k, ...), whatever it records.
-  std::vector<std::string> keys;
+  // Keys are looked up as they are: a JSON pointer built from them would misread '~' and '/'.
+  using Key = std::pair<std::string, std::string>;  // (method, option)
+  const auto record = [](const RunData& r) -> const json* {
+    if (!r.run_config.is_object()) return nullptr;
+    const auto it = r.run_config.find("method_record");
+    return it != r.run_config.end() && it->is_object() ? &*it : nullptr;
+  };
+  std::vector<Key> keys;
   for (const auto& r : runs)
-    if (r.run_config.is_object() && r.run_config.contains("method_record"))
-      for (const auto& [k, v] : r.run_config["method_record"].items())
+    if (const json* m = record(r))
+      for (const auto& [k, v] : m->items())
         if (v.is_object())
           for (const auto& [k2, v2] : v.items())
-            if (std::find(keys.begin(), keys.end(), k + "." + k2) == keys.end()) keys.push_back(k + "." + k2);
+            if (std::find(keys.begin(), keys.end(), Key{k, k2}) == keys.end()) keys.emplace_back(k, k2);
   for (const auto& key : keys)
-    add_row(rows, runs, key, [&key](const RunData& r) {
-      const json::json_pointer ptr("/method_record/" + key.substr(0, key.find('.')) + "/" + key.substr(key.find('.') + 1));
-      return r.run_config.is_object() && r.run_config.contains(ptr) ? json_text(r.run_config[ptr]) : std::string();
+    add_row(rows, runs, key.first + "." + key.second, [&key, &record](const RunData& r) {
+      const json* m = record(r);
+      if (!m || !m->contains(key.first) || !(*m)[key.first].is_object()) return std::string();
+      const json& options = (*m)[key.first];
+      return options.contains(key.second) ? json_text(options[key.second]) : std::string();
     });
   return rows;
 }
@@ -188,7 +197,9 @@ std::vector<Row> data_rows(const std::vector<RunData>& runs) {
   add_row(rows, runs, "masked tokens (prompts, context)", stat("masked_tokens"));
   add_row(rows, runs, "trained share", [](const RunData& r) {
     const json& d = r.data_stats;
-    if (!d.is_object() || !d.contains("trained_tokens") || !d.contains("masked_tokens")) return std::string();
+    if (!d.is_object() || !d.contains("trained_tokens") || !d.contains("masked_tokens") ||
+        !d["trained_tokens"].is_number() || !d["masked_tokens"].is_number())
+      return std::string();
     const double t = d["trained_tokens"].get<double>(), m = d["masked_tokens"].get<double>();
     return t + m > 0 ? fixed(100 * t / (t + m), 1) + "%" : std::string();
   });
@@ -220,7 +231,7 @@ std::vector<Row> eval_rows(const std::vector<RunData>& runs) {
       }
     }
   std::vector<Row> rows;
-  for (const auto& l : order) rows.push_back({html_escape(l), cells[l]});
+  for (const auto& l : order) rows.push_back({l, cells[l]});
   return rows;
 }
 
@@ -230,7 +241,7 @@ std::string html_table(const std::vector<RunData>& runs, const std::vector<Row>&
   for (const auto& r : runs) h += "<th>" + html_escape(r.name) + "</th>";
   h += "</tr></thead><tbody>";
   for (const auto& row : rows) {
-    h += "<tr><th>" + row.label + "</th>";
+    h += "<tr><th>" + html_escape(row.label) + "</th>";
     for (const auto& c : row.cells) h += "<td>" + c + "</td>";
     h += "</tr>";
   }

@@ -9,7 +9,7 @@
 namespace loft::report {
 
 struct Row {
-  std::string label;
+  std::string label;               // plain text (html_table escapes it: keys come from the run's files)
   std::vector<std::string> cells;  // one per run
 };
 

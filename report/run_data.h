@@ -31,9 +31,17 @@ struct RunData {
   std::string config_yaml;          // "" when absent
   nlohmann::json data_stats;        // null when absent
   std::vector<EvalReport> evals;
+  std::vector<std::string> warnings;  // what was read around (a killed run's torn last metrics line)
 };
 
-// Throws loft::Error when `dir` is not a run folder (no metrics.jsonl) or a file in it is malformed.
+// The data_stats.json counts the report shows; each must be an integer of at least 0.
+inline constexpr const char* kDataStatCounts[] = {"examples", "trained_tokens", "masked_tokens", "truncated",
+                                                  "dropped_untrained", "skipped_bad", "batches"};
+
+// Throws loft::Error when `dir` is not a run folder (no metrics.jsonl, or one without a step) or
+// a file in it is malformed (a metrics line that is not a step's JSON object, unless it is the
+// torn last line: a warning; run_config.json not an object; a data_stats.json count of a
+// wrong type).
 RunData load_run(const std::filesystem::path& dir);
 
 }  // namespace loft::report

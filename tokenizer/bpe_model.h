@@ -54,6 +54,12 @@ class BpeModel {
   void encode(std::string_view word, std::vector<int32_t>& out) const;
 
   int32_t id(std::string_view token) const;           // -1 when not in the vocabulary
+  // True when the vocabulary holds at least one byte token "<0xXX>" (what byte_fallback uses).
+  bool has_byte_tokens() const {
+    for (int32_t b : byte_ids_)
+      if (b >= 0) return true;
+    return false;
+  }
   const std::string* token(int32_t id) const;         // nullptr when no token has this id
   int32_t end_id() const { return int32_t(by_id_.size()); }  // 1 + the largest id
   std::optional<int32_t> unk_id() const { return unk_id_; }

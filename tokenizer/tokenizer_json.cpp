@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -252,6 +253,7 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
 
   const auto vocab = j.find("vocab");
   if (vocab == j.end() || !vocab->is_object()) r.fail(where, "\"vocab\" must be an object of token -> id");
+  if (vocab->empty()) r.fail(where, "\"vocab\" is empty: a tokenizer needs tokens");
   std::vector<std::pair<std::string, int32_t>> entries;
   entries.reserve(vocab->size());
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
@@ -261,6 +263,15 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
       r.fail(where, cat("vocab token is not valid UTF-8 (", bad->problem, ")"));
     entries.emplace_back(it.key(), int32_t(it.value().get<uint64_t>()));
   }
+  // Two tokens on one id would make the id decode to either: refused.
+  std::vector<std::pair<int32_t, size_t>> by_id;
+  by_id.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) by_id.emplace_back(entries[i].second, i);
+  std::sort(by_id.begin(), by_id.end());
+  for (size_t i = 1; i < by_id.size(); ++i)
+    if (by_id[i].first == by_id[i - 1].first)
+      r.fail(where, cat("vocab tokens ", brief(entries[by_id[i - 1].second].first), " and ",
+                        brief(entries[by_id[i].second].first), " both have id ", by_id[i].first));
   std::vector<std::pair<std::string, std::string>> merges;
   const json& list = r.array(j, "merges", where);
   merges.reserve(list.size());
@@ -279,7 +290,12 @@ std::unique_ptr<BpeModel> model(const Reader& r, const json& j) {
       r.fail(where, cat("merge ", i, " must be \"a b\" or [\"a\", \"b\"]"));
     }
   }
-  return std::make_unique<BpeModel>(std::move(entries), merges, std::move(opt), cat("tokenizer.json ", r.file().string()));
+  const bool byte_fallback = opt.byte_fallback;
+  auto bpe = std::make_unique<BpeModel>(std::move(entries), merges, std::move(opt), cat("tokenizer.json ", r.file().string()));
+  // Byte fallback spells unknown characters with <0x00>..<0xFF>; with none of them it cannot.
+  if (byte_fallback && !bpe->has_byte_tokens())
+    r.fail(where, "byte_fallback is true but \"vocab\" has no byte token (<0x00> .. <0xFF>)");
+  return bpe;
 }
 
 // tokenizers ignores the ids written in added_tokens and assigns them itself (the model's id of

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "engine/core/checked.h"
 #include "engine/core/error.h"
 #include "engine/peft/method_spec.h"
 
@@ -55,24 +56,13 @@ bool MethodSpec::takes_flag(const std::string& flag) const {
 
 int64_t ProjectionSizes::lora() const { return memory_add(rank_in, rank_out); }
 
-namespace {
-[[noreturn]] void overflow(int64_t a, const char* op, int64_t b) {
-  throw UsageError(cat("memory estimate overflows 64 bits (", a, op, b,
-                       "); the model's sizes, batch, seq or rank are too large"));
-}
-}  // namespace
+// The estimate's sizes come from config.json and the command line (engine/core/checked.h).
+constexpr std::string_view kEstimate =
+    "the memory estimate (the model's sizes, batch, seq or rank are too large)";
 
-int64_t memory_mul(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_mul_overflow(a, b, &out)) overflow(a, " x ", b);
-  return out;
-}
+int64_t memory_mul(int64_t a, int64_t b) { return checked_mul(a, b, kEstimate); }
 
-int64_t memory_add(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) overflow(a, " + ", b);
-  return out;
-}
+int64_t memory_add(int64_t a, int64_t b) { return checked_add(a, b, kEstimate); }
 
 int parse_int_flag(const std::string& flag, const std::string& v) {
   int out = 0;

@@ -316,7 +316,7 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   }
   const fs::path state_path = ckpt / "trainer_state.json";
   if (!fs::exists(state_path)) throw Error(cat("--resume: cannot read ", state_path.string()));
-  const TrainerState state = trainer_state_from(read_json_file(state_path), state_path.string());
+  const TrainerState state = trainer_state_from(read_json_file(state_path), state_path.string(), config_.steps);
 
   const fs::path adapter_file = ckpt / "adapter.safetensors";
   const SafetensorsReader adapter = SafetensorsReader::open(adapter_file);

@@ -4,6 +4,7 @@
 // metrics.jsonl, progress, atomic checkpoints and exact resume.
 #pragma once
 #include <filesystem>
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
@@ -68,11 +69,14 @@ struct StepMetrics {
 };
 
 // What a checkpoint's trainer_state.json holds, read with typed fields (errors name `source`).
+// A step beyond `max_steps` (the run's --steps) is an error: resuming there would write an
+// adapter without training.
 struct TrainerState {
   int64_t step = 0, optimizer_steps = 0;
   nlohmann::json data;  // the BatchSource's position
 };
-TrainerState trainer_state_from(const nlohmann::json& state, const std::string& source);
+TrainerState trainer_state_from(const nlohmann::json& state, const std::string& source,
+                                int64_t max_steps = INT64_MAX);
 
 // The step of one metrics.jsonl line; nullopt for a line that is not JSON (the torn last line
 // of a killed run). Throws Error naming `where` when the line is JSON without a valid "step".

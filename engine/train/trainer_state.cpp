@@ -14,13 +14,16 @@ std::optional<int64_t> metrics_line_step(std::string_view line, const std::strin
   return JsonFields(*j, where).integer("step", 0);
 }
 
-TrainerState trainer_state_from(const nlohmann::json& state, const std::string& source) {
+TrainerState trainer_state_from(const nlohmann::json& state, const std::string& source, int64_t max_steps) {
   if (!state.is_object() || !state.contains("step") || !state.contains("data"))
     throw Error(cat(source, " is not a loft trainer state"));
   const JsonFields f(state, source);
   TrainerState s;
   s.step = f.integer("step", 0);
-  s.optimizer_steps = f.has("optimizer_steps") ? f.integer("optimizer_steps", 0) : s.step;
+  if (s.step > max_steps)
+    f.fail("step", cat("is ", s.step, ", beyond the run's ", max_steps, " steps (--steps)"));
+  // An update per step at most: a larger count would skew AdamW's bias correction.
+  s.optimizer_steps = f.has("optimizer_steps") ? f.integer("optimizer_steps", 0, s.step) : s.step;
   s.data = state["data"];  // the BatchSource's own state: its restore() checks it
   return s;
 }

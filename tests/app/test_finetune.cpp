@@ -1,9 +1,7 @@
 // loft finetune end to end on the CPU backend with stories260K-hf: the loss falls, metrics.jsonl
 // and the PEFT adapter are written, a run killed mid-way resumes to exactly the metrics of an
 // uninterrupted run, and a non-finite loss stops the run without writing anything.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -13,10 +11,9 @@
 
 #include "engine/io/safetensors_writer.h"
 #include "engine/peft/peft_adapter.h"
+#include "tests/common/binary_run.h"
 #include "tests/common/cli_capture.h"
 #include "tests/common/test_util.h"
-
-extern char** environ;
 
 namespace loft {
 namespace {
@@ -63,18 +60,8 @@ TEST(Finetune, LossFallsAndWritesMetricsAndPeftAdapter) {
 // Starts the real binary, waits for `marker` to exist, then kills it with SIGKILL.
 void run_and_kill_after(const std::vector<std::string>& args, const fs::path& marker,
                         int delay_ms = 0) {
-  std::vector<std::string> full{LOFT_BINARY};
-  full.insert(full.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, LOFT_BINARY, &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const pid_t pid = test::spawn_loft(args, "/dev/null", "/dev/null");
+  ASSERT_GT(pid, 0);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (!fs::exists(marker) && std::chrono::steady_clock::now() < deadline) {

@@ -123,14 +123,14 @@ TEST(GenerateCmd, BadInputIsAClearError) {
   EXPECT_TRUE(test::contains(r.err, "--prompt")) << r.err;
   r = test::run_cli_captured({"generate", "--model", model_dir(), "--prompt", "x", "--max-new-tokens", "600",
                               "--device", "cpu"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "context of 512")) << r.err;
   r = test::run_cli_captured({"generate", "--model", model_dir(), "--prompt", "x", "--top-p", "0", "--device", "cpu"});
-  EXPECT_NE(r.code, 0);
-  EXPECT_TRUE(test::contains(r.err, "top_p")) << r.err;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "--top-p: must be a number in (0, 1]")) << r.err;
   r = test::run_cli_captured({"generate", "--model", model_dir(), "--prompt", "x", "--slots", "-1", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
-  EXPECT_TRUE(test::contains(r.err, "--slots must be >= 1")) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--slots: must be an integer of at least 1")) << r.err;
 }
 
 }  // namespace

@@ -145,4 +145,12 @@ put("gguf", "llama", gguf(
      ("general.quantization_version", 4, 2)],
     [("token_embd.weight", [256, 4], 12, 4 * 144), ("blk.0.attn_q.weight", [64, 64], 2, 64 * 36),
      ("output_norm.weight", [256], 0, 1024)]))
+for f in sorted((root / "docs" / "recipes").glob("*.yaml")):
+    put("recipe", f.name, f.read_bytes()[:MAX])
+put("recipe", "accumulate", "micro_batch_size: 4\ngradient_accumulation_steps: 2\nlr: 1e-3\n")
+put("recipe", "lists", "datasets:\n  - a.jsonl\n  - {path: b.jsonl, type: sharegpt, weight: 2}\n"
+    "target_modules: [q_proj, v_proj]\nlora_target_linear: false\n")
+put("recipe", "complex_key", "? [a, b]\n: 1\n")
+put("recipe", "two_documents", "lr: 1\n---\nlr: 2\n")
+put("recipe", "anchors", "base: &b 4\nmicro_batch_size: *b\n")
 print(f"corpus written to {out}")
