@@ -136,7 +136,7 @@ for i in $(seq 1 "$KILLS"); do
 done
 wait "$pid" || fail "the last resumed run failed: $(tail -1 "$work/start.$starts.log")"
 
-leftovers=$(find "$work/run" -name '.tmp-step-*' -o -name '*.tmp.*' | wc -l)
+leftovers=$(find "$work/run" -name '.tmp-step-*' -o -name '*.loft-tmp.*' -o -name '*.tmp.*' | wc -l)
 [ "$leftovers" -eq 0 ] || fail "$leftovers temporaries left in the run folder"
 # Metrics: every step once, compared field by field with the uninterrupted runs.
 cmp=$(python3 - "$work/ref/metrics.jsonl" "$work/ref2/metrics.jsonl" "$work/run/metrics.jsonl" "$STEPS" <<'EOF'

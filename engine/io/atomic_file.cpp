@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -11,6 +12,8 @@
 namespace loft {
 
 namespace {
+constexpr std::string_view kTempTag = ".loft-tmp.", kOldTempTag = ".tmp.";
+
 // Makes the rename durable; failure here loses nothing already written, so it is not fatal.
 void fsync_dir(const std::filesystem::path& dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -21,7 +24,7 @@ void fsync_dir(const std::filesystem::path& dir) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::filesystem::path path)
-    : path_(std::move(path)), tmp_(cat(path_.string(), ".tmp.", ::getpid())) {
+    : path_(std::move(path)), tmp_(cat(path_.string(), kTempTag, ::getpid())) {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error(cat(tmp_, ": cannot create (", std::strerror(errno), ")"));
 }
@@ -58,6 +61,17 @@ void AtomicFile::commit() {
                     std::strerror(errno), ")"));
   done_ = true;
   fsync_dir(path_.parent_path());
+}
+
+std::optional<std::string> atomic_file_target(std::string_view name) {
+  for (const std::string_view tag : {kTempTag, kOldTempTag}) {
+    const size_t at = name.rfind(tag);
+    if (at == std::string_view::npos || at == 0 || at + tag.size() == name.size()) continue;
+    const std::string_view pid = name.substr(at + tag.size());
+    if (std::all_of(pid.begin(), pid.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return std::string(name.substr(0, at));
+  }
+  return std::nullopt;
 }
 
 void write_file_atomic(const std::filesystem::path& path, std::string_view text) {

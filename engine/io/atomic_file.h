@@ -1,8 +1,10 @@
-// Files that appear whole or not at all: written to `<path>.tmp.<pid>` in the same folder,
-// fsync'd, renamed over `path`, and the folder fsync'd. A crash leaves the old file (or none).
+// Files that appear whole or not at all: written to `<path>.loft-tmp.<pid>` in the same folder,
+// fsync'd, renamed over `path`, and the folder fsync'd. A crash leaves the old file (or none) and
+// the temporary, which run folders remove when they are claimed again (engine/train/run_folder.h).
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +31,10 @@ class AtomicFile {
   uint64_t pos_ = 0;  // where write() continues
   bool done_ = false;
 };
+
+// The file `name` is a temporary of ("metrics.jsonl" for "metrics.jsonl.loft-tmp.123"; also the
+// ".tmp.<pid>" names loft wrote before), or nothing when it is not one.
+std::optional<std::string> atomic_file_target(std::string_view name);
 
 // `text` as the whole content of `path`, atomically.
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
