@@ -189,10 +189,11 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);
   const bool rank0 = !env || env->rank == 0;
+  std::optional<FolderLock> lock;  // rank 0 holds the run folder until the run ends
   if (rank0)
-    claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
-                            : o.overwrite ? RunFolderUse::overwrite
-                                          : RunFolderUse::fresh);
+    lock.emplace(claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
+                                         : o.overwrite ? RunFolderUse::overwrite
+                                                       : RunFolderUse::fresh));
   std::optional<PeftAdapter> init;
   const MethodOptions m = resolve_method(o, init);
   const MethodDefaults d = method_defaults(m.method);

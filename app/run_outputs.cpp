@@ -18,9 +18,29 @@ std::shared_ptr<RunOutputOptions> add_run_output_options(CLI::App& cmd) {
   return o;
 }
 
+namespace {
+
+// RUN/<name> as a folder loft can write into: created when missing; a file or a link to nothing
+// there is an Error naming it (a resumed run's tb/ or eval/ may be anything by now).
+fs::path run_subfolder(const fs::path& run_dir, const std::string& name) {
+  const fs::path dir = run_dir / name;
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(link) && !fs::exists(fs::status(dir, ec)))
+    throw Error(cat(dir.string(), " is a link to nothing (", fs::read_symlink(dir, ec).string(),
+                    "); remove it so loft can write ", name, "/ there"));
+  if (fs::exists(link) && !fs::is_directory(fs::status(dir, ec)))
+    throw Error(cat(dir.string(), " is a file, not a folder; remove it so loft can write ", name, "/ there"));
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(cat(dir.string(), ": cannot create the folder (", ec.message(), ")"));
+  return dir;
+}
+
+}  // namespace
+
 RunOutputs::RunOutputs(const RunOutputOptions& options, fs::path run_dir)
     : options_(options), run_dir_(std::move(run_dir)) {
-  if (options_.tensorboard) tb_.emplace(run_dir_ / "tb");
+  if (options_.tensorboard) tb_.emplace(run_subfolder(run_dir_, "tb"));
 }
 
 void RunOutputs::write_config(const std::map<std::string, nlohmann::json>& resolved) const {
@@ -32,10 +52,10 @@ void RunOutputs::write_config(const std::map<std::string, nlohmann::json>& resol
 
 std::optional<fs::path> save_eval_in_run(const fs::path& adapter, const std::string& task, const nlohmann::json& report) {
   if (adapter.empty()) return std::nullopt;
-  const fs::path run = fs::weakly_canonical(adapter).parent_path();
-  if (!fs::exists(run / "run_config.json")) return std::nullopt;
-  fs::create_directories(run / "eval");
-  const fs::path file = run / "eval" / (task + ".json");
+  std::error_code ec;
+  const fs::path run = fs::weakly_canonical(adapter, ec).parent_path();
+  if (ec || !fs::exists(run / "run_config.json", ec)) return std::nullopt;
+  const fs::path file = run_subfolder(run, "eval") / (task + ".json");
   write_file_atomic(file, report.dump(2) + "\n");
   return file;
 }

@@ -18,6 +18,7 @@
 #include "engine/device/memory.h"
 #include "engine/parallel/rank_share.h"
 #include "engine/train/replica_digest.h"
+#include "engine/train/run_folder.h"
 #include "engine/train/train_step.h"
 
 namespace loft {
@@ -280,7 +281,7 @@ fs::path Trainer::save_checkpoint() {
   const fs::path final_dir = root / ("step-" + std::to_string(step_));
   if (world_ > 1) workers_->run([&](size_t i) { check_replicas(i, step_); }, [this] { abort_peers(); });
   if (!writes_) return final_dir;
-  const fs::path tmp = root / (".tmp-step-" + std::to_string(step_) + "-" + std::to_string(getpid()));
+  const fs::path tmp = root / checkpoint_temporary_name(step_, getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   write_safetensors(tmp / "adapter.safetensors", param_tensors(params_));
