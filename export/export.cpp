@@ -59,7 +59,7 @@ void check_export_options(const ExportOptions& opt) {
 void run_export(const ExportOptions& opt, std::ostream& log, std::ostream* progress) {
   check_export_options(opt);
   if (is_gguf_format(opt.format)) return run_gguf_export(opt, log, progress);
-  OutputDir dir(opt.out, opt.overwrite);
+  OutputDir dir(opt.out, opt.overwrite, log);
   const MergedSource src(opt.model, opt.adapter, opt.method, log);
   if (opt.format == "peft") {
     write_peft_export(src, dir.path(), log, progress);

@@ -10,6 +10,7 @@
 #include "engine/core/progress.h"
 #include "export/gguf/gguf_llama_writer.h"
 #include "export/gguf/gguf_lora_writer.h"
+#include "engine/io/output_paths.h"
 #include "export/output_dir.h"
 
 namespace loft::exporter {
@@ -18,18 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `--out FILE.gguf`, checked before anything heavy runs: not a folder, absent unless --overwrite,
-// in a folder that exists.
-fs::path checked_out_file(const fs::path& out, bool overwrite) {
-  const fs::path p = fs::absolute(out);
-  if (fs::is_directory(p))
-    throw UsageError(cat("--out ", p.string(), " is a folder; a path ending in .gguf names the file to write"));
-  if (fs::exists(p) && !overwrite)
-    throw UsageError(cat("--out ", p.string(), " already exists (pass --overwrite to replace it)"));
-  if (!fs::is_directory(p.parent_path()))
-    throw UsageError(cat("--out ", p.string(), ": its parent folder does not exist"));
-  return p;
-}
+// Only an earlier export may be replaced by a file --out: a file that starts as GGUF does.
+bool is_gguf_file(const fs::path& file) { return file_head(file, 4) == "GGUF"; }
 
 // The last component of a folder path ("models/llama/" -> "llama"), for general.name.
 std::string folder_name(const fs::path& dir) {
@@ -103,14 +94,10 @@ void write_gguf_lora(const PeftExport& e, const llama::LlamaConfig& cfg, const f
 void run_gguf_export(const ExportOptions& opt, std::ostream& log, std::ostream* progress) {
   const bool lora = opt.format == "gguf-lora";
   const gguf::OutType type = gguf_out_type(opt);
-  std::optional<OutputDir> dir;
-  fs::path file;
-  if (gguf_out_is_file(opt.out)) {
-    file = checked_out_file(opt.out, opt.overwrite);
-  } else {
-    dir.emplace(opt.out, opt.overwrite);
-    file = dir->path() / (lora ? "adapter.gguf" : "model.gguf");
-  }
+  const bool to_file = gguf_out_is_file(opt.out);
+  OutputDir dir(opt.out, opt.overwrite, log,
+                to_file ? std::optional<OutputDir::FileOut>({is_gguf_file, "a GGUF file"}) : std::nullopt);
+  const fs::path file = to_file ? dir.file_path() : dir.path() / (lora ? "adapter.gguf" : "model.gguf");
   const MergedSource src(opt.model, opt.adapter, opt.method, log);
   const std::string name = folder_name(opt.model) + (src.method() ? "-" + src.method()->method : "");
   const std::string type_name(gguf::out_type_name(type));
@@ -129,8 +116,8 @@ void run_gguf_export(const ExportOptions& opt, std::ostream& log, std::ostream* 
       log << "export: " << r.exact_fp8 << " FALQON projections decoded exactly from their trained E4M3 "
           << "codes (GGUF has no FP8 type), then written as " << type_name << "\n";
   }
-  const fs::path final_file = dir ? dir->final_path() / file.filename() : file;
-  if (dir) dir->commit();
+  const fs::path final_file = to_file ? dir.final_path() : dir.final_path() / file.filename();
+  dir.commit();
   log << "export: wrote " << final_file.string() << "\n";
 }
 

@@ -34,6 +34,8 @@ TEST(ExportCli, UsageErrors) {
   EXPECT_EQ(entries(dir.path()), 0u) << "no folder, no temporary";
 }
 
+// An existing --out is refused; --overwrite replaces only a previous loft export, never a folder
+// of other files (tests/robustness/test_export_paths.cpp plants files all around).
 TEST(ExportCli, ExistingOutIsRefusedUnlessOverwrite) {
   test::TempDir dir;
   fs::create_directory(dir / "o");
@@ -43,12 +45,18 @@ TEST(ExportCli, ExistingOutIsRefusedUnlessOverwrite) {
   auto r = test::run_cli_captured(args);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--overwrite"), std::string::npos) << r.err;
-  EXPECT_TRUE(fs::exists(dir / "o" / "keep.txt"));
   auto with = args;
   with.push_back("--overwrite");
   r = test::run_cli_captured(with);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is not a loft export"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "o" / "keep.txt"));
+  fs::remove_all(dir / "o");
+  ASSERT_EQ(test::run_cli_captured(args).code, 0);
+  std::ofstream(dir / "o" / "stale.txt") << "inside the earlier export";
+  r = test::run_cli_captured(with);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_FALSE(fs::exists(dir / "o" / "keep.txt"));
+  EXPECT_FALSE(fs::exists(dir / "o" / "stale.txt"));
   EXPECT_TRUE(fs::exists(dir / "o" / "model.safetensors"));
   EXPECT_EQ(entries(dir.path()), 1u) << "the old folder and the temporary are gone";
 }

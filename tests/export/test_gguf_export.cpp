@@ -184,6 +184,11 @@ TEST(GgufExport, OutputFileContract) {
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--overwrite"));
   r = run({"--format", "gguf", "--out", (dir / "m.gguf").string(), "--overwrite"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(test::contains(r.err, "is not a GGUF file")) << r.err;
+  EXPECT_EQ(test::read_text(dir / "m.gguf"), "old");
+  std::ofstream(dir / "m.gguf") << "GGUF: an earlier export, as far as --overwrite can tell";
+  r = run({"--format", "gguf", "--out", (dir / "m.gguf").string(), "--overwrite"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NO_THROW(gguf::read_gguf(dir / "m.gguf"));
   EXPECT_EQ(run({"--format", "gguf", "--out", (dir / "no" / "m.gguf").string()}).code, 2);
