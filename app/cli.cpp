@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -45,6 +46,9 @@ void check_config_files(CLI::App& root, int argc, const char* const* argv) {
     if (a == "--config" && i + 1 < argc) file = argv[i + 1];
     else if (a.starts_with("--config=")) file = a.substr(9);
     else continue;
+    std::error_code ec;
+    if (std::filesystem::is_directory(std::filesystem::path(file), ec))  // reading it would throw from the stream
+      throw UsageError(cat("--config ", brief(file), " is a folder; name a TOML/INI/YAML file"));
     std::ifstream in{std::string(file), std::ios::binary};
     if (!in) continue;  // CLI11 reports a missing file
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -11,6 +11,9 @@
 #include "app/option_checks.h"
 #include "app/run_outputs.h"
 #include "app/model_loading.h"
+#include "app/owned_outputs.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/output_paths.h"
 #include "engine/peft/method.h"
 #include "eval/gsm8k.h"
 #include "eval/harness.h"
@@ -25,7 +28,7 @@ using nlohmann::json;
 struct EvaluateOptions {
   std::string model, adapter, task = "ppl", data, device, method;
   std::string report, log_samples, subjects, train, test;
-  bool json = false;
+  bool json = false, overwrite = false;
   int64_t batch_tokens = 8192;
   int64_t shots = -1, limit = -1, offset = 0, slots = 0, seed = 1234, max_gen_toks = 256;
 };
@@ -84,11 +87,7 @@ json report_head(const EvaluateOptions& o, const std::string& method, int64_t sh
 }
 
 void emit_report(const EvaluateOptions& o, const json& report, const std::string& text) {
-  if (!o.report.empty()) {
-    std::ofstream f(o.report, std::ios::binary);
-    if (!f) throw Error(cat("cannot write --report ", o.report));
-    f << report.dump(2) << "\n";
-  }
+  if (!o.report.empty()) write_file_atomic(o.report, report.dump(2) + "\n");
   if (const auto saved = save_eval_in_run(o.adapter, o.task, report))
     std::cerr << "report saved to " << saved->string() << " (loft report shows it)\n";
   if (o.json)
@@ -242,6 +241,11 @@ void evaluate_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const To
 void run_evaluate(const EvaluateOptions& o) {
   if (o.task != "ppl" && o.task != "mmlu" && o.task != "gsm8k" && o.task != "gsm8k-cot")
     throw UsageError(cat("--task ", o.task, " is not one of ppl, mmlu, gsm8k, gsm8k-cot"));
+  // Checked before the model is loaded: an evaluation must not run for hours to a file it may not write.
+  if (!o.report.empty())
+    check_output_file(o.report, "--report", o.overwrite, is_loft_eval_report, "a loft evaluate report");
+  if (!o.log_samples.empty())
+    check_output_file(o.log_samples, "--log-samples", o.overwrite, is_loft_sample_log, "a loft samples log");
   const Device device = resolve_device(o.device, &std::cerr);
   const auto tok = load_tokenizer(o.model);
   check_tokenizer_fits(*tok, llama::load_llama_config(o.model), o.model);
@@ -286,6 +290,8 @@ void add_evaluate_command(CLI::App& root) {
   cmd->add_option("--batch-tokens", o->batch_tokens, "ppl: tokens per forward pass")->capture_default_str()->transform(int_in(1));
   cmd->add_option("--report", o->report, "write the JSON report to this file");
   cmd->add_option("--log-samples", o->log_samples, "write one JSON line per question to this file");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "replace an existing --report or --log-samples file that evaluate did not write");
   cmd->add_flag("--json", o->json, "print one JSON object (the report)");
   add_device_option(*cmd, o->device);
   cmd->callback([o] { run_evaluate(*o); });

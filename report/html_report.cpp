@@ -119,7 +119,8 @@ std::string configurations(const std::vector<RunData>& runs) {
 std::string render_report(const std::vector<RunData>& runs) {
   std::string names;
   for (const auto& r : runs) names += (names.empty() ? "" : ", ") + r.name;
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">" +
+                  std::string(kGeneratorMeta) + " " + LOFT_VERSION + "\">"
                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                   "<title>loft report: " + html_escape(names) + "</title><style>" + kCss + "</style></head><body>";
   h += "<header><h1>loft run report</h1><p class=\"sub\">" + std::string(runs.size() == 1 ? "run " : "runs ") +

@@ -13,6 +13,10 @@
 
 namespace loft::report {
 
+// Every report's <head> carries `<meta name="generator" content="loft VERSION">`: how `loft
+// report --out` knows a file it wrote (app/owned_outputs.h).
+inline constexpr const char* kGeneratorMeta = "<meta name=\"generator\" content=\"loft";
+
 std::string render_report(const std::vector<RunData>& runs);
 // Loads every run folder and writes the page to `out` (atomically). Throws loft::Error naming a
 // folder that is not a run.
