@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/owned_outputs.h"
+#include "engine/io/atomic_file.h"
 #include "engine/io/output_paths.h"
 #include "report/html_report.h"
 
@@ -22,8 +23,10 @@ void run_report(const ReportOptions& o) {
   std::vector<std::filesystem::path> dirs(o.runs.begin(), o.runs.end());
   const std::filesystem::path out =
       !o.out.empty() ? std::filesystem::path(o.out) : dirs.size() == 1 ? dirs[0] / "report.html" : "report.html";
+  std::vector<report::RunData> runs;  // loaded first: a missing run is the error to name
+  for (const auto& d : dirs) runs.push_back(report::load_run(d));
   check_output_file(out, "--out", o.overwrite, is_loft_report_html, "a loft report");
-  report::write_report(dirs, out);
+  write_file_atomic(out, report::render_report(runs));
   std::cout << "report written to " << out.string() << "\n";
 }
 
