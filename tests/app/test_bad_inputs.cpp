@@ -17,6 +17,7 @@
 #include "models/llama/config.h"
 #include "models/llama/memory_estimate.h"
 #include "tests/common/cli_capture.h"
+#include "tests/common/cli_expect.h"
 #include "tests/common/test_util.h"
 
 namespace loft {
@@ -35,29 +36,8 @@ void write(const fs::path& p, const std::string& text) {
 std::string deep(int levels, const std::string& inner = "1") {
   return std::string(size_t(levels), '[') + inner + std::string(size_t(levels), ']');
 }
-// The error is one line, bounded, and not an internal error.
-void expect_one_line(const test::CliResult& r, int code, const std::string& needle) {
-  EXPECT_EQ(r.code, code) << r.err;
-  EXPECT_TRUE(test::contains(r.err, needle)) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), r.code == 2 && test::contains(r.err, "--help") ? 2 : 1) << r.err;
-  EXPECT_LT(r.err.size(), 1200u) << r.err.substr(0, 300);
-  EXPECT_FALSE(test::contains(r.err, "internal error")) << r.err;
-}
-// A small finetune command line; an option in `extra` that the base line already has replaces
-// its value (CLI11 refuses an option given twice, which would hide the check under test).
-std::vector<std::string> finetune(const fs::path& out, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a{"finetune", "--model", model_dir(), "--data", demo(), "--out", out.string(),
-                             "--steps", "2", "--batch", "2", "--seq", "128", "--device", "cpu"};
-  for (size_t i = 0; i < extra.size(); ++i) {
-    const auto at = std::find(a.begin(), a.end(), extra[i]);
-    if (at != a.end() && i + 1 < extra.size() && at + 1 != a.end()) {
-      *(at + 1) = extra[++i];
-      continue;
-    }
-    a.push_back(extra[i]);
-  }
-  return a;
-}
+using test::expect_one_line;
+using test::finetune;
 
 // Deep nesting is refused by depth, not by overflowing the stack; errors never dump the value.
 TEST(BadInputs, DeepNestingAndHugeValuesStayBounded) {

@@ -109,7 +109,7 @@ TEST(Finetune, KilledRunResumesToTheSameMetrics) {
     // No temporaries of the interrupted writes are left once the folder was claimed again.
     for (const auto& e : fs::recursive_directory_iterator(run)) {
       const std::string name = e.path().filename().string();
-      EXPECT_FALSE(name.starts_with(".tmp-step-") || name.find(".tmp.") != std::string::npos) << e.path();
+      EXPECT_FALSE(name.starts_with(".tmp-step-") || name.find(".loft-tmp.") != std::string::npos) << e.path();
     }
   }
 }
