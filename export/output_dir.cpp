@@ -61,6 +61,18 @@ bool earlier(const LockHolder& a, const LockHolder& b) {
 
 std::string what(const fs::path& out) { return "--out " + out.string(); }
 
+// Removes a dead export's temporary with its marker last, so that a cleaner killed midway leaves
+// a folder the next one still recognises (or an empty one). Returns whether it is gone.
+bool remove_dead_export(const fs::path& dir) {
+  std::vector<fs::path> entries;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+    if (it->path().filename() != kExportMarker) entries.push_back(it->path());
+  for (const fs::path& e : entries) fs::remove_all(e, ec);
+  fs::remove(dir / kExportMarker, ec);
+  return fs::remove(dir, ec);
+}
+
 }  // namespace
 
 OutputDir::OutputDir(const fs::path& out, bool overwrite, std::ostream& log, std::optional<FileOut> file)
@@ -120,13 +132,8 @@ void OutputDir::claim_temporary(std::ostream& log) {
     }
   }
   uintmax_t removed = 0;
-  for (const fs::path& p : dead) {
-    if (has(p / kExportMarker)) {
-      removed += fs::remove_all(p, ec) > 0;
-    } else {
-      removed += fs::remove(p, ec);  // a marker-less folder only when empty: nothing of anyone's lost
-    }
-  }
+  // A marker-less folder only when empty: nothing of anyone's is lost.
+  for (const fs::path& p : dead) removed += has(p / kExportMarker) ? remove_dead_export(p) : fs::remove(p, ec);
   if (removed > 0)
     log << "export: removed " << removed << " temporar" << (removed == 1 ? "y" : "ies")
         << " of interrupted exports in " << out_.parent_path().string() << "\n";
