@@ -55,6 +55,10 @@ TEST(Robustness, RecipeShapesAreOneLineErrors) {
   expect_failure(with_recipe(dir, "learning_rate: {a: 1}\n"), 2, {file + ":8:", "learning_rate"});
   expect_failure(with_recipe(dir, "---\nlearning_rate: 0.1\n"), 2, {file, "second YAML document"});
   expect_failure(with_recipe(dir, "learning_rate: [unclosed\n"), 2, {file});
+  // yaml-cpp's LoadAll never returned on this stream (found by fuzz_recipe); it must fail at once.
+  test::write_file(dir / "hang.yaml", ",r: 9\n---\x13lor\" 4\n");
+  expect_failure({"finetune", "--config", (dir / "hang.yaml").string()}, 2,
+                 {(dir / "hang.yaml").string() + ":1", "second YAML document"});
 }
 
 }  // namespace
