@@ -1,44 +1,43 @@
 // loft studio's page: the session, the tabs (one per #hash) and the model chosen across them.
-// Each page is built the first time it is shown, so loading the page does no more than the shell.
+// Each page is fetched and built the first time it is shown, so loading does no more than the shell.
 import { session } from './api.js';
 import { h, fill, $ } from './dom.js';
 import { state, on, setModel, remembered, baseName } from './state.js';
-import { modelPage } from './page-model.js';
-import { dataPage } from './page-data.js';
-import { trainPage } from './page-train.js';
-import { runsPage } from './page-runs.js';
-import { evaluatePage } from './page-evaluate.js';
-import { chatPage } from './page-chat.js';
-import { exportPage } from './page-export.js';
 
+// Each page's module is fetched the first time the page is shown.
 const PAGES = [
-  ['model', 'Model', modelPage],
-  ['data', 'Data', dataPage],
-  ['train', 'Train', trainPage],
-  ['runs', 'Runs', runsPage],
-  ['evaluate', 'Evaluate', evaluatePage],
-  ['chat', 'Chat', chatPage],
-  ['export', 'Export', exportPage],
+  ['model', 'Model', () => import('./page-model.js').then((m) => m.modelPage)],
+  ['data', 'Data', () => import('./page-data.js').then((m) => m.dataPage)],
+  ['train', 'Train', () => import('./page-train.js').then((m) => m.trainPage)],
+  ['runs', 'Runs', () => import('./page-runs.js').then((m) => m.runsPage)],
+  ['evaluate', 'Evaluate', () => import('./page-evaluate.js').then((m) => m.evaluatePage)],
+  ['chat', 'Chat', () => import('./page-chat.js').then((m) => m.chatPage)],
+  ['export', 'Export', () => import('./page-export.js').then((m) => m.exportPage)],
 ];
 const built = new Map();
 let current = '';
 
-function show(name) {
+async function show(name) {
   if (!PAGES.some(([n]) => n === name)) name = 'model';
   if (name === current) return;
   const prev = built.get(current);
   if (prev) { prev.el.hidden = true; if (prev.hide) prev.hide(); }
+  current = name;
   let page = built.get(name);
   if (!page) {
-    const make = PAGES.find(([n]) => n === name)[2];
-    page = make();
+    try {
+      const make = await PAGES.find(([n]) => n === name)[2]();
+      page = built.get(name) || make();  // another show() may have built it meanwhile
+    } catch (e) {
+      page = { el: h('div.card', h('p.error-text', `cannot load this page: ${e.message}`)) };
+    }
     page.el.dataset.page = name;
-    $('#pages').append(page.el);
-    built.set(name, page);
+    if (!built.has(name)) { $('#pages').append(page.el); built.set(name, page); }
+    page.el.hidden = true;
+    if (current !== name) return;  // the user moved on while it loaded
   }
   page.el.hidden = false;
   if (page.show) page.show();
-  current = name;
   document.body.dataset.page = name;
   for (const a of document.querySelectorAll('#tabs a')) a.setAttribute('aria-current', a.dataset.page === name ? 'page' : 'false');
   document.title = `${PAGES.find(([n]) => n === name)[1]} · loft studio`;

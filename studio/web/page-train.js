@@ -25,7 +25,7 @@ export function trainPage() {
       h('div.card-head', h('h2', 'Finetune options'), h('div.spacer'),
         h('button#recipe-import', { type: 'button', onclick: () => fileInput.click() }, 'Import recipe…'),
         h('button#recipe-export', { type: 'button', onclick: () => exportRecipe() }, 'Export recipe'),
-        h('button.link', { type: 'button', onclick: () => form && (form.clear(), prefill()) }, 'reset'), fileInput),
+        h('button.link#train-reset', { type: 'button', onclick: () => form && (form.clear(), prefill()) }, 'reset'), fileInput),
       summary, formBox,
       h('div.actions', startBtn)),
     runBox);
