@@ -1,22 +1,9 @@
 // Line and bar charts over Chart.js 3.9.1, which the studio serves from Debian's libjs-chart.js
 // at /static/chart.min.js. It is loaded on the first chart, not with the page, so the page shell
 // stays small; colours come from style.css's custom properties (light and dark).
+import { loadScript } from './dom.js';
 
-let loading = null;
-
-export function chartLib() {
-  if (window.Chart) return Promise.resolve(window.Chart);
-  if (!loading) {
-    loading = new Promise((resolve, reject) => {
-      const s = document.createElement('script');
-      s.src = '/static/chart.min.js';
-      s.onload = () => (window.Chart ? resolve(window.Chart) : reject(new Error('/static/chart.min.js did not define Chart')));
-      s.onerror = () => { loading = null; reject(new Error('cannot load /static/chart.min.js')); };
-      document.head.append(s);
-    });
-  }
-  return loading;
-}
+export const chartLib = () => loadScript('/static/chart.min.js', 'Chart');
 
 function css(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -88,9 +75,25 @@ export class SeriesChart {
     this.data[i] = points;
     if (this.chart) {
       this.chart.data.datasets[i].data = points;
+      this.#flatRange();
       this.chart.update('none');
     }
     this.canvas.dataset.points = String(this.data.reduce((n, d) => n + d.length, 0));
+  }
+
+  // Chart.js draws a constant series (a constant learning rate) on value ± 1, which flattens a
+  // small value onto the axis: centre it instead.
+  #flatRange() {
+    const ys = this.data.flat().map((p) => p.y);
+    const y = this.chart.options.scales.y;
+    const lo = Math.min(...ys), hi = Math.max(...ys);
+    if (ys.length && hi - lo <= Math.abs(hi) * 1e-9 && hi !== 0) {
+      y.min = lo - Math.abs(hi) / 2;
+      y.max = hi + Math.abs(hi) / 2;
+    } else {
+      delete y.min;
+      delete y.max;
+    }
   }
 
   // Replaces every series (the runs overlay, where the set of runs changes).

@@ -95,3 +95,20 @@ export function notice(el, message, kind = 'error') {
 export function badge(status) {
   return h(`span.badge.s-${String(status || 'unknown').replace(/[^\w-]/g, '')}`, status || 'unknown');
 }
+
+// Loads a classic script (a library the studio serves under /static/) once, the first time it is
+// needed; resolves with the global it defines.
+const scripts = new Map();
+export function loadScript(src, global) {
+  if (window[global]) return Promise.resolve(window[global]);
+  if (!scripts.has(src)) {
+    scripts.set(src, new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = src;
+      s.onload = () => (window[global] ? resolve(window[global]) : reject(new Error(`${src} did not define ${global}`)));
+      s.onerror = () => { scripts.delete(src); s.remove(); reject(new Error(`cannot load ${src}`)); };
+      document.head.append(s);
+    }));
+  }
+  return scripts.get(src);
+}

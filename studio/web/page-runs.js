@@ -2,7 +2,7 @@
 // page is shown), several runs' curves overlaid on one chart, and a run's report.html.
 import { get } from './api.js';
 import { h, fill, badge, num, notice, select } from './dom.js';
-import { state, on, emit } from './state.js';
+import { state, on, emit, newestFirst } from './state.js';
 import { SeriesChart } from './charts.js';
 
 const REFRESH_MS = 3000;
@@ -41,7 +41,7 @@ export function runsPage() {
   }
 
   function render() {
-    const sorted = [...runs].sort((a, b) => String(b.started || '').localeCompare(String(a.started || '')));
+    const sorted = [...runs].sort(newestFirst);
     fill(table, sorted.length ? h('table.runs',
       h('thead', h('tr', ['', 'run', 'status', 'step', 'loss', 'method', 'model', 'started', ''].map((c) => h('th', c)))),
       h('tbody', sorted.map((r) => h('tr', { 'data-run': r.id },

@@ -53,7 +53,7 @@ export async function runAdapters() {
   const runs = await get('/api/runs');
   return runs
     .filter((r) => r.status === 'finished')
-    .sort((a, b) => String(b.started || '').localeCompare(String(a.started || '')))
+    .sort(newestFirst)
     .map((r) => ({ label: `${r.name || r.id} · ${r.method || 'adapter'} · step ${r.step ?? '?'}`, path: joinPath(r.dir, 'adapter'), model: r.model }));
 }
 
@@ -69,4 +69,10 @@ export async function fillAdapters(sel) {
   const keep = sel.value;
   fill(sel, list.length ? list.map((a) => h('option', { value: a.path }, a.label)) : h('option', { value: '' }, 'no finished runs yet'));
   if (list.some((a) => a.path === keep)) sel.value = keep;
+}
+
+// Orders runs newest first by `started` (seconds since the epoch, or an ISO date).
+export function newestFirst(a, b) {
+  const t = (r) => (typeof r.started === 'number' ? r.started * 1000 : Date.parse(r.started) || 0);
+  return t(b) - t(a);
 }

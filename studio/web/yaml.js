@@ -1,21 +1,8 @@
 // YAML recipes in the page: js-yaml (Debian's node-js-yaml, its browser build served by the studio
 // at /static/js-yaml.min.js), loaded the first time a recipe is imported or exported.
+import { loadScript } from './dom.js';
 
-let loading = null;
-
-function lib() {
-  if (window.jsyaml) return Promise.resolve(window.jsyaml);
-  if (!loading) {
-    loading = new Promise((resolve, reject) => {
-      const s = document.createElement('script');
-      s.src = '/static/js-yaml.min.js';
-      s.onload = () => (window.jsyaml ? resolve(window.jsyaml) : reject(new Error('/static/js-yaml.min.js did not define jsyaml')));
-      s.onerror = () => { loading = null; reject(new Error('cannot load /static/js-yaml.min.js (the YAML reader)')); };
-      document.head.append(s);
-    });
-  }
-  return loading;
-}
+const lib = () => loadScript('/static/js-yaml.min.js', 'jsyaml');
 
 export async function parseRecipe(text, name) {
   const yaml = await lib();
