@@ -2,7 +2,7 @@
 // run (POST /api/runs) and follow it live; stop and resume it.
 import { get, post } from './api.js';
 import { h, fill, notice } from './dom.js';
-import { state, on, emit, setData, setModel, baseName } from './state.js';
+import { state, on, emit, baseName } from './state.js';
 import { OptionsForm } from './train-options.js';
 import { RunView } from './run-view.js';
 import { parseRecipe, dumpRecipe } from './yaml.js';
@@ -36,8 +36,14 @@ export function trainPage() {
     if (!form) return;
     if (state.model) form.set(key(MODEL_KEYS), state.model);
     if (state.data.length) form.set(key(DATA_KEYS), state.data);
-    fill(summary, `model ${state.model ? baseName(state.model) : '(choose one on the Model page)'} · data ` +
-      `${state.data.length ? state.data.map(baseName).join(', ') : '(choose files on the Data page)'}`);
+    summarize();
+  }
+
+  function summarize() {
+    const model = form.get(key(MODEL_KEYS));
+    const data = [form.get(key(DATA_KEYS)) || []].flat().map((d) => (typeof d === 'string' ? d : d.path));
+    fill(summary, `model ${model ? baseName(model) : '(choose one on the Model page)'} · data ` +
+      `${data.length ? data.map(baseName).join(', ') : '(choose files on the Data page)'}`);
   }
 
   async function load() {
@@ -89,16 +95,10 @@ export function trainPage() {
     notice(msg, '');
     try {
       const doc = await parseRecipe(await file.text(), file.name);
+      // The recipe replaces the form (not the model and data chosen on the other pages).
       form.clear();
-      for (const [k, v] of Object.entries(doc)) {
-        if (MODEL_KEYS.includes(k) && typeof v === 'string') setModel(v);
-        if (DATA_KEYS.includes(k) && Array.isArray(v) && v.every((d) => typeof d === 'string' || (d && Object.keys(d).join() === 'path'))) {
-          setData(v.map((d) => (typeof d === 'string' ? d : d.path)));
-          continue;
-        }
-        form.set(k, v);
-      }
-      prefill();
+      for (const [k, v] of Object.entries(doc)) form.set(k, v);
+      summarize();
       notice(msg, `imported ${file.name} (${Object.keys(doc).length} keys)`, 'info');
     } catch (e) {
       notice(msg, e.message);

@@ -123,6 +123,30 @@ test('data: demo.jsonl through the template, trained spans marked, lengths and t
   await screenshot(page, 'data');
 });
 
+test('train: a YAML recipe imports into the options (its axolotl keys kept aside) and exports again', async () => {
+  await show(page, 'train');
+  await until(page, 'the finetune options', () => document.querySelectorAll('#train-options [data-key]').length > 10);
+  const input = await page.$('#recipe-file');
+  await input.uploadFile(path.join(source, 'docs/recipes/stories260k-lora.yaml'));
+  await until(page, 'the imported recipe', () => document.querySelector('.notice.info')?.textContent.includes('imported'));
+  const values = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#train-options [data-key]')]
+    .map((e) => [e.dataset.key, e.type === 'checkbox' ? e.checked : e.value])));
+  const field = (...keys) => values[keys.find((k) => k in values)];
+  assert.equal(Number(field('sequence_len', 'seq')), 128);
+  assert.equal(Number(field('max_steps', 'steps')), 30);
+  assert.equal(Number(field('learning_rate', 'lr')), 0.005);
+  assert.match(await text('#train-extras'), /lora_dropout/, 'an axolotl key without a field of its own');
+  // Export: the recipe the page would send, as YAML (the download's blob, read back).
+  const yaml = await page.evaluate(() => new Promise((resolve) => {
+    const create = URL.createObjectURL;
+    URL.createObjectURL = (blob) => { blob.text().then(resolve); URL.createObjectURL = create; return create.call(URL, blob); };
+    document.querySelector('#recipe-export').click();
+  }));
+  assert.match(yaml, /^lora_dropout: 0$/m);
+  assert.match(yaml, /learning_rate: 0\.005/);
+  await page.click('#train-reset');
+});
+
 test('train: a 30-step run whose loss chart gains points while it trains', async () => {
   await startRun({ steps: 30 });
   const seen = [];  // loss points counted while the run was running
