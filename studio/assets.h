@@ -1,4 +1,4 @@
-// The page's files (studio/web/) and Chart.js, compiled into the binary at build time by
+// The page's files (studio/web/), Chart.js and js-yaml, compiled into the binary at build time by
 // cmake/embed_assets.cmake: served under /static/NAME (index.html also at /).
 #pragma once
 #include <span>
@@ -7,7 +7,8 @@
 namespace loft::studio {
 
 struct Asset {
-  std::string_view name;  // path under studio/web/ ("index.html", "app.js"); Chart.js is "chart.min.js"
+  // Path under studio/web/ ("index.html", "app.js"); Chart.js is "chart.min.js", js-yaml "js-yaml.min.js".
+  std::string_view name;
   std::string_view data;
 };
 
