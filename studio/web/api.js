@@ -100,47 +100,59 @@ export async function postStream(path, body, onEvent, signal) {
 }
 
 // Follows a run: SSE `metric`, `log` and `status` events; if the stream cannot be opened or
-// breaks, polls GET /api/runs/ID every second instead. Every metrics line may arrive more than
-// once (history, then stream): callers keep them by step. Returns stop().
+// breaks, polls GET /api/runs/ID every second instead. The stream starts at the beginning of the
+// run's metrics and log, so a metrics line may arrive twice (history, then stream: callers keep
+// them by step) and onLog(text, true) replaces the log where a stream (re)opens or a poll brings
+// the log's tail; onLog(text) appends. Returns stop().
 export function followRun(id, { onMetric, onLog, onStatus, onDetail }) {
   let stopped = false, es = null, timer = 0;
   const base = `/api/runs/${encodeURIComponent(id)}`;
+  const ended = (s) => ['finished', 'failed', 'stopped'].includes(s);
+  const apply = (run, withLog) => {
+    for (const m of run.metrics || []) onMetric(m);
+    if (withLog) onLog(run.log_tail || '', true);
+    onDetail(run);
+    onStatus(run.status, run);
+  };
   const poll = async () => {
     if (stopped) return;
     try {
       const run = await get(base);
-      for (const m of run.metrics || []) onMetric(m);
-      onDetail && onDetail(run);
-      onStatus(run.status, run);
-      if (['finished', 'failed', 'stopped'].includes(run.status)) return;
+      apply(run, true);
+      if (ended(run.status)) return;
     } catch (_) { /* the server restarting: try again */ }
     timer = setTimeout(poll, 1000);
   };
   const start = async () => {
-    // The run's history first (the stream sends what is new), then the stream.
     try {
       const run = await get(base);
-      for (const m of run.metrics || []) onMetric(m);
-      onDetail && onDetail(run);
-      onStatus(run.status, run);
-    } catch (_) { /* shown by the poll */ }
+      apply(run, ended(run.status));
+      if (ended(run.status)) return;  // nothing more will come
+    } catch (_) { /* the poll shows it */ }
     if (stopped) return;
     if (typeof EventSource === 'undefined') { poll(); return; }
     es = new EventSource(`${base}/events`);
-    // Lines written between the history and the stream's start: fetch again once it is open.
-    es.onopen = () => get(base).then((run) => { for (const m of run.metrics || []) onMetric(m); }, () => {});
+    es.onopen = () => onLog('', true);
     es.addEventListener('metric', (e) => onMetric(parseMaybe(e.data)));
-    es.addEventListener('log', (e) => onLog(String(parseMaybe(e.data)?.line ?? parseMaybe(e.data))));
+    es.addEventListener('log', (e) => {
+      const d = parseMaybe(e.data);
+      onLog(typeof d === 'string' ? d : String(d.text ?? d.line ?? ''));
+    });
     es.addEventListener('status', (e) => {
       const d = parseMaybe(e.data);
       const status = typeof d === 'string' ? d : d.status;
       onStatus(status, d);
-      if (['finished', 'failed', 'stopped'].includes(status)) get(base).then((r) => onDetail && onDetail(r), () => {});
+      if (ended(status)) {
+        // The server ends the stream with the run; EventSource would reconnect and replay it.
+        es.close();
+        es = null;
+        get(base).then((r) => onDetail(r), () => {});
+      }
     });
     es.onerror = () => {
       // EventSource reconnects by itself after a dropped stream, but not after an HTTP error:
       // then (readyState CLOSED) poll instead.
-      if (es.readyState === EventSource.CLOSED && !stopped) { es = null; poll(); }
+      if (es && es.readyState === EventSource.CLOSED && !stopped) { es = null; poll(); }
     };
   };
   start();

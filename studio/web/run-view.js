@@ -42,13 +42,17 @@ export class RunView {
       this.progress, this.facts, this.msg,
       h('div.chart-grid', this.charts.map((c) => c.box)),
       h('details.log-box', { open: true }, h('summary', 'log'), this.log));
-    this.stop = followRun(id, {
+    this.#follow();
+    this.#renderFacts();
+  }
+
+  #follow() {
+    this.stop = followRun(this.id, {
       onMetric: (m) => this.#metric(m),
-      onLog: (line) => this.#logLine(line),
+      onLog: (text, replace) => this.#logLine(text, replace),
       onStatus: (s) => this.#status(s),
       onDetail: (d) => this.#detail(d),
     });
-    this.#renderFacts();
   }
 
   #metric(m) {
@@ -75,7 +79,8 @@ export class RunView {
     });
   }
 
-  #logLine(line) {
+  #logLine(line, replace = false) {
+    if (replace) this.logLines = [];
     this.logLines.push(...String(line).split('\n').filter((l) => l.length));
     if (this.logLines.length > LOG_LINES) this.logLines.splice(0, this.logLines.length - LOG_LINES);
     const atBottom = this.log.scrollTop + this.log.clientHeight >= this.log.scrollHeight - 4;
@@ -97,7 +102,6 @@ export class RunView {
   #detail(d) {
     this.detail = d || {};
     if (d.name) fill(this.title, d.name);
-    if (d.log_tail !== undefined && !this.logLines.length) this.#logLine(d.log_tail);
     if (d.error) notice(this.msg, d.error);
     this.#renderFacts();
   }
@@ -133,10 +137,7 @@ export class RunView {
       if (what === 'resume') {  // a new child: follow its stream afresh
         this.stop();
         this.status = '';
-        this.stop = followRun(this.id, {
-          onMetric: (m) => this.#metric(m), onLog: (l) => this.#logLine(l),
-          onStatus: (s) => this.#status(s), onDetail: (d) => this.#detail(d),
-        });
+        this.#follow();
       }
     } catch (e) {
       notice(this.msg, e.message);
