@@ -69,15 +69,16 @@ function fileBlocks(r, file, seq) {
   const files = Array.isArray(r.files) ? r.files : [r];
   return files.map((f) => {
     const lengths = f.lengths || f.length_stats || {};
-    const count = f.examples_total ?? lengths.count ?? f.count;
-    const truncated = f.truncated ?? f.truncated_examples ?? 0;
+    const count = lengths.count;
+    const truncated = f.truncated ?? 0;
     const bins = histogramBins(f.histogram ?? lengths.histogram, seq);
-    const shown = f.shown || f.examples || [];
+    const shown = Array.isArray(f.examples) ? f.examples : f.shown || [];
     return h('div.card.data-file', { 'data-file': file },
-      h('h3', baseName(f.path || file), h('span.muted', ` ${f.format || ''}${f.chat_template ? ` · template ${f.chat_template}` : ''}`)),
+      h('h3', baseName(f.path || file), h('span.muted', ` ${f.format || ''}${f.template ? ` · template ${f.template}` : ''}` +
+        `${f.template_origin ? ` (${f.template_origin})` : ''}`)),
       h('div.stats',
         stat('examples', num(count)),
-        stat('tokens (mean / max)', `${num(lengths.mean, 3)} / ${num(lengths.max)}`),
+        stat('tokens: median / p90 / max', `${num(lengths.p50)} / ${num(lengths.p90)} / ${num(lengths.max)}`),
         stat('trained tokens', num(f.trained_tokens)),
         stat(`truncated by --seq ${seq}`, num(truncated), truncated > 0 ? 'warn' : ''),
         f.skipped_bad ? stat('bad records skipped', num(f.skipped_bad), 'warn') : null),
@@ -98,13 +99,13 @@ function example(ex) {
     h('pre.render', segs.map((s) => h(s.trained ? 'mark.trained' : 'span.context', s.text))));
 }
 
-// The server's histogram as bars: [{lo, hi, count}], {edges, counts}, or {length: count} (binned
+// The server's histogram as bars: [{from, to, count}], {edges, counts}, or {length: count} (binned
 // here into at most 24 bars). Bars past --seq are marked.
 export function histogramBins(hist, seq) {
   if (!hist) return [];
   let bins = [];
   if (Array.isArray(hist)) {
-    bins = hist.map((b) => ({ lo: b.lo ?? b.min ?? b.start, hi: b.hi ?? b.max ?? b.end, count: b.count }));
+    bins = hist.map((b) => ({ lo: b.from ?? b.lo, hi: b.to ?? b.hi, count: b.count }));
   } else if (Array.isArray(hist.counts)) {
     bins = hist.counts.map((c, i) => ({ lo: hist.edges[i], hi: hist.edges[i + 1], count: c }));
   } else {
