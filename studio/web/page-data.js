@@ -55,7 +55,9 @@ export function dataPage() {
       }
     }
     fill(results, blocks);
-    for (const c of results.querySelectorAll('canvas[data-bins]')) histogram(c, JSON.parse(c.dataset.bins), 'examples');
+    for (const c of results.querySelectorAll('canvas[data-bins]')) {
+      histogram(c, JSON.parse(c.dataset.bins), 'examples').then(() => { c.dataset.drawn = '1'; }, (e) => notice(msg, e.message));
+    }
   }
 
   on('data', () => { renderChosen(); if (state.model && state.data.length) run(); });

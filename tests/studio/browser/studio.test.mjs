@@ -131,7 +131,7 @@ test('data: demo.jsonl through the template, trained spans marked, lengths and t
   await until(page, 'demo.jsonl', () => document.querySelector('#data-picker .entry[data-path$="demo.jsonl"]'));
   await page.click('#data-picker .entry[data-path$="demo.jsonl"] button');
   await until(page, 'the rendered examples', () => document.querySelector('#data-results mark.trained'));
-  assert.ok(await page.$('#data-histogram'), 'a length histogram');
+  await until(page, 'the length histogram', () => document.querySelector('#data-histogram[data-drawn]'));
   assert.match(await text('#data-results'), /truncated by --seq/);
   await screenshot(page, 'data');
 });
