@@ -24,6 +24,10 @@ ChildProcess spawn_child(const std::vector<std::string>& argv);
 // "exit code 1", "killed by signal 9 (Killed)" for a waitpid status.
 std::string describe_exit(int status);
 
+// The one-line message of a failed loft command: its last non-empty stderr line (progress bars
+// redraw after \r), without "loft: error: ".
+std::string last_error_line(const std::string& err);
+
 struct CapturedRun {
   int status = 0;  // waitpid's
   std::string out, err;
