@@ -1,7 +1,8 @@
 // Ctrl-C (SIGINT) and SIGTERM during `loft finetune`: the first asks the trainer to stop after the
 // step it is taking, write a checkpoint and the adapter so far, and exit with "stopped at step N;
 // continue with --resume" (exit status 128 + the signal, as a shell reports a signal); a second
-// signal exits at once. The studio stops its training jobs this way.
+// signal exits at once. SIGHUP stops the same way but never escalates (see interrupt.cpp). The
+// studio stops its training jobs with SIGTERM.
 #pragma once
 #include <atomic>
 

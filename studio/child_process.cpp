@@ -20,10 +20,12 @@ namespace {
 [[noreturn]] void exec_child(const std::vector<char*>& args, int out, int err, pid_t parent) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
   // Ignored, so a job whose studio died (its pipes without a reader) still checkpoints and exits
-  // on the SIGTERM below instead of dying at its next line of output.
+  // on the SIGHUP below instead of dying at its next line of output.
   signal(SIGPIPE, SIG_IGN);
   setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // SIGHUP, not SIGTERM: the kernel sends it again each time the child passes to another thread of
+  // the dying studio, and finetune stops on SIGHUP without escalating (app/interrupt.h).
+  prctl(PR_SET_PDEATHSIG, SIGHUP);
   if (getppid() != parent) _exit(127);  // the studio died before prctl took effect
   const int null = open("/dev/null", O_RDONLY);
   if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);

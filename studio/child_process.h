@@ -1,7 +1,7 @@
 // Child processes of the studio: the loft binary with an argument vector (fork + execv, never a
 // shell), stdout and stderr on pipes, stdin from /dev/null, in its own process group (a Ctrl-C
 // meant for the studio reaches a job only through the studio, once) and with PR_SET_PDEATHSIG,
-// so a studio that dies (even kill -9) sends its jobs SIGTERM and training jobs checkpoint.
+// so a studio that dies (even kill -9) sends its jobs SIGHUP and training jobs checkpoint.
 #pragma once
 #include <sys/types.h>
 

@@ -31,8 +31,9 @@ struct Stopped {
   std::string err;
 };
 
-// Runs the real binary until metrics.jsonl has `after` lines, sends `signals` SIGTERMs, waits.
-Stopped run_and_signal(const std::vector<std::string>& args, const fs::path& run, size_t after, int signals) {
+// Runs the real binary until metrics.jsonl has `after` lines, sends `signals` signals `sig`, waits.
+Stopped run_and_signal(const std::vector<std::string>& args, const fs::path& run, size_t after, int signals,
+                       int sig = SIGTERM) {
   std::vector<std::string> argv{LOFT_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
   const studio::ChildProcess c = studio::spawn_child(argv);
@@ -48,7 +49,14 @@ Stopped run_and_signal(const std::vector<std::string>& args, const fs::path& run
     drain();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  for (int i = 0; i < signals; ++i) kill(c.pid, SIGTERM);
+  for (int i = 0; i < signals; ++i) {
+    kill(c.pid, sig);
+    // The kernel merges a signal into one still pending: send the next once this one was handled.
+    while (i + 1 < signals && s.err.find("loft: stopping") == std::string::npos && std::chrono::steady_clock::now() < end) {
+      drain();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   fcntl(c.err_fd, F_SETFL, 0);
   for (ssize_t n; (n = read(c.err_fd, buf, sizeof buf)) > 0;) s.err.append(buf, size_t(n));
   close(c.err_fd);
@@ -91,6 +99,18 @@ TEST(FinetuneStop, SecondSignalExitsAtOnce) {
   EXPECT_EQ(WEXITSTATUS(s.status), 128 + SIGTERM);
   EXPECT_FALSE(test::contains(s.err, "stopped at step")) << s.err;
   EXPECT_FALSE(fs::exists(dir / "run" / "adapter"));
+}
+
+// SIGHUP (a closed terminal; a studio that died sends it to its jobs, once per exiting thread)
+// stops the run with its checkpoint however often it comes.
+TEST(FinetuneStop, RepeatedSighupStillCheckpoints) {
+  test::TempDir dir;
+  const Stopped s = run_and_signal(finetune_args(dir / "run", 200), dir / "run", 2, 3, SIGHUP);
+  ASSERT_TRUE(WIFEXITED(s.status)) << studio::describe_exit(s.status);
+  EXPECT_EQ(WEXITSTATUS(s.status), 128 + SIGHUP) << s.err;
+  EXPECT_TRUE(test::contains(s.err, "; continue with --resume")) << s.err;
+  EXPECT_TRUE(fs::exists(dir / "run" / "adapter" / "adapter_config.json"));
+  EXPECT_TRUE(fs::exists(dir / "run" / "checkpoints"));
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ size_t metric_count(const json& run) { return run.contains("metrics") ? run["met
 
 TEST_F(StudioTest, RunStartsStreamsStopsResumesAndFinishes) {
   int status = 0;
-  auto body = run_body(40);
+  auto body = run_body(20);
   body["output_dir"] = (runs() / "demo").string();
   const json started = post("/api/runs", body, &status);
   ASSERT_EQ(status, 201) << started.dump();
@@ -44,7 +44,7 @@ TEST_F(StudioTest, RunStartsStreamsStopsResumesAndFinishes) {
   json run;
   ASSERT_TRUE(wait_for([&] { return metric_count(run = get("/api/runs/" + id)) >= 3; })) << run.dump();
   EXPECT_EQ(run["status"], "running");
-  EXPECT_EQ(run["steps"], 40);
+  EXPECT_EQ(run["steps"], 20);
   EXPECT_EQ(run["method"], "lora");
   EXPECT_FALSE(run["eta_s"].is_null());
   ASSERT_EQ(stream.wait_for(std::chrono::seconds(60)), std::future_status::ready);
@@ -56,7 +56,7 @@ TEST_F(StudioTest, RunStartsStreamsStopsResumesAndFinishes) {
   ASSERT_TRUE(wait_for([&] { return run_status(id) == "stopped"; })) << get("/api/runs/" + id).dump();
   run = get("/api/runs/" + id);
   const int64_t step = run["step"];
-  ASSERT_LT(step, 40);
+  ASSERT_LT(step, 20);
   EXPECT_TRUE(fs::exists(runs() / id / "checkpoints" / ("step-" + std::to_string(step))));
   EXPECT_TRUE(test::contains(run["log_tail"], "stopped at step " + std::to_string(step))) << run["log_tail"];
   post("/api/runs/" + id + "/stop", json::object(), &status);
@@ -66,8 +66,8 @@ TEST_F(StudioTest, RunStartsStreamsStopsResumesAndFinishes) {
   ASSERT_EQ(status, 202) << resumed.dump();
   ASSERT_TRUE(wait_for([&] { return run_status(id) == "finished"; }, 300)) << get("/api/runs/" + id).dump();
   run = get("/api/runs/" + id);
-  ASSERT_EQ(metric_count(run), 40u);
-  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(run["metrics"][i]["step"], i + 1);
+  ASSERT_EQ(metric_count(run), 20u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(run["metrics"][i]["step"], i + 1);
   EXPECT_TRUE(fs::exists(runs() / id / "adapter" / "adapter_config.json"));
   auto r = bare().Get(("/api/runs/" + id + "/report").c_str(), auth(false));
   ASSERT_TRUE(r);
@@ -77,7 +77,7 @@ TEST_F(StudioTest, RunStartsStreamsStopsResumesAndFinishes) {
   const json list = get("/api/runs");
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0]["status"], "finished");
-  EXPECT_EQ(list[0]["step"], 40);
+  EXPECT_EQ(list[0]["step"], 20);
 }
 
 TEST_F(StudioTest, OneFolderNeverTakesTwoRunsAndTheCpuQueues) {
@@ -111,7 +111,7 @@ TEST_F(StudioTest, OneFolderNeverTakesTwoRunsAndTheCpuQueues) {
   EXPECT_EQ(test::read_jsonl(runs() / "same" / "metrics.jsonl").size(), 6u);
   // A run the CLI made in --runs is listed beside the studio's.
   const auto cli = test::run_cli_captured({"finetune", "--model", model().string(), "--data", demo().string(), "--out",
-                                           (runs() / "cli").string(), "--steps", "2", "--batch", "2", "--seq", "64",
+                                           (runs() / "cli").string(), "--steps", "2", "--batch", "2", "--seq", "256",
                                            "--device", "cpu"});
   ASSERT_EQ(cli.code, 0) << cli.err;
   const json list = get("/api/runs");
@@ -133,7 +133,7 @@ TEST_F(StudioTest, AFailingRunSaysWhyAndTheStudioGoesOn) {
   EXPECT_EQ(get("/api/health")["ok"], true);
 }
 
-// The real binary, killed with SIGKILL mid-run: its training job gets SIGTERM from the kernel
+// The real binary, killed with SIGKILL mid-run: its training job gets SIGHUP from the kernel
 // (PR_SET_PDEATHSIG), checkpoints and stops; the folder is consistent and this test's studio
 // lists it as stopped and resumes it to the end.
 TEST_F(StudioTest, KilledStudioLeavesRunsConsistent) {
