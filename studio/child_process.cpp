@@ -18,9 +18,14 @@ namespace {
 
 // In the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(const std::vector<char*>& args, int out, int err, pid_t parent) {
-  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
+  // Ignored, so a job whose studio died (its pipes without a reader) still checkpoints and exits
+  // on the SIGHUP below instead of dying at its next line of output.
+  signal(SIGPIPE, SIG_IGN);
   setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // SIGHUP, not SIGTERM: the kernel sends it again each time the child passes to another thread of
+  // the dying studio, and finetune stops on SIGHUP without escalating (app/interrupt.h).
+  prctl(PR_SET_PDEATHSIG, SIGHUP);
   if (getppid() != parent) _exit(127);  // the studio died before prctl took effect
   const int null = open("/dev/null", O_RDONLY);
   if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) _exit(127);
@@ -72,6 +77,20 @@ std::string describe_exit(int status) {
   if (WIFEXITED(status)) return cat("exit code ", WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return cat("killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
   return cat("wait status ", status);
+}
+
+std::string last_error_line(const std::string& err) {
+  std::string line, error;
+  for (size_t at = 0; at < err.size();) {
+    const size_t end = std::min(err.find_first_of("\r\n", at), err.size());
+    if (end > at) line = err.substr(at, end - at);
+    if (line.starts_with("loft: error: ")) error = line;  // not the usage hint printed after it
+    at = end + 1;
+  }
+  if (!error.empty()) line = error;
+  for (const std::string prefix : {"loft: error: ", "loft: "})
+    if (line.starts_with(prefix)) return line.substr(prefix.size());
+  return line;
 }
 
 CapturedRun run_captured(const std::vector<std::string>& argv, double timeout_s, size_t max_bytes) {

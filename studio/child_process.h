@@ -1,7 +1,7 @@
 // Child processes of the studio: the loft binary with an argument vector (fork + execv, never a
 // shell), stdout and stderr on pipes, stdin from /dev/null, in its own process group (a Ctrl-C
 // meant for the studio reaches a job only through the studio, once) and with PR_SET_PDEATHSIG,
-// so a studio that dies (even kill -9) sends its jobs SIGTERM and training jobs checkpoint.
+// so a studio that dies (even kill -9) sends its jobs SIGHUP and training jobs checkpoint.
 #pragma once
 #include <sys/types.h>
 
@@ -23,6 +23,10 @@ ChildProcess spawn_child(const std::vector<std::string>& argv);
 
 // "exit code 1", "killed by signal 9 (Killed)" for a waitpid status.
 std::string describe_exit(int status);
+
+// The one-line message of a failed loft command: its last non-empty stderr line (progress bars
+// redraw after \r), without "loft: error: ".
+std::string last_error_line(const std::string& err);
 
 struct CapturedRun {
   int status = 0;  // waitpid's

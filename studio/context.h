@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,7 @@ struct StudioContext {
   std::string loft_binary;          // what jobs run
   int port = 0;
   std::unique_ptr<JobManager> jobs;
+  std::mutex runs_mutex;            // one run start or resume at a time (checks, then submit)
   httplib::Server http;
   std::atomic<bool> stopping{false};  // event streams end when set
   std::atomic<int> streams{0};        // event streams open now (bounded: kMaxStreams)

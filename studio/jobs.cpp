@@ -224,7 +224,8 @@ void JobManager::finish(Job& job, int status) {
     v.status = JobStatus::stopped;
   } else {
     v.status = JobStatus::failed;
-    v.error = describe_exit(status) + (job.last_err.empty() ? "" : ": " + job.last_err);
+    const std::string why = last_error_line(job.last_err);
+    v.error = describe_exit(status) + (why.empty() ? "" : ": " + why);
   }
   if (job.log.is_open()) {
     job.log << "[loft studio] " << v.spec.kind << " job " << v.id << ": " << status_name(v.status) << ", "

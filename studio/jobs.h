@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
@@ -29,7 +30,7 @@ struct JobSpec {
   std::vector<std::string> devices;   // what it computes on
   std::filesystem::path log_file;     // its output is appended here too (runs: RUN/studio.log)
   std::filesystem::path run_dir;      // a training run's folder
-  std::filesystem::path result_file;  // a file the job writes its JSON result to, if any
+  nlohmann::json info;                // what routes note about it (an export's output path)
 };
 
 // A job as routes see it (a copy taken under the manager's lock).

@@ -38,22 +38,15 @@ json read_json_or_null(const fs::path& file) {
 
 // The last complete line of a metrics file, read from its end (runs can be long).
 json last_metrics_line(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary | std::ios::ate);
-  if (!in) return nullptr;
-  const std::streamoff size = in.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - 65536);
-  in.seekg(from);
-  std::string text(size_t(size - from), '\0');
-  in.read(text.data(), std::streamsize(text.size()));
+  constexpr size_t kRead = 65536;
+  const std::string text = file_tail(file, kRead);
   const size_t end = text.rfind('\n');  // a line without its newline is still being written
   if (end == std::string::npos) return nullptr;
   const size_t before = end == 0 ? std::string::npos : text.rfind('\n', end - 1);
   const size_t start = before == std::string::npos ? 0 : before + 1;
-  if (start == 0 && from > 0) return nullptr;  // a line longer than what was read
-  const std::string line = text.substr(start, end - start);
   std::string error;
-  std::optional<json> j = try_parse_json(line, error);
-  return j && j->is_object() ? *j : json(nullptr);
+  std::optional<json> j = try_parse_json(text.substr(start, end - start), error);
+  return j && j->is_object() ? *j : json(nullptr);  // (a line cut by kRead does not parse)
 }
 
 int64_t newest_checkpoint(const fs::path& dir) {
@@ -118,17 +111,29 @@ fs::path run_dir_of(const fs::path& runs, const std::string& id) {
   return dir;
 }
 
-std::vector<json> read_metrics(const fs::path& dir, size_t from) {
+std::vector<json> read_metrics(const fs::path& dir, size_t& line) {
   std::vector<json> out;
   std::ifstream in(dir / "metrics.jsonl", std::ios::binary);
-  std::string line;
-  for (size_t n = 0; std::getline(in, line); ++n) {
-    if (n < from) continue;
+  std::string text;
+  for (size_t n = 0; std::getline(in, text); ++n) {
     if (in.eof()) break;  // no newline yet: a line still being written
+    if (n < line) continue;
+    line = n + 1;
     std::string error;
-    if (std::optional<json> j = try_parse_json(line, error); j && j->is_object()) out.push_back(std::move(*j));
+    if (std::optional<json> j = try_parse_json(text, error); j && j->is_object()) out.push_back(std::move(*j));
   }
   return out;
+}
+
+std::string file_tail(const fs::path& file, size_t bytes) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - std::streamoff(bytes));
+  in.seekg(from);
+  std::string text(size_t(size - from), '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  return text;
 }
 
 RunFolder read_run_folder(const fs::path& dir) {

@@ -44,8 +44,11 @@ std::vector<std::filesystem::path> list_run_folders(const std::filesystem::path&
 std::filesystem::path run_dir_of(const std::filesystem::path& runs, const std::string& id);
 
 RunFolder read_run_folder(const std::filesystem::path& dir);
-// Every parsed line of RUN/metrics.jsonl (a torn last line is skipped), from line `from` on.
-std::vector<nlohmann::json> read_metrics(const std::filesystem::path& dir, size_t from = 0);
+// The parsed lines of RUN/metrics.jsonl from line `line` on (a torn line is skipped, a last line
+// without its newline is left for later); `line` moves past what was read.
+std::vector<nlohmann::json> read_metrics(const std::filesystem::path& dir, size_t& line);
+// The last `bytes` of a file (empty when it cannot be read).
+std::string file_tail(const std::filesystem::path& file, size_t bytes);
 // The status of a run no job of this studio is running: running, finished, stopped or failed.
 std::string status_from_files(const RunFolder& run);
 // The run's summary for GET /api/runs: id, dir, name, step, steps, loss, method, model, started.

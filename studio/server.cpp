@@ -117,6 +117,10 @@ void configure(StudioContext& ctx) {
         return httplib::Server::HandlerResponse::Handled;
       }));
   add_session_routes(ctx);
+  add_file_routes(ctx);
+  add_run_routes(ctx);
+  add_job_routes(ctx);
+  add_chat_routes(ctx);
 }
 
 }  // namespace
