@@ -42,12 +42,13 @@ export function exportPage() {
       h('div.actions', h('button.primary#export-start', { type: 'button', onclick: () => start() }, 'Export'))),
     h('div.card', h('h2', 'Exports'), jobs));
 
+  // Beside the adapter, in its run's folder (or in the runs folder for the base alone): export
+  // needs the parent folder to exist.
   function defaultOut() {
-    const runs = state.session?.runs_dir || 'runs';
-    const a = adapter.value ? `-${baseName(adapter.value.replace(/\/adapter\/?$/, ''))}` : '';
-    const name = `${baseName(state.model) || 'model'}${a}`;
+    const dir = adapter.value ? adapter.value.replace(/\/adapter\/?$/, '') : state.session?.runs_dir || 'runs';
+    const name = baseName(state.model) || 'model';
     const f = format.value;
-    return joinPath(joinPath(runs, 'exports'), f.startsWith('gguf') ? `${name}${f === 'gguf-lora' ? '-lora' : ''}.gguf` : `${name}-${f}`);
+    return joinPath(dir, f === 'gguf' ? `${name}.gguf` : f === 'gguf-lora' ? 'adapter.gguf' : `${name}-${f}`);
   }
 
   function update() {

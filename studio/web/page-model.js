@@ -37,16 +37,18 @@ export function modelPage() {
           field('GPU memory', card)),
         fitBody, fitNote)));
 
-  let pending = null;
+  let pending = null, last = null;
   async function refresh() {
     if (!state.model) return;
     if (pending) pending.abort();
     pending = new AbortController();
+    // The card is compared here: loft info estimates, it takes no card size.
     const params = { model: state.model, batch: batch.value, seq: seq.value, lora_rank: rank.value,
-                     grad_checkpointing: ckpt.checked, card: card.value };
+                     grad_checkpointing: ckpt.checked };
     fitBody.classList.add('stale');
     try {
       const info = await get('/api/info', params, { signal: pending.signal });
+      last = info;
       notice(msg, '');
       renderInfo(info);
       renderFit(info);
@@ -58,7 +60,8 @@ export function modelPage() {
     }
   }
   const later = debounce(refresh, 250);
-  for (const input of [batch, seq, rank, ckpt, card]) input.addEventListener('input', later);
+  for (const input of [batch, seq, rank, ckpt]) input.addEventListener('input', later);
+  card.addEventListener('input', () => last && renderFit(last));
 
   function renderInfo(j) {
     const tok = j.tokenizer || {};
@@ -104,7 +107,7 @@ export function modelPage() {
       }))));
     fill(fitNote,
       `batch ${me.batch} × seq ${me.seq}, rank ${me.lora_rank}, ${me.device === 'cpu' ? 'CPU (f32)' : 'GPU (bf16)'}, ` +
-      `checkpointing ${me.activation_checkpointing ? 'on' : 'off'}${cap ? ` · compared with ${cap.label}` : ' · choose a card size to compare'}. ` +
+      `checkpointing ${me.activation_checkpointing ? 'on' : 'off'}${cap ? ` · compared with ${cap.label}` : ' · no GPU found here: choose a card size to compare'}. ` +
       (me.note || ''));
   }
 
@@ -136,14 +139,11 @@ function tokenText(t) {
   return `${t.id}${t.text ? ` ${t.text}` : ''}`;
 }
 
-// The memory the estimate is compared with: what the server says (this machine's GPU, or the
-// chosen card), else the chosen card size in GiB.
+// The memory the estimate is compared with: the chosen card's (a "24 GB" card holds 24 GiB), else
+// this machine's first GPU when loft info lists one (`gpus`), else none.
 function capacity(j, card) {
-  const me = j.memory_estimate || {};
-  const server = me.card_bytes ?? me.device_memory_bytes ?? me.capacity_bytes;
-  if (server) return { bytes: Number(server), label: me.card || me.device_name || card || 'this GPU' };
   if (card) return { bytes: parseFloat(card) * 2 ** 30, label: card.replace('GB', ' GB') };
-  const gpus = j.gpus || me.gpus || [];
+  const gpus = j.gpus || [];
   if (gpus.length) {
     const g = gpus[0];
     return { bytes: Number(g.memory_bytes ?? g.total_bytes), label: g.name || 'this GPU' };

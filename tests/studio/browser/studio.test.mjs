@@ -286,8 +286,10 @@ test('runs: every run with its status, two overlaid, a report', async () => {
   const finished = await page.evaluate(() => [...document.querySelectorAll('#runs-table tr[data-run]')]
     .find((tr) => tr.querySelector('.badge').textContent === 'finished').dataset.run);
   await page.click(`#runs-table tr[data-run="${finished}"] .row-actions button:last-child`);
-  const frame = await until(page, 'the report frame', () => document.querySelector('#report-frame')?.contentDocument?.body?.textContent.length > 100);
-  assert.ok(frame);
+  await until(page, 'the report frame', () => document.querySelector('#report-frame')?.srcdoc.length > 100);
+  const frame = page.frames().find((f) => f.url() === 'about:srcdoc');
+  assert.ok(frame, 'the report is shown in a frame');
+  assert.match(await frame.evaluate(() => document.body.textContent), /loss/i, 'the report of the run');
   await screenshot(page, 'runs');
 });
 
