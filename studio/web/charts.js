@@ -23,7 +23,7 @@ function baseOptions(xTitle, yTitle, extra = {}) {
     normalized: true,
     interaction: { mode: 'nearest', axis: 'x', intersect: false },
     plugins: {
-      legend: { display: false, labels: { color: text, boxWidth: 12, usePointStyle: true } },
+      legend: { display: false, labels: { color: text, boxWidth: 16, boxHeight: 2 } },
       tooltip: { enabled: true },
     },
     scales: {

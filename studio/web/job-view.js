@@ -22,7 +22,8 @@ export class JobView {
       fill(this.badge, badge(job.status));
       const running = ['queued', 'running', 'stopping'].includes(job.status);
       this.stopBtn.hidden = !running;
-      fill(this.progress, job.error ? h('span.error-text', job.error) : job.progress || (running ? 'running…' : ''));
+      // While it runs, its last output line; once it ends, its result or error says the rest.
+      fill(this.progress, job.error ? h('span.error-text', job.error) : running ? job.progress || 'running…' : '');
       if (job.log_tail) this.log.textContent = job.log_tail;
       if (!running && !ended) {
         ended = true;

@@ -89,7 +89,7 @@ export function chatPage() {
         if (event === 'token') {
           if (!started) started = performance.now();
           reply += typeof data === 'string' ? data : data.text ?? '';
-          out.textContent = reply;
+          out.textContent = reply.trimStart();
           bubble.dataset.chunks = String(++chunks);
           col.log.scrollTop = col.log.scrollHeight;
         } else if (event === 'done') {

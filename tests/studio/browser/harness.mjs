@@ -90,7 +90,9 @@ export async function screenshot(page, name) {
   const dir = process.env.LOFT_STUDIO_SCREENSHOTS;
   if (!dir) return;
   fs.mkdirSync(dir, { recursive: true });
-  await page.evaluate(() => window.scrollTo(0, 0));
-  await sleep(250);  // let charts finish their frame
+  // From the top (a smooth scroll may still run), once charts have drawn their frame.
+  await page.evaluate(() => window.scrollTo({ top: 0, behavior: 'instant' }));
+  await sleep(300);
+  await page.evaluate(() => window.scrollTo({ top: 0, behavior: 'instant' }));
   await page.screenshot({ path: path.join(dir, `studio-${name}.png`), fullPage: true });
 }

@@ -177,6 +177,7 @@ test('train: a 30-step run whose loss chart gains points while it trains', async
   assert.ok(seen.length >= 2 && seen[seen.length - 1] > seen[0], `the chart grew while running: ${seen.join(' → ')}`);
   await until(page, 'all 30 points', () => Number(document.querySelector('#run-view canvas[data-curve="loss"]').dataset.points) >= 30);
   assert.match(await text('#run-log'), /\S/, 'the log tail');
+  for (const summary of await page.$$('#train-options details[open] > summary')) await summary.click();  // the run, not the form
   await screenshot(page, 'train');
 });
 
