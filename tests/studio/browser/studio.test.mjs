@@ -63,7 +63,7 @@ const text = (sel) => page.evaluate((s) => document.querySelector(s)?.textConten
 const runStatus = () => page.evaluate(() => document.querySelector('#run-view')?.dataset.status || '');
 const lossPoints = () => page.evaluate(() => Number(document.querySelector('#run-view canvas[data-curve="loss"]')?.dataset.points || 0));
 
-async function startRun({ steps }) {
+async function startRun({ steps, validate = false }) {
   await show(page, 'train');
   await until(page, 'the finetune options', () => document.querySelectorAll('#train-options [data-key]').length > 10);
   await page.click('#train-reset');
@@ -72,6 +72,10 @@ async function startRun({ steps }) {
   await setOption(['sequence_len', 'seq'], 128);
   await setOption(['learning_rate', 'lr'], 0.005);
   await setOption(['device'], 'cpu');
+  if (validate) {  // a validation loss every 10 steps, on a fifth of the data
+    await setOption(['val_fraction'], 0.2);
+    await setOption(['eval_every'], 10);
+  }
   const before = await page.evaluate(() => document.querySelector('#run-view')?.dataset.run || '');
   await page.click('#train-start');
   return until(page, 'the new run to appear', (b) => {
@@ -163,7 +167,7 @@ test('train: a YAML recipe imports into the options (its axolotl keys kept aside
 });
 
 test('train: a 30-step run whose loss chart gains points while it trains', async () => {
-  await startRun({ steps: 30 });
+  await startRun({ steps: 30, validate: true });
   const seen = [];  // loss points counted while the run was running
   const end = Date.now() + 300000;
   for (;;) {
@@ -177,6 +181,7 @@ test('train: a 30-step run whose loss chart gains points while it trains', async
   assert.ok(seen.length >= 2 && seen[seen.length - 1] > seen[0], `the chart grew while running: ${seen.join(' → ')}`);
   await until(page, 'all 30 points', () => Number(document.querySelector('#run-view canvas[data-curve="loss"]').dataset.points) >= 30);
   assert.match(await text('#run-log'), /\S/, 'the log tail');
+  assert.ok(await page.evaluate(() => Number(document.querySelector('#run-view canvas[data-curve="val_loss"]').dataset.points) >= 3), 'validation points');
   for (const summary of await page.$$('#train-options details[open] > summary')) await summary.click();  // the run, not the form
   await screenshot(page, 'train');
 });
