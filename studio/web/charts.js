@@ -63,7 +63,7 @@ export class SeriesChart {
           borderWidth: 1.75,
           borderDash: s.dashed ? [5, 4] : [],
           pointRadius: s.points ? 2.5 : 0,
-          tension: 0.15,
+          tension: s.points ? 0 : 0.15,  // a few evaluations: straight lines between them
           spanGaps: true,
         })),
       },

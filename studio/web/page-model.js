@@ -103,7 +103,7 @@ export function modelPage() {
           h('td.fitcell', fits === null ? h('span.muted', '–') :
             h('div.fitbar', { class: `fitbar ${fits ? 'yes' : 'no'}`, title: cap ? `${bytes(m.total_bytes)} of ${bytes(cap.bytes)}` : '' },
               h('span.bar', { style: `width:${(share * 100).toFixed(1)}%` }),
-              h('span.verdict', fits ? `yes · ${(100 * m.total_bytes / cap.bytes).toFixed(0)}%` : 'no'))));
+              h('span.verdict', fits ? `yes · ${percent(m.total_bytes / cap.bytes)}` : 'no'))));
       }))));
     fill(fitNote,
       `batch ${me.batch} × seq ${me.seq}, rank ${me.lora_rank}, ${me.device === 'cpu' ? 'CPU (f32)' : 'GPU (bf16)'}, ` +
@@ -132,6 +132,10 @@ export function modelPage() {
   loadModels();
   if (state.model) refresh();
   return { el };
+}
+
+function percent(share) {
+  return share < 0.01 ? '<1%' : `${(100 * share).toFixed(0)}%`;
 }
 
 function tokenText(t) {
