@@ -204,5 +204,36 @@ TEST_F(StudioTest, FilesOnlyUnderTheRoots) {
   EXPECT_EQ(status, 403) << j.dump();
 }
 
+TEST(StudioSecurity, OptionsAreChecked) {
+  test::TempDir t;
+  studio::StudioOptions o;
+  o.port = 0;
+  o.runs = (t / "runs").string();
+  o.roots = {t.path().string()};
+  o.token = "short";
+  EXPECT_THROW(studio::Studio{o}, UsageError);  // a guessable token
+  o.token = "with space 0123456789";
+  EXPECT_THROW(studio::Studio{o}, UsageError);
+  o.token.clear();
+  o.port = 70000;
+  EXPECT_THROW(studio::Studio{o}, UsageError);
+  o.port = 0;
+  o.roots = {(t / "missing").string()};
+  EXPECT_THROW(studio::Studio{o}, UsageError);
+  o.roots = {t.path().string()};
+  studio::Studio s(o);  // no --token: a random one
+  EXPECT_EQ(s.token().size(), 64u);
+  EXPECT_TRUE(test::contains(s.url(), "http://127.0.0.1:" + std::to_string(s.port()) + "/?token=" + s.token()));
+}
+
+TEST_F(StudioTest, HeadersAreBounded) {
+  auto c = bare();
+  auto h = auth(false);
+  h.emplace("X-Padding", std::string(16 << 10, 'a'));
+  auto r = c.Get("/api/session", h);
+  EXPECT_TRUE(!r || r->status >= 400);  // refused (or the connection closed)
+  EXPECT_EQ(get("/api/health")["ok"], true);
+}
+
 }  // namespace
 }  // namespace loft
