@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Packs the fuzz targets for long runs on the GPU machine's CPU cores (scripts/fuzz-device.sh
+# Packs the fuzz targets for long runs on the GPU machine's CPU cores (scripts/dev/fuzz-device.sh
 # there, with .fuzzrun carried): .fuzzrun/fuzzrun.tgz holds bin/ (the instrumented targets, debug
 # info stripped: ASan still names functions; symbolize with the unstripped build-fuzz/fuzz/
-# binaries here), lib/ (the shared libraries scripts/runtime-libs.sh picks), dict/ and corpus/
+# binaries here), lib/ (the shared libraries scripts/dev/runtime-libs.sh picks), dict/ and corpus/
 # (build-fuzz/corpus: the seeds plus whatever local runs found). Refuses to leave more than 50 MiB.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
-[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/fuzz-build.sh
+[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/dev/fuzz-build.sh
 [ -d "$BUILD/corpus/gguf" ] || python3 tests/fuzz/make_corpus.py "$BUILD/corpus" "${LOFT_TEST_DATA:-../shared/data}"
 dst=.fuzzrun
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/dict"
 for b in "$BUILD"/fuzz/fuzz_*; do strip --strip-debug -o "$tmp/bin/$(basename "$b")" "$b"; done
-scripts/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
+scripts/dev/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
 cp tests/fuzz/*.dict "$tmp/dict/"
 cp -r "$BUILD/corpus" "$tmp/corpus"
 rm -rf "$dst" && mkdir -p "$dst"

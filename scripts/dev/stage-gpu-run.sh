@@ -2,9 +2,9 @@
 # Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
 # not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
 # libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
-# Then, on the GPU machine: scripts/gpu-check.sh (with .gpurun carried).
+# Then, on the GPU machine: scripts/dev/gpu-check.sh (with .gpurun carried).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 data=${LOFT_TEST_DATA:-../shared/data}
 dst=.gpurun
@@ -17,17 +17,15 @@ for b in "$build"/loft "$build"/tests/loft_tests_*; do
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
 # Libraries from the distribution that the GPU image may not have (OpenBLAS, SentencePiece...).
-scripts/runtime-libs.sh "$dst/lib" "$dst"/bin/*
+scripts/dev/runtime-libs.sh "$dst/lib" "$dst"/bin/*
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
 mkdir -p "$dst/data/models"
-# STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/bench-eval.sh).
+# STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/dev/bench-eval.sh).
 for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random ${STAGE_EXTRA:-}; do
   cp -r "$data/$d" "$dst/data/$d"
 done
-# The PEFT baseline the benchmark is compared against, run in the same call.
-cp -r "$data/../bench" "$dst/bench"
 # One compressed archive keeps the carried size under the 64 MiB limit (OpenBLAS alone is 36 MB).
-tar -C "$dst" -czf gpurun.tgz bin lib data bench
+tar -C "$dst" -czf gpurun.tgz bin lib data
 rm -rf "$dst"/*
 mv gpurun.tgz "$dst/"
 du -sh "$dst"
