@@ -1,4 +1,4 @@
-// MMLU as lm-evaluation-harness's `mmlu` task scores it (../shared/EVAL.md): per subject a
+// MMLU as lm-evaluation-harness's `mmlu` task scores it (docs/evaluation.md): per subject a
 // description line, the first k dev rows as shots, then the test question; the four continuations
 // " A".." D" scored by summed log-likelihood (lm-eval's _encode_pair and left truncation, see
 // harness.h); acc = argmax (ties to the lowest letter). Accuracy per subject, per lm-eval category
@@ -24,7 +24,7 @@ struct MmluQuestion {
 };
 
 // A subject's CSV in either layout: with the header `question,choice0,choice1,choice2,choice3,answer`
-// (answer 0-3, as ../shared/data/mmlu), or the original headerless one (answer A-D). Every
+// (answer 0-3, as tests/data/mmlu), or the original headerless one (answer A-D). Every
 // record has 6 fields; a wrong count or a bad answer is an Error naming file:line.
 std::vector<MmluQuestion> read_mmlu_csv(const std::filesystem::path& file);
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
-# not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
-# libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
+# Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree
+# (tests/data included) and nothing beside it, and may lack some runtime libraries: stripped
+# binaries from BUILD_DIR, the shared libraries they need that are not part of the CUDA toolkit or
+# glibc, and the full test data set's folders the GPU tests read, larger files included
+# (tests/data/README.md), from $LOFT_TEST_DATA or ../shared/data.
 # Then, on the GPU machine: scripts/dev/gpu-check.sh (with .gpurun carried).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,4 +1,4 @@
-// lora: bf16 LoRA on the dense frozen weight (METHODS.md, "LoRA (bf16 reference)").
+// lora: bf16 LoRA on the dense frozen weight (docs/methods.md, "LoRA (bf16 reference)").
 #include "engine/peft/frozen_linear.h"
 #include "engine/peft/method_spec.h"
 
@@ -19,7 +19,7 @@ namespace {
 class LoraSpec : public MethodSpec {
  public:
   std::string name() const override { return "lora"; }
-  // METHODS.md: the QLoRA recipe.
+  // docs/methods.md: the QLoRA recipe.
   MethodDefaults defaults() const override { return {64, 16.0f, 2e-4, "constant", 0, 0.3, 16}; }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
     return {{"lora-bf16", "bf16 W", memory_mul(s.compute_bytes, s.weights), s.lora()}};
