@@ -31,7 +31,6 @@ void build_cli(CLI::App& root) {
   add_bench_command(root);
   add_export_command(root);
   add_report_command(root);
-  add_pending_commands(root);
 }
 
 namespace {

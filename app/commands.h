@@ -15,8 +15,6 @@ void add_tokenize_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
 void add_export_command(CLI::App& root);
 void add_report_command(CLI::App& root);
-// Commands later issues build: each says so plainly and exits non-zero.
-void add_pending_commands(CLI::App& root);
 
 // Adds --device auto|cpu|cuda[:N] to a command that computes.
 CLI::Option* add_device_option(CLI::App& cmd, std::string& device);
