@@ -23,8 +23,7 @@ void run_report(const ReportOptions& o) {
   std::vector<std::filesystem::path> dirs(o.runs.begin(), o.runs.end());
   const std::filesystem::path out =
       !o.out.empty() ? std::filesystem::path(o.out) : dirs.size() == 1 ? dirs[0] / "report.html" : "report.html";
-  std::vector<report::RunData> runs;  // loaded first: a missing run is the error to name
-  for (const auto& d : dirs) runs.push_back(report::load_run(d));
+  const std::vector<report::RunData> runs = report::load_runs(dirs);  // first: a missing run is the error to name
   check_output_file(out, "--out", o.overwrite, is_loft_report_html, "a loft report");
   write_file_atomic(out, report::render_report(runs));
   std::cout << "report written to " << out.string() << "\n";

@@ -143,14 +143,18 @@ std::string render_report(const std::vector<RunData>& runs) {
   return h;
 }
 
-void write_report(const std::vector<fs::path>& run_dirs, const fs::path& out) {
+std::vector<RunData> load_runs(const std::vector<fs::path>& run_dirs) {
   if (run_dirs.empty()) throw UsageError("no run folder given");
   std::vector<RunData> runs;
   for (const auto& d : run_dirs) {
     runs.push_back(load_run(d));
     for (const std::string& w : runs.back().warnings) std::cerr << "warning: " << w << "\n";
   }
-  write_file_atomic(out, render_report(runs));
+  return runs;
+}
+
+void write_report(const std::vector<fs::path>& run_dirs, const fs::path& out) {
+  write_file_atomic(out, render_report(load_runs(run_dirs)));
 }
 
 }  // namespace loft::report

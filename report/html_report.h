@@ -21,5 +21,8 @@ std::string render_report(const std::vector<RunData>& runs);
 // Loads every run folder and writes the page to `out` (atomically). Throws loft::Error naming a
 // folder that is not a run.
 void write_report(const std::vector<std::filesystem::path>& run_dirs, const std::filesystem::path& out);
+// Loads every run folder, each run's warnings (a torn last metrics line) to stderr. Throws
+// loft::Error naming a folder that is not a run.
+std::vector<RunData> load_runs(const std::vector<std::filesystem::path>& run_dirs);
 
 }  // namespace loft::report
