@@ -141,7 +141,7 @@ TEST(BenchParallelCuda, ReplicasStayBitIdenticalThroughNccl) {
       const BenchTimes t = time_parallel_training_steps(ranks, schedule);
       EXPECT_EQ(t.tokens_per_step, int64_t(n) * 2 * 256);
       std::printf("[bench_parallel %s x%d] %.0f tokens/s, %.2f ms/step, peak %.2f GiB per GPU\n",
-                  method, n, t.tokens_per_s, 1e3 * t.median_s, double(t.peak_bytes) / double(1 << 30));
+                  method.c_str(), n, t.tokens_per_s, 1e3 * t.median_s, double(t.peak_bytes) / double(1 << 30));
       std::vector<std::vector<float>> want;
       for (Param* p : reps[0]->model->params()) want.push_back(p->value.to_float_vector());
       for (size_t i = 1; i < size_t(n); ++i) {

@@ -97,11 +97,11 @@ TEST(DataParallelCuda, TwoGpusMatchOneGpuAndStayIdentical) {
     Trainer t2(DataParallelRanks{2, {{m0.get(), &r0, 0}, {m1.get(), &r1, 1}}}, d2, config(5));
     const auto start = std::chrono::steady_clock::now();
     const std::vector<double> got = losses(t2);
-    std::printf("[dp] %s: 5 steps on 2 GPUs in %.1f ms\n", method,
+    std::printf("[dp] %s: 5 steps on 2 GPUs in %.1f ms\n", method.c_str(),
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     ASSERT_EQ(got.size(), want.size());
     for (size_t s = 0; s < got.size(); ++s) {
-      std::printf("[dp] %s step %zu: one GPU %.6f, two GPUs %.6f\n", method, s + 1, want[s], got[s]);
+      std::printf("[dp] %s step %zu: one GPU %.6f, two GPUs %.6f\n", method.c_str(), s + 1, want[s], got[s]);
       EXPECT_NEAR(got[s], want[s], 2e-3 * want[s]) << "step " << s + 1;
     }
     EXPECT_EQ(values(*m0), values(*m1));

@@ -415,7 +415,7 @@ TEST(NcclCommCuda, LlamaStepsWithTheSumDuringTheBackwardAreBitIdentical) {
                   during = llama_steps(method, Sync::Overlapped, comms[0].get(), 0, 4);
     std::printf("[nccl] world 1, tinyllama-1.1b %s, 3 x 2x512 a step: %.0f us per step with the "
                 "sum during the backward, %.0f us after it, %.0f us without a sync\n",
-                method, during.us_per_step, after.us_per_step, plain.us_per_step);
+                method.c_str(), during.us_per_step, after.us_per_step, plain.us_per_step);
     expect_same_run(during, after, std::string(method) + " overlapped vs after the backward");
     expect_same_run(during, plain, std::string(method) + " overlapped vs one GPU without a sync",
                     false);
@@ -431,7 +431,7 @@ TEST(NcclCommCuda, LlamaStepsOnTwoRanksWithTheSumDuringTheBackwardAreBitIdentica
     on_ranks(2, [&](int r) { during[r] = llama_steps(method, Sync::Overlapped, comms[size_t(r)].get(), r, 4); });
     std::printf("[nccl] world 2, tinyllama-1.1b %s, 3 x 2x512 a step per rank: %.0f us per step "
                 "with the sum during the backward, %.0f us after it\n",
-                method, during[0].us_per_step, after[0].us_per_step);
+                method.c_str(), during[0].us_per_step, after[0].us_per_step);
     expect_same_run(during[0], during[1], std::string(method) + " rank 0 vs rank 1");
     expect_same_run(during[0], after[0], std::string(method) + " overlapped vs after the backward");
   }
