@@ -130,8 +130,8 @@ class MethodSpec {
   virtual bool quantized_backbone() const { return false; }
 };
 
-// The QLoRA recipe (METHODS.md), which the LoRA family keeps: methods that change only how the
-// frozen weight is stored or multiplied (lora, qlora, hot) train with it.
+// The QLoRA paper's recipe, which the LoRA family keeps: methods that change only how the frozen
+// weight is stored or multiplied (lora, qlora, hot) train with it.
 inline MethodDefaults qlora_recipe() {
   return {.rank = 64, .alpha = 16.0f, .lr = 2e-4, .schedule = "constant", .warmup = 0, .max_grad_norm = 0.3,
           .batch = 16};
