@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "app/commands.h"
+#include "app/interrupt.h"
 #include "app/recipe.h"
 #include "engine/core/failure.h"
 #include "engine/io/json_read.h"
@@ -32,6 +33,7 @@ void build_cli(CLI::App& root) {
   add_bench_command(root);
   add_export_command(root);
   add_report_command(root);
+  add_studio_command(root);
   add_pending_commands(root);
 }
 
@@ -76,6 +78,9 @@ int run_cli(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "loft: error: " << e.what() << "\n(run 'loft --help' for usage)\n";
     return 2;
+  } catch (const Interrupted& e) {  // finetune stopped on Ctrl-C/SIGTERM after its checkpoint
+    std::cerr << "loft: " << e.what() << '\n';
+    return e.exit_code();
   } catch (...) {  // every other failure: one line, exit 1 (runtime) or 2 (usage)
     const FailureReport r = report_current_exception();
     std::cerr << "loft: error: " << r.message << '\n';

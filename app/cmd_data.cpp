@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/data_options.h"
+#include "app/inspect_json.h"
 #include "datasets/inspect.h"
 #include "engine/core/error.h"
 
@@ -16,6 +17,7 @@ struct DataInspectArgs {
   DataOptions data;  // files, --format, --template, --seq, --train-on-inputs, --on-bad-record
   std::string model, tokenizer_file;
   data::InspectOptions opt;
+  bool json = false;
 };
 
 std::unique_ptr<Tokenizer> tokenizer_for(const DataInspectArgs& a) {
@@ -40,12 +42,18 @@ void run_inspect(DataInspectArgs a) {
   a.opt.on_bad_record = c.on_bad_record;
   const auto tok = tokenizer_for(a);
   if (!a.model.empty()) a.opt.model_template = use_model_chat_template(c, a.model).family;
+  nlohmann::json files = nlohmann::json::array();
   for (size_t i = 0; i < a.data.data.size(); ++i) {
     const data::FileInspection r = data::inspect_file(a.data.data[i], a.opt, *tok);
+    if (a.json) {
+      files.push_back(inspection_json(r, a.opt));
+      continue;
+    }
     if (i) std::cout << '\n';
     data::print_inspection(std::cout, r, a.opt);
     std::cout.flush();
   }
+  if (a.json) std::cout << nlohmann::json{{"files", files}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace
@@ -66,6 +74,8 @@ void add_data_command(CLI::App& root) {
   cmd->add_option("--model", a->model, "Hugging Face model folder whose tokenizer (and tokenizer_config.json chat template) to use");
   cmd->add_option("--tokenizer", a->tokenizer_file, "a SentencePiece tokenizer.model file");
   cmd->add_option("--examples", a->opt.examples, "examples to render per file")->capture_default_str();
+  cmd->add_flag("--json", a->json, "print one JSON object: per file, the examples as trained/untrained text "
+                                  "segments, length statistics and a histogram");
   cmd->callback([a] { run_inspect(*a); });
 }
 

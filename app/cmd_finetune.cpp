@@ -8,6 +8,7 @@
 #include "app/commands.h"
 #include "app/data_options.h"
 #include "app/data_parallel_setup.h"
+#include "app/interrupt.h"
 #include "app/method_flags.h"
 #include "app/model_loading.h"
 #include "app/option_checks.h"
@@ -253,6 +254,10 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   tc.eval_every = o.data.eval_every;
   tc.run_dir = o.out;
   tc.check_replicas_every = o.check_replicas_every;
+  // Ctrl-C/SIGTERM checkpoint and stop (app/interrupt.h); a torchrun rank keeps the default, as
+  // its peers would wait for it in the next collective.
+  std::optional<StopSignals> stop;
+  if (!env) tc.stop = &stop.emplace().flag();
 
   std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, m, devices, init, env ? env->local_world_size : int(devices.size()));
   llama::LlamaModel& model = *models.front();
@@ -307,11 +312,15 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
                         {"max-grad-norm", o.max_grad_norm}, {"lora-rank", m.lora.rank}, {"lora-alpha", m.lora.alpha},
                         {"method", o.init_adapter.empty() ? nlohmann::json(m.method) : nlohmann::json()}});
   trainer.run([&](const StepMetrics& s) { outputs.on_step(s); });
+  if (trainer.stopped() && trainer.step() == 0)
+    throw Interrupted("stopped before the first step; nothing was trained", stop->flag());
   const fs::path adapter_dir = tc.run_dir / "adapter";
   save_peft_adapter(adapter_dir, llama::extract_adapter(model, m, o.model));
   write_file_atomic(adapter_dir / "generation_config.json", gen.to_generation_config_json().dump(2) + "\n");
   std::cout << "adapter written to " << adapter_dir.string() << " after " << trainer.step()
             << " steps\n";
+  if (trainer.stopped())
+    throw Interrupted(cat("stopped at step ", trainer.step(), "; continue with --resume"), stop->flag());
   const auto stats = source.loader().stats();
   if (stats.skipped_bad) std::cout << stats.summary() << "\n";
   outputs.finish(stats);

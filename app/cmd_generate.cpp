@@ -35,6 +35,7 @@ struct GenerateCmdOptions {
   uint64_t seed = 0;
   int64_t slots = 16;
   bool json = false;
+  bool stream_json = false;  // streaming as JSON lines (the studio's chat)
 };
 
 // A prompt as given: its JSON (a string, {"prompt": ...}, or with --chat any chat record) and where
@@ -193,18 +194,22 @@ void run_generate(const GenerateCmdOptions& o) {
   // Streaming: one prompt at a time, its text written as it is decoded.
   llama::KvCache cache = llama::KvCache::for_model(*m.model, 1, longest + o.max_new_tokens);
   for (size_t q = 0; q < prompts.size(); ++q) {
-    if (prompts.size() > 1) std::cout << (q ? "\n" : "") << "--- prompt " << q << " ---\n";
-    std::cout << texts[q] << std::flush;
+    if (prompts.size() > 1 && !o.stream_json) std::cout << (q ? "\n" : "") << "--- prompt " << q << " ---\n";
+    if (!o.stream_json) std::cout << texts[q] << std::flush;
     TextState s;
     s.decoder = primed_decoder(*tok, prompts[q]);
     auto show = [&](size_t upto) {
       if (upto > s.shown) {
-        std::cout.write(s.text.data() + s.shown, std::streamsize(upto - s.shown));
+        const std::string_view piece(s.text.data() + s.shown, upto - s.shown);
+        if (o.stream_json)
+          std::cout << json{{"index", q}, {"text", piece}}.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+        else
+          std::cout << piece;
         std::cout.flush();
         s.shown = upto;
       }
     };
-    llama::generate(*m.model, cache, {prompts[q]}, go, [&](size_t, int32_t t) {
+    const auto gen = llama::generate(*m.model, cache, {prompts[q]}, go, [&](size_t, int32_t t) {
       if (is_eos(t)) return false;
       s.text += s.decoder->push(t);
       const size_t cut = first_stop(s.text, o.stop);
@@ -221,7 +226,11 @@ void run_generate(const GenerateCmdOptions& o) {
       const size_t cut = first_stop(s.text, o.stop);
       show(cut == std::string::npos ? s.text.size() : cut);
     }
-    std::cout << "\n" << std::flush;
+    if (o.stream_json)
+      std::cout << json{{"index", q}, {"stop_reason", s.stopped ? "stop" : llama::stop_reason_name(gen.front().stop)},
+                        {"generated_tokens", gen.front().tokens.size()}}.dump() << "\n" << std::flush;
+    else
+      std::cout << "\n" << std::flush;
   }
 }
 }  // namespace
@@ -246,6 +255,10 @@ void add_generate_command(CLI::App& root) {
   cmd->add_option("--slots", o->slots, "--json: sequences decoded at once")
       ->capture_default_str()->transform(int_in(1));
   cmd->add_flag("--json", o->json, "one JSON object per prompt (batched) instead of streaming");
+  cmd->add_flag("--stream-json", o->stream_json,
+                "stream as JSON lines: {\"index\", \"text\"} per piece as decoded, then {\"index\", "
+                "\"stop_reason\", \"generated_tokens\"} per prompt")
+      ->excludes("--json");
   cmd->add_flag("--chat", o->chat,
                 "render each prompt with the chat template (a --prompts line may also be a chat record: "
                 "messages, sharegpt, alpaca) and stop at its end-of-turn token");

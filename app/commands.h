@@ -15,6 +15,7 @@ void add_tokenize_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
 void add_export_command(CLI::App& root);
 void add_report_command(CLI::App& root);
+void add_studio_command(CLI::App& root);
 // Commands later issues build: each says so plainly and exits non-zero.
 void add_pending_commands(CLI::App& root);
 

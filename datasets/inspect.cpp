@@ -23,20 +23,32 @@ std::string percent(int64_t part, int64_t whole) {
 
 }  // namespace
 
-std::string mark_trained(const TokenizedExample& ex, const Tokenizer& tok) {
+std::vector<TextSegment> trained_segments(const TokenizedExample& ex, const Tokenizer& tok) {
   const auto decoder = tok.stream_decoder();
-  std::string out;
-  bool open = false;
+  std::vector<TextSegment> out;
+  auto add = [&](std::string text, bool trained) {
+    if (text.empty()) return;
+    if (!out.empty() && out.back().trained == trained) out.back().text += text;
+    else out.push_back({std::move(text), trained});
+  };
+  bool trained = false;
   for (size_t i = 0; i < ex.size(); ++i) {
-    const bool trained = ex.trained[i] != 0;
-    if (trained != open) out += open ? kTrainedClose : kTrainedOpen;
-    open = trained;
-    out += decoder->push(ex.ids[i]);
-    if (tok.piece(ex.ids[i]).empty()) out += control_label(ex.ids[i], tok);
+    trained = ex.trained[i] != 0;
+    add(decoder->push(ex.ids[i]), trained);
+    if (tok.piece(ex.ids[i]).empty()) add(control_label(ex.ids[i], tok), trained);
   }
-  out += decoder->finish();
-  if (open) out += kTrainedClose;
+  add(decoder->finish(), trained);
   return out;
+}
+
+std::string marked_text(const std::vector<TextSegment>& segments) {
+  std::string out;
+  for (const TextSegment& s : segments) out += s.trained ? cat(kTrainedOpen, s.text, kTrainedClose) : s.text;
+  return out;
+}
+
+std::string mark_trained(const TokenizedExample& ex, const Tokenizer& tok) {
+  return marked_text(trained_segments(ex, tok));
 }
 
 FileInspection inspect_file(const std::filesystem::path& path, const InspectOptions& opt, const Tokenizer& tok) {
@@ -67,8 +79,12 @@ FileInspection inspect_file(const std::filesystem::path& path, const InspectOpti
     r.kept_tokens += int64_t(ex.size());
     r.kept_trained += kept_trained;
     if (kept_trained == 0) ++r.no_trained_left;
-    if (int64_t(r.shown.size()) < opt.examples)
-      r.shown.push_back({cat(path.string(), ":", rec->start.stream.line), tokens, trained, mark_trained(ex, tok)});
+    if (int64_t(r.shown.size()) < opt.examples) {
+      std::vector<TextSegment> segments = trained_segments(ex, tok);
+      std::string text = marked_text(segments);
+      r.shown.push_back({cat(path.string(), ":", rec->start.stream.line), tokens, trained, std::move(segments),
+                         std::move(text)});
+    }
   }
   r.skipped_bad = src.skipped();
   r.first_skip_reason = src.first_skip_reason();

@@ -29,11 +29,18 @@ struct InspectOptions {
   BadRecordPolicy on_bad_record = BadRecordPolicy::fail;
 };
 
+// A run of an example's text whose tokens are all trained (loss targets) or all not.
+struct TextSegment {
+  std::string text;
+  bool trained = false;
+};
+
 struct ShownExample {
   std::string where;    // "file:line"
   int64_t tokens = 0;   // before truncation
   int64_t trained = 0;  // before truncation
-  std::string text;     // the first --seq tokens, trained spans marked (see mark_trained)
+  std::vector<TextSegment> segments;  // the first --seq tokens (see trained_segments)
+  std::string text;     // the same, trained spans marked (see mark_trained)
 };
 
 struct FileInspection {
@@ -57,9 +64,12 @@ struct FileInspection {
 // loft::Error naming file and line for a bad record under --on-bad-record fail.
 FileInspection inspect_file(const std::filesystem::path& path, const InspectOptions& opt, const Tokenizer& tok);
 
-// The example's text (exactly as the tokenizer decodes its ids) with each run of trained tokens
-// wrapped in kTrainedOpen/kTrainedClose and control tokens named.
+// The example's text (exactly as the tokenizer decodes its ids) in runs of trained and untrained
+// tokens, control tokens named.
+std::vector<TextSegment> trained_segments(const TokenizedExample& ex, const Tokenizer& tok);
+// The same text with each run of trained tokens wrapped in kTrainedOpen/kTrainedClose.
 std::string mark_trained(const TokenizedExample& ex, const Tokenizer& tok);
+std::string marked_text(const std::vector<TextSegment>& segments);
 
 // The human-readable report of one file.
 void print_inspection(std::ostream& out, const FileInspection& r, const InspectOptions& opt);

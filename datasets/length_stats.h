@@ -22,6 +22,8 @@ class LengthStats {
   int64_t percentile(double p) const;
   // How many lengths are > limit (examples that --seq would truncate).
   int64_t count_above(int64_t limit) const;
+  // length -> how many examples have it.
+  const std::map<int64_t, int64_t>& histogram() const { return hist_; }
 
  private:
   std::map<int64_t, int64_t> hist_;

@@ -228,7 +228,13 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
   first_logged_step_ = step_ + 1;
   if (step_ == 0 && !calibrated_) calibrate();
   const bool talk = progress_ && !config_.quiet && writes_;
+  const int64_t first = step_;
   while (step_ < config_.steps) {
+    if (config_.stop && config_.stop->load() != 0) {
+      if (step_ > first && last_checkpoint_ != step_) save_checkpoint();
+      stopped_ = true;
+      break;
+    }
     std::optional<StepMetrics> step = run_next_step();
     if (!step) {
       if (talk)
@@ -297,6 +303,7 @@ fs::path Trainer::save_checkpoint() {
   // The folder appears under its real name only once complete: a crash leaves a .tmp folder.
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
+  last_checkpoint_ = step_;
   return final_dir;
 }
 
@@ -350,6 +357,7 @@ int64_t Trainer::resume(const std::optional<fs::path>& dir) {
   });
   data_.restore(state.data);
   step_ = state.step;
+  last_checkpoint_ = step_;
   calibrated_ = true;  // the saved method state holds what calibration chose
   if (!config_.run_dir.empty() && writes_) truncate_metrics(config_.run_dir / "metrics.jsonl", step_);
   return step_;

@@ -3,6 +3,7 @@
 // grad-norm clipping, AdamW, non-finite detection before anything is written), an LR schedule,
 // metrics.jsonl, progress, atomic checkpoints and exact resume.
 #pragma once
+#include <atomic>
 #include <filesystem>
 #include <cstdint>
 #include <functional>
@@ -41,6 +42,9 @@ struct TrainerConfig {
   // Data-parallel runs: compare the ranks' replica digests every N steps (0: before each
   // checkpoint only).
   int64_t check_replicas_every = 0;
+  // Set (nonzero) by a signal handler to stop the run between steps: run() then writes a
+  // checkpoint of the last step taken and returns with stopped() true (finetune's Ctrl-C).
+  const std::atomic<int>* stop = nullptr;
 };
 
 // One data-parallel rank run by this process: its model replica and the GradientSync to its peers.
@@ -98,7 +102,8 @@ class Trainer {
   int64_t resume(const std::optional<std::filesystem::path>& dir = std::nullopt);
   // Validation loss of the current model (set before run() to evaluate every eval_every steps).
   void set_evaluator(std::function<double()> evaluator) { evaluator_ = std::move(evaluator); }
-  // Runs until config.steps optimizer steps have been taken or the data runs out. `on_step` (optional) sees every
+  // Runs until config.steps optimizer steps have been taken, the data runs out or config.stop is set
+  // (see stopped()). `on_step` (optional) sees every
   // step's metrics after it is logged (on global rank 0's process only).
   void run(const std::function<void(const StepMetrics&)>& on_step = {});
   // Writes a checkpoint for the current step now (atomic: temp folder + rename): adapter.safetensors,
@@ -108,6 +113,9 @@ class Trainer {
   std::filesystem::path save_checkpoint();
 
   int64_t step() const { return step_; }
+  // run() returned because config.stop was set; the last step taken has a checkpoint (unless no
+  // step was taken).
+  bool stopped() const { return stopped_; }
   AdamW& optimizer() { return *optimizers_.front(); }
   // Whether this process holds global rank 0 (writes metrics, checkpoints and progress).
   bool writes() const { return writes_; }
@@ -138,6 +146,8 @@ class Trainer {
   bool calibrated_ = false;       // the method's calibration pass ran (or a resume made it moot)
   double elapsed_ = 0;            // seconds spent in steps since run() started
   int64_t first_logged_step_ = 1; // first step of this process (for the ETA)
+  bool stopped_ = false;
+  int64_t last_checkpoint_ = -1;  // the step of the newest checkpoint written or resumed from
 };
 
 // The method's calibration pass before step 0, if it asks for one (model.calibration_batches() >

@@ -1,0 +1,128 @@
+// Train page: every finetune option (grouped, defaults shown), a YAML recipe in or out, start a
+// run (POST /api/runs) and follow it live; stop and resume it.
+import { get, post } from './api.js';
+import { h, fill, notice } from './dom.js';
+import { state, on, emit, baseName } from './state.js';
+import { OptionsForm } from './train-options.js';
+import { RunView } from './run-view.js';
+import { parseRecipe, dumpRecipe } from './yaml.js';
+
+const MODEL_KEYS = ['base_model', 'model'];
+const DATA_KEYS = ['datasets', 'data'];
+
+export function trainPage() {
+  const msg = h('div');
+  const formBox = h('div#train-form', h('p.muted', 'loading the options…'));
+  const runBox = h('div#train-run', h('div.card.empty-run', h('p.muted', 'Start a run, or open one from the Runs page, to follow it here.')));
+  const fileInput = h('input#recipe-file', { type: 'file', accept: '.yaml,.yml', hidden: true, onchange: () => importRecipe() });
+  const startBtn = h('button.primary#train-start', { type: 'button', onclick: () => start() }, 'Start training');
+  const summary = h('p.hint#train-summary');
+  let form = null, view = null;
+
+  const el = h('section.page-stack',
+    msg,
+    h('div.card',
+      h('div.card-head', h('h2', 'Finetune options'), h('div.spacer'),
+        h('button#recipe-import', { type: 'button', onclick: () => fileInput.click() }, 'Import recipe…'),
+        h('button#recipe-export', { type: 'button', onclick: () => exportRecipe() }, 'Export recipe'),
+        h('button.link#train-reset', { type: 'button', onclick: () => form && (form.clear(), prefill()) }, 'reset'), fileInput),
+      summary, formBox,
+      h('div.actions', startBtn)),
+    runBox);
+
+  const key = (keys) => keys.find((k) => form && form.has(k)) || keys[0];
+
+  function prefill() {
+    if (!form) return;
+    if (state.model) form.set(key(MODEL_KEYS), state.model);
+    if (state.data.length) form.set(key(DATA_KEYS), state.data);
+    summarize();
+  }
+
+  function summarize() {
+    const model = form.get(key(MODEL_KEYS));
+    const data = [form.get(key(DATA_KEYS)) || []].flat().map((d) => (typeof d === 'string' ? d : d.path));
+    fill(summary, `model ${model ? baseName(model) : '(choose one on the Model page)'} · data ` +
+      `${data.length ? data.map(baseName).join(', ') : '(choose files on the Data page)'}`);
+  }
+
+  async function load() {
+    try {
+      const options = await get('/api/options/finetune');
+      form = new OptionsForm(options);
+      fill(formBox, form.el);
+      prefill();
+    } catch (e) {
+      fill(formBox);
+      notice(msg, e.message);
+    }
+  }
+
+  function body() {
+    const b = form.values();
+    if (!MODEL_KEYS.some((k) => k in b) && state.model) b[key(MODEL_KEYS)] = state.model;
+    if (!DATA_KEYS.some((k) => k in b) && state.data.length) b[key(DATA_KEYS)] = state.data;
+    return b;
+  }
+
+  async function start() {
+    if (!form) return;
+    notice(msg, '');
+    startBtn.disabled = true;
+    try {
+      const r = await post('/api/runs', body());
+      follow(r.id);
+      emit('runs');
+    } catch (e) {
+      notice(msg, e.message);
+    } finally {
+      startBtn.disabled = false;
+    }
+  }
+
+  function follow(id) {
+    if (view && view.id === id) return;
+    if (view) view.dispose();
+    state.run = id;
+    view = new RunView(id, { onChange: () => emit('runs') });
+    fill(runBox, view.el);
+  }
+
+  async function importRecipe() {
+    const file = fileInput.files[0];
+    fileInput.value = '';
+    if (!file || !form) return;
+    notice(msg, '');
+    try {
+      const doc = await parseRecipe(await file.text(), file.name);
+      // The recipe replaces the form (not the model and data chosen on the other pages).
+      form.clear();
+      for (const [k, v] of Object.entries(doc)) form.set(k, v);
+      summarize();
+      notice(msg, `imported ${file.name} (${Object.keys(doc).length} keys)`, 'info');
+    } catch (e) {
+      notice(msg, e.message);
+    }
+  }
+
+  async function exportRecipe() {
+    if (!form) return;
+    try {
+      const text = `# loft finetune recipe, from loft studio: loft finetune --config recipe.yaml\n${await dumpRecipe(body())}`;
+      const a = h('a', { href: URL.createObjectURL(new Blob([text], { type: 'application/yaml' })), download: 'recipe.yaml' });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+    } catch (e) {
+      notice(msg, e.message);
+    }
+  }
+
+  on('model', prefill);
+  on('data', prefill);
+  on('follow', (id) => follow(id));
+  load();
+  if (state.run) follow(state.run);
+  return { el };
+}
