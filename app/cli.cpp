@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "app/commands.h"
+#include "app/gpu_memory_limit.h"
 #include "app/interrupt.h"
 #include "app/recipe.h"
 #include "engine/core/failure.h"
@@ -14,8 +15,9 @@ namespace loft::app {
 
 CLI::Option* add_device_option(CLI::App& cmd, std::string& device) {
   device = "auto";
-  return cmd.add_option("--device", device, "auto, cpu, cuda or cuda:N")
-      ->capture_default_str();
+  CLI::Option* opt = cmd.add_option("--device", device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  add_gpu_memory_limit_option(cmd, device);  // after --device: its callback reads the device
+  return opt;
 }
 
 void build_cli(CLI::App& root) {

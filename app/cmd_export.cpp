@@ -1,8 +1,10 @@
 // loft export: the trained model (or the base) as FP8/bf16 safetensors, a PEFT adapter, or
-// llama.cpp GGUF (export/export.h, docs/export.md). Runs on the CPU, one tensor at a time.
+// llama.cpp GGUF (export/export.h, docs/export.md). Runs on the CPU, one tensor at a time: it has
+// no --device or --gpu-memory-limit.
 #include <iostream>
 
 #include "app/commands.h"
+#include "engine/core/byte_size.h"
 #include "engine/peft/method_spec.h"
 #include "export/export.h"
 
@@ -10,7 +12,9 @@ namespace loft::app {
 
 void add_export_command(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand(
-      "export", "write the trained model as FP8 or bf16 safetensors, a PEFT adapter, or llama.cpp GGUF");
+      "export",
+      "write the trained model as FP8 or bf16 safetensors, a PEFT adapter, or llama.cpp GGUF (on the CPU, "
+      "one tensor at a time: no GPU is used, so --device and --gpu-memory-limit do not apply)");
   auto o = std::make_shared<exporter::ExportOptions>();
   auto model = std::make_shared<std::string>(), adapter = std::make_shared<std::string>(),
        out = std::make_shared<std::string>(), shard = std::make_shared<std::string>("5GB");
@@ -39,7 +43,7 @@ void add_export_command(CLI::App& root) {
     o->model = *model;
     o->adapter = *adapter;
     o->out = *out;
-    o->max_shard_bytes = exporter::parse_byte_size(*shard);
+    o->max_shard_bytes = uint64_t(parse_byte_size(*shard, "--max-shard-size"));
     exporter::run_export(*o, std::cout, &std::cerr);
   });
 }

@@ -5,10 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "app/commands.h"
+#include "app/gpu_cards.h"
 #include "app/tokenizer_info.h"
+#include "engine/core/byte_size.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensors_checkpoint.h"
 #include "models/llama/config.h"
@@ -23,6 +26,7 @@ struct InfoOptions {
   bool json = false;
   std::string estimate_for = "gpu";
   llama::MemoryEstimateOptions estimate;
+  std::optional<GpuCard> card;  // --card: say whether each method fits it
 };
 
 constexpr const char* kEstimateNote =
@@ -85,6 +89,12 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
                   {"working_bytes", m.working},
                   {"logits_bytes", m.logits},
                   {"total_bytes", m.total()}});
+  if (o.card)
+    for (size_t i = 0; i < methods.size(); ++i) {
+      const CardFit f = card_fit(methods[i].total(), *o.card);
+      ms[i]["card_fits"] = f.fits;
+      ms[i]["card_headroom_bytes"] = f.headroom;
+    }
   return {{"model", o.model},
           {"architecture", c.architecture},
           {"parameters", ck.parameter_count()},
@@ -110,7 +120,25 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
             {"device", o.estimate.gpu ? "gpu" : "cpu"},
             {"activation_checkpointing", o.estimate.grad_checkpointing},
             {"note", kEstimateNote},
+            {"card", o.card ? nlohmann::json{{"card", o.card->id.empty() ? nlohmann::json() : nlohmann::json(o.card->id)},
+                                             {"label", o.card->label},
+                                             {"bytes", o.card->bytes},
+                                             {"runtime_allowance_bytes", kRuntimeAllowance}}
+                            : nlohmann::json()},
             {"methods", ms}}}};
+}
+
+// --card: one line per method, whether its estimate and the runtime's allowance fit the card.
+void print_card_fits(std::ostream& out, const GpuCard& card, const std::vector<llama::MethodMemory>& methods) {
+  out << "\non " << card.label << ", keeping " << gib_text(kRuntimeAllowance)
+      << " for the CUDA context and library workspaces:\n";
+  char line[160];
+  for (const auto& m : methods) {
+    const CardFit f = card_fit(m.total(), card);
+    std::snprintf(line, sizeof line, "  %-11s %-13s %s %s\n", m.method.c_str(), f.fits ? "fits" : "does not fit",
+                  gib_text(f.fits ? f.headroom : -f.headroom).c_str(), f.fits ? "to spare" : "short");
+    out << line;
+  }
 }
 
 void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfig& c,
@@ -163,6 +191,7 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
     out << "the input embedding table (" << human_bytes(methods.front().host_embeddings)
         << ") stays in host memory: only a batch's rows go to the GPU\n";
   out << kEstimateNote << '\n';
+  if (o.card) print_card_fits(out, *o.card, methods);
 }
 
 void run_info(const InfoOptions& o) {
@@ -204,8 +233,17 @@ void add_info_command(CLI::App& root) {
   cmd->add_option("--estimate-for", o->estimate_for, "the estimate's device: gpu (bf16) or cpu (f32)")
       ->check(CLI::IsMember({"gpu", "cpu"}))
       ->capture_default_str();
-  cmd->callback([o] {
+  auto card = std::make_shared<std::string>();
+  cmd->add_option("--card", *card,
+                  "plan for a GPU: say per method whether the estimate fits it: " + gpu_card_ids() +
+                      ", or its memory as a SIZE (24GiB, 16GB)")
+      ->type_name("NAME|SIZE");
+  cmd->callback([o, card] {
     o->estimate.gpu = o->estimate_for == "gpu";
+    if (!card->empty()) {
+      if (!o->estimate.gpu) throw UsageError("--card plans for a GPU; it does not go with --estimate-for cpu");
+      o->card = parse_gpu_card(*card);
+    }
     run_info(*o);
   });
 }

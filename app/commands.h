@@ -19,7 +19,8 @@ void add_studio_command(CLI::App& root);
 // Commands later issues build: each says so plainly and exits non-zero.
 void add_pending_commands(CLI::App& root);
 
-// Adds --device auto|cpu|cuda[:N] to a command that computes.
+// Adds --device auto|cpu|cuda[:N] and --gpu-memory-limit SIZE (app/gpu_memory_limit.h) to a
+// command that computes.
 CLI::Option* add_device_option(CLI::App& cmd, std::string& device);
 
 // Builds the root app with every command registered (main.cpp and the CLI tests share it).

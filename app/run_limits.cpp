@@ -1,5 +1,6 @@
 #include "app/run_limits.h"
 
+#include "app/gpu_memory_limit.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 
@@ -30,6 +31,7 @@ void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
   const llama::MethodMemory e = method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload);
+  check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),

@@ -17,8 +17,9 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
                                     Device device, bool checkpoint_offload = true);
 
-// Throws UsageError when `seq` exceeds max_position_embeddings or the estimated activations of
-// one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU).
+// Throws UsageError when `seq` exceeds max_position_embeddings, the estimated activations of
+// one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU), or,
+// under --gpu-memory-limit, the whole estimated peak does not fit the cap.
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
                     int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload = true);
 

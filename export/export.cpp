@@ -1,7 +1,6 @@
 #include "export/export.h"
 
 #include <algorithm>
-#include <cctype>
 #include <ostream>
 #include <vector>
 
@@ -18,24 +17,6 @@ namespace loft::exporter {
 const std::vector<std::string>& export_formats() {
   static const std::vector<std::string> f{"fp8", "bf16", "peft", "gguf", "gguf-lora"};
   return f;
-}
-
-uint64_t parse_byte_size(const std::string& text) {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  std::string unit = text.substr(pos);
-  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
-  const std::vector<std::pair<std::string, double>> units{
-      {"", 1},          {"B", 1},         {"KB", 1e3},      {"MB", 1e6},         {"GB", 1e9},
-      {"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}};
-  for (const auto& [u, mult] : units)
-    if (pos > 0 && unit == u && v > 0) return uint64_t(v * mult);
-  throw UsageError(cat("--max-shard-size: '", text, "' is not a positive size (e.g. 5GB, 500MB, 2GiB)"));
 }
 
 void check_export_options(const ExportOptions& opt) {

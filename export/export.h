@@ -41,7 +41,4 @@ void check_export_options(const ExportOptions& opt);
 // when everything was written.
 void run_export(const ExportOptions& opt, std::ostream& log, std::ostream* progress);
 
-// "5GB", "500MB", "2GiB", "1000" (bytes) -> bytes; UsageError naming --max-shard-size otherwise.
-uint64_t parse_byte_size(const std::string& text);
-
 }  // namespace loft::exporter

@@ -20,6 +20,11 @@ cublasLtHandle_t cublaslt_handle(int device);
 cublasHandle_t cublas_handle(int device);
 // A per-device cuBLASLt workspace (32 MiB), allocated once.
 void* cublaslt_workspace(int device, size_t* bytes);
+// cudaMemGetInfo of `device`; the calling thread's current device is kept.
+struct DeviceMemory {
+  size_t free = 0, total = 0;
+};
+DeviceMemory memory_info(int device);
 // Makes `device` current for this thread (cheap when it already is).
 void set_device(int device);
 // Checks for an error from the last kernel launch, naming it.

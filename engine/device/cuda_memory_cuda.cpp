@@ -1,11 +1,12 @@
-// Caching CUDA allocator. Freed blocks go to a per-device free list keyed by size and are handed
-// out again to requests that fit within 1/8 waste; the driver is asked only on a miss. All loft
+// The CUDA allocator: a CachingPool (caching_pool.h) per device over cudaMalloc/cudaFree. All loft
 // work on a device runs on one stream, so a block freed on the host can be reused at once: later
 // kernels are queued after the ones that still read it.
-#include <map>
+#include <algorithm>
+#include <array>
 #include <mutex>
 #include <vector>
 
+#include "engine/device/caching_pool.h"
 #include "engine/device/cuda_context.h"
 #include "engine/device/cuda_memory.h"
 
@@ -14,79 +15,66 @@ namespace loft::cuda {
 namespace {
 constexpr int kMaxDevices = 16;
 
-size_t round_size(size_t bytes) {
-  if (bytes < (1u << 20)) return (bytes + 511) / 512 * 512;
-  return (bytes + (128u << 10) - 1) / (128u << 10) * (128u << 10);
+PoolDriver driver(int device) {
+  PoolDriver d;
+  d.malloc = [device](size_t size, std::string* error) -> void* {
+    set_device(device);
+    void* ptr = nullptr;
+    const cudaError_t err = cudaMalloc(&ptr, size);
+    if (err == cudaSuccess) return ptr;
+    cudaGetLastError();
+    *error = cudaGetErrorString(err);
+    return nullptr;
+  };
+  d.sync = [device] {
+    set_device(device);
+    LOFT_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+  };
+  d.free = [](void* ptr) { LOFT_CUDA_CHECK(cudaFree(ptr)); };
+  return d;
 }
 
-struct DeviceCache {
-  std::mutex mu;
-  std::multimap<size_t, void*> free_blocks;  // size -> pointer
-  MemoryStats stats;
-};
-
-DeviceCache& cache(int device) {
-  static DeviceCache caches[kMaxDevices];
+// Never destroyed: a Storage released during static destruction still finds its pool.
+CachingPool& pool(int device) {
+  static std::array<std::once_flag, kMaxDevices> once;
+  static auto* pools = new std::array<CachingPool*, kMaxDevices>{};
   LOFT_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index ", device, " out of range");
-  return caches[device];
+  std::call_once(once[size_t(device)],
+                 [device] { (*pools)[size_t(device)] = new CachingPool(cat("cuda:", device), driver(device)); });
+  return *(*pools)[size_t(device)];
 }
 
-void release_locked(DeviceCache& c, int device) {
-  if (c.free_blocks.empty()) return;
-  set_device(device);
-  LOFT_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
-  for (auto& [size, ptr] : c.free_blocks) {
-    LOFT_CUDA_CHECK(cudaFree(ptr));
-    c.stats.reserved -= size;
-  }
-  c.free_blocks.clear();
-}
-
-void give_back(int device, void* ptr, size_t size) {
-  DeviceCache& c = cache(device);
-  std::lock_guard lock(c.mu);
-  c.stats.allocated -= size;
-  c.free_blocks.emplace(size, ptr);
-}
-
-std::string mib(size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 }  // namespace
 
 std::shared_ptr<Storage> allocate(size_t bytes, int device) {
-  const size_t size = round_size(std::max<size_t>(bytes, 1));
-  DeviceCache& c = cache(device);
-  void* ptr = nullptr;
-  {
-    std::lock_guard lock(c.mu);
-    auto it = c.free_blocks.lower_bound(size);
-    if (it != c.free_blocks.end() && it->first <= size + size / 8) {
-      ptr = it->second;
-      const size_t got = it->first;
-      c.free_blocks.erase(it);
-      c.stats.allocated += got;
-      c.stats.peak_allocated = std::max(c.stats.peak_allocated, c.stats.allocated);
-      return std::make_shared<Storage>(ptr, bytes, Device::cuda(device),
-                                       [device, got](void* p) { give_back(device, p, got); });
-    }
-    set_device(device);
-    cudaError_t err = cudaMalloc(&ptr, size);
-    if (err == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      release_locked(c, device);  // hand cached blocks back and try once more
-      err = cudaMalloc(&ptr, size);
-    }
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw Error(cat("out of GPU memory on cuda:", device, " allocating ", mib(size), " (",
-                      mib(c.stats.allocated), " in use by loft, ", mib(c.stats.reserved),
-                      " reserved): ", cudaGetErrorString(err)));
-    }
-    c.stats.reserved += size;
-    c.stats.allocated += size;
-    c.stats.peak_allocated = std::max(c.stats.peak_allocated, c.stats.allocated);
+  stream(device);  // the context first, so what it holds is measured before the pool's first block
+  CachingPool& p = pool(device);
+  const CachingPool::Block b = p.acquire(bytes);
+  return std::make_shared<Storage>(b.ptr, bytes, Device::cuda(device),
+                                   [&p, size = b.size](void* ptr) { p.give_back(ptr, size); });
+}
+
+void add_outside(int device, size_t bytes, bool context_measured) {
+  pool(device).add_outside(bytes, context_measured);
+}
+
+OutsideMemory outside(int device) { return pool(device).outside(); }
+
+void count_outside_pool(const std::vector<int>& devices, const std::function<void()>& fn) {
+  std::vector<size_t> free_before, reserved_before;
+  for (int d : devices) {
+    stream(d);  // loft's context first: its own memory is measured as such (cuda_context_cuda.cpp)
+    free_before.push_back(memory_info(d).free);
+    reserved_before.push_back(pool(d).stats().reserved);
   }
-  return std::make_shared<Storage>(ptr, bytes, Device::cuda(device),
-                                   [device, size](void* p) { give_back(device, p, size); });
+  fn();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int d = devices[i];
+    const size_t free_after = memory_info(d).free, reserved_after = pool(d).stats().reserved;
+    const int64_t taken = int64_t(free_before[i]) - int64_t(free_after) -
+                          (int64_t(reserved_after) - int64_t(reserved_before[i]));
+    if (taken > 0) add_outside(d, size_t(taken), false);
+  }
 }
 
 void* allocate_pinned(size_t bytes) {
@@ -116,23 +104,11 @@ void zero(void* dst, int device, size_t n) {
   LOFT_CUDA_CHECK(cudaMemsetAsync(dst, 0, n, stream(device)));
 }
 
-MemoryStats stats(int device) {
-  DeviceCache& c = cache(device);
-  std::lock_guard lock(c.mu);
-  return c.stats;
-}
+MemoryStats stats(int device) { return pool(device).stats(); }
 
-void reset_peak(int device) {
-  DeviceCache& c = cache(device);
-  std::lock_guard lock(c.mu);
-  c.stats.peak_allocated = c.stats.allocated;
-}
+void reset_peak(int device) { pool(device).reset_peak(); }
 
-void release_cached(int device) {
-  DeviceCache& c = cache(device);
-  std::lock_guard lock(c.mu);
-  release_locked(c, device);
-}
+void release_cached(int device) { pool(device).release_cached(); }
 
 void synchronize(int device) {
   set_device(device);

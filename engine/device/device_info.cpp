@@ -2,26 +2,34 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #ifdef LOFT_WITH_CUDA
 #include "engine/device/cuda_context.h"
 #endif
 #include "engine/core/error.h"
+#include "engine/device/memory.h"
+#include "engine/device/memory_limit.h"
 
 namespace loft {
+
+DeviceInfo capped_device_info(const DeviceInfo& card, int64_t cap, int64_t held) {
+  if (cap <= 0) return card;
+  DeviceInfo d = card;
+  d.total_bytes = card.total_bytes > 0 ? std::min(cap, card.total_bytes) : cap;
+  d.free_bytes = std::clamp<int64_t>(d.total_bytes - held, 0, card.free_bytes);
+  return d;
+}
 
 DeviceInfo device_info(Device device) {
   if (device.is_cpu()) return {"cpu", 0, 0};
 #ifdef LOFT_WITH_CUDA
   cudaDeviceProp prop{};
   LOFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device.index));
-  int current = 0;
-  LOFT_CUDA_CHECK(cudaGetDevice(&current));
-  LOFT_CUDA_CHECK(cudaSetDevice(device.index));  // cudaMemGetInfo reports the current device
-  size_t free = 0, total = 0;
-  const cudaError_t err = cudaMemGetInfo(&free, &total);
-  LOFT_CUDA_CHECK(cudaSetDevice(current));
-  LOFT_CUDA_CHECK(err);
-  return {prop.name, int64_t(total), int64_t(free)};
+  cuda::stream(device.index);  // loft's context first, so what it holds is measured (and counted)
+  const cuda::DeviceMemory m = cuda::memory_info(device.index);
+  const int64_t held = int64_t(memory_stats(device).reserved + memory_outside(device).bytes);
+  return capped_device_info({prop.name, int64_t(m.total), int64_t(m.free)}, gpu_memory_limit(), held);
 #else
   throw Error(cat("device ", device.str(), ": this loft was built without the CUDA backend"));
 #endif

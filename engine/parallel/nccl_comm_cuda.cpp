@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "engine/device/cuda_context.h"
+#include "engine/device/cuda_memory.h"
 #include "engine/parallel/nccl_comm.h"
 
 namespace loft {
@@ -105,21 +106,14 @@ class NcclCommunicator final : public Communicator {
     // After what the compute stream holds now (the gradients' last writes), beside what follows.
     LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
     LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
-    cudaStream_t stream = side_;
-    ncclResult_t r = nccl_api().ncclGroupStart();
-    if (r != ncclSuccess) fail(cat("ncclGroupStart failed (", nccl_cause(r, comm_), ")"));
-    for (Tensor* t : tensors) {
-      if (t->numel() == 0) continue;
-      const ncclResult_t c = nccl_api().ncclAllReduce(t->data(), t->data(), size_t(t->numel()), ncclFloat32,
-                                           ncclSum, comm_, stream);
-      if (c != ncclSuccess && c != ncclInProgress) {
-        r = c;
-        break;
-      }
+    ncclResult_t r = ncclSuccess;
+    // NCCL connects its peers (and allocates their buffers) at the first collective: counted.
+    if (first_collective_) {
+      first_collective_ = false;
+      cuda::count_outside_pool({dev_}, [&] { r = queue_all_reduce(tensors); });
+    } else {
+      r = queue_all_reduce(tensors);
     }
-    const ncclResult_t end = nccl_api().ncclGroupEnd();  // closes the group even after a failed call
-    if (r == ncclSuccess) r = end;
-    r = settle(comm_, r, Clock::now() + timeout_);
     if (r == ncclInProgress)
       fail(cat("NCCL did not queue the all-reduce within ", seconds(timeout_)));
     if (r != ncclSuccess) fail(cat("the all-reduce failed (", nccl_cause(r, comm_), ")"));
@@ -163,6 +157,24 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // Queues the sums on side_ as one group and settles it (ncclInProgress past the timeout).
+  ncclResult_t queue_all_reduce(std::span<Tensor* const> tensors) {
+    ncclResult_t r = nccl_api().ncclGroupStart();
+    if (r != ncclSuccess) fail(cat("ncclGroupStart failed (", nccl_cause(r, comm_), ")"));
+    for (Tensor* t : tensors) {
+      if (t->numel() == 0) continue;
+      const ncclResult_t c = nccl_api().ncclAllReduce(t->data(), t->data(), size_t(t->numel()), ncclFloat32,
+                                           ncclSum, comm_, side_);
+      if (c != ncclSuccess && c != ncclInProgress) {
+        r = c;
+        break;
+      }
+    }
+    const ncclResult_t end = nccl_api().ncclGroupEnd();  // closes the group even after a failed call
+    if (r == ncclSuccess) r = end;
+    return settle(comm_, r, Clock::now() + timeout_);
+  }
+
   std::string where() const { return cat("rank ", rank_, " of ", world_); }
   void check_live() const {
     LOFT_CHECK(comm_ != nullptr, where(), ": the NCCL communicator was aborted");
@@ -177,6 +189,7 @@ class NcclCommunicator final : public Communicator {
   cudaEvent_t computed_ = nullptr, reduced_ = nullptr;  // compute -> side, side -> compute
   int dev_, rank_, world_;
   std::chrono::milliseconds timeout_;  // for queueing and for the destructor's last wait
+  bool first_collective_ = true;
 };
 
 }  // namespace
@@ -195,7 +208,9 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::ve
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   int current = 0;
   LOFT_CUDA_CHECK(cudaGetDevice(&current));
-  const ncclResult_t r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data());
+  ncclResult_t r = ncclSuccess;
+  // NCCL's buffers count against --gpu-memory-limit as far as they show (memory_outside).
+  cuda::count_outside_pool(devices, [&] { r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data()); });
   LOFT_CUDA_CHECK(cudaSetDevice(current));  // NCCL may leave another device current
   if (r != ncclSuccess)
     throw Error(cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr),
@@ -217,8 +232,11 @@ std::unique_ptr<Communicator> make_nccl_communicator(int device,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;  // init returns at once; the deadline below bounds the wait for peers
   ncclComm_t comm = nullptr;
-  ncclResult_t r = nccl_api().ncclCommInitRankConfig(&comm, world, id, rank, &config);
-  if (comm) r = settle(comm, r, Clock::now() + timeout);
+  ncclResult_t r = ncclSuccess;
+  cuda::count_outside_pool({device}, [&] {
+    r = nccl_api().ncclCommInitRankConfig(&comm, world, id, rank, &config);
+    if (comm) r = settle(comm, r, Clock::now() + timeout);
+  });
   if (r != ncclSuccess) {
     const std::string cause =
         r == ncclInProgress ? cat("the other ranks did not join within ", seconds(timeout))

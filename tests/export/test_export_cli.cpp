@@ -97,14 +97,5 @@ TEST(ExportCli, ShardsWithAnIndexThatLoftReads) {
   EXPECT_TRUE(fs::exists(dir / "s" / "generation_config.json"));
 }
 
-TEST(ExportCli, ByteSizes) {
-  EXPECT_EQ(exporter::parse_byte_size("5GB"), 5'000'000'000u);
-  EXPECT_EQ(exporter::parse_byte_size("2GiB"), 2147483648u);
-  EXPECT_EQ(exporter::parse_byte_size("500mb"), 500'000'000u);
-  EXPECT_EQ(exporter::parse_byte_size("1000"), 1000u);
-  EXPECT_THROW(exporter::parse_byte_size("0"), UsageError);
-  EXPECT_THROW(exporter::parse_byte_size("5XB"), UsageError);
-}
-
 }  // namespace
 }  // namespace loft
