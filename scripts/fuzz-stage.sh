@@ -4,6 +4,7 @@
 # info stripped: ASan still names functions; symbolize with the unstripped build-fuzz/fuzz/
 # binaries here), lib/ (the shared libraries scripts/runtime-libs.sh picks), dict/ and corpus/
 # (build-fuzz/corpus: the seeds plus whatever local runs found). Refuses to leave more than 50 MiB.
+# usage: scripts/fuzz-stage.sh [TARGET...]   (default every target; named ones get all the cores there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
@@ -13,10 +14,15 @@ dst=.fuzzrun
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/dict"
-for b in "$BUILD"/fuzz/fuzz_*; do strip --strip-debug -o "$tmp/bin/$(basename "$b")" "$b"; done
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=($(cd "$BUILD/fuzz" && ls fuzz_* | sed 's/^fuzz_//'))
+mkdir -p "$tmp/corpus"
+for t in "${targets[@]}"; do
+  [ -x "$BUILD/fuzz/fuzz_$t" ] || { echo "fuzz-stage: no target $t in $BUILD/fuzz" >&2; exit 2; }
+  strip --strip-debug -o "$tmp/bin/fuzz_$t" "$BUILD/fuzz/fuzz_$t"
+  cp -r "$BUILD/corpus/$t" "$tmp/corpus/$t"
+done
 scripts/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
 cp tests/fuzz/*.dict "$tmp/dict/"
-cp -r "$BUILD/corpus" "$tmp/corpus"
 rm -rf "$dst" && mkdir -p "$dst"
 tar -C "$tmp" -czf "$dst/fuzzrun.tgz" bin lib dict corpus
 size=$(stat -c %s "$dst/fuzzrun.tgz")
