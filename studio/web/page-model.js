@@ -6,7 +6,8 @@ import { h, fill, field, select, debounce, bytes, num, notice } from './dom.js';
 import { state, on, setModel, baseName } from './state.js';
 import { picker } from './picker.js';
 
-const CARDS = [['', 'this machine'], ['12GB', '12 GB'], ['16GB', '16 GB'], ['24GB', '24 GB'], ['48GB', '48 GB'], ['80GB', '80 GB']];
+// `loft info --card` values: a card's "24 GB" is 24 GiB (app/gpu_cards.cpp).
+const CARDS = [['', 'this machine'], ['12GiB', '12 GB'], ['16GiB', '16 GB'], ['24GiB', '24 GB'], ['48GiB', '48 GB'], ['80GiB', '80 GB']];
 
 export function modelPage() {
   const models = h('ul.model-list#model-list');
@@ -37,18 +38,18 @@ export function modelPage() {
           field('GPU memory', card)),
         fitBody, fitNote)));
 
-  let pending = null, last = null;
+  let pending = null;
   async function refresh() {
     if (!state.model) return;
     if (pending) pending.abort();
     pending = new AbortController();
-    // The card is compared here: loft info estimates, it takes no card size.
+    // A chosen card is judged by `loft info --card` (with its allowance for the CUDA context and
+    // workspaces); this machine's GPU is compared here.
     const params = { model: state.model, batch: batch.value, seq: seq.value, lora_rank: rank.value,
-                     grad_checkpointing: ckpt.checked };
+                     grad_checkpointing: ckpt.checked, card: card.value };
     fitBody.classList.add('stale');
     try {
       const info = await get('/api/info', params, { signal: pending.signal });
-      last = info;
       notice(msg, '');
       renderInfo(info);
       renderFit(info);
@@ -60,8 +61,7 @@ export function modelPage() {
     }
   }
   const later = debounce(refresh, 250);
-  for (const input of [batch, seq, rank, ckpt]) input.addEventListener('input', later);
-  card.addEventListener('input', () => last && renderFit(last));
+  for (const input of [batch, seq, rank, ckpt, card]) input.addEventListener('input', later);
 
   function renderInfo(j) {
     const tok = j.tokenizer || {};
@@ -87,13 +87,13 @@ export function modelPage() {
 
   function renderFit(j) {
     const me = j.memory_estimate || {};
-    const cap = capacity(j, card.value);
+    const cap = capacity(j);
     const methods = me.methods || [];
     const cols = ['method', 'frozen weights', 'embed / head', 'adapter', 'activations', 'working', 'total', cap ? `fits ${cap.label}?` : 'fits?'];
     fill(fitBody, h('table.fit',
       h('thead', h('tr', cols.map((c, i) => h(i === 0 ? 'th' : 'th.num', c)))),
       h('tbody', methods.map((m) => {
-        const fits = m.fits ?? (cap ? m.total_bytes <= cap.bytes : null);
+        const fits = m.card_fits ?? m.fits ?? (cap ? m.total_bytes <= cap.bytes : null);
         const share = cap ? Math.min(1, m.total_bytes / cap.bytes) : 0;
         return h('tr', { 'data-method': m.method },
           h('td', h('strong', m.method), h('div.hint', m.description || '')),
@@ -143,10 +143,11 @@ function tokenText(t) {
   return `${t.id}${t.text ? ` ${t.text}` : ''}`;
 }
 
-// The memory the estimate is compared with: the chosen card's (a "24 GB" card holds 24 GiB), else
-// this machine's first GPU when loft info lists one (`gpus`), else none.
-function capacity(j, card) {
-  if (card) return { bytes: parseFloat(card) * 2 ** 30, label: card.replace('GB', ' GB') };
+// The memory the estimate is compared with: the card `loft info --card` judged against, else this
+// machine's first GPU when loft info lists one (`gpus`), else none.
+function capacity(j) {
+  const card = (j.memory_estimate || {}).card;
+  if (card) return { bytes: Number(card.bytes), label: card.label };
   const gpus = j.gpus || [];
   if (gpus.length) {
     const g = gpus[0];

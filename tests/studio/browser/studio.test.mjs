@@ -121,8 +121,10 @@ test('model: choose stories260K, read its info and a fit table that follows the 
   const small = await total();
   await setValue('#fit-batch', 64);
   await until(page, 'the estimate for batch 64', (t) => document.querySelector('#fit-table tr[data-method] .total')?.textContent !== t, small);
-  await setValue('#fit-card', '12GB');
-  await until(page, 'the 12 GB verdicts', () => document.querySelectorAll('#fit-table .fitbar.yes').length >= 3);
+  await setValue('#fit-card', '12GiB');
+  // Judged by `loft info --card 12GiB`: its label names the size.
+  await until(page, 'the 12 GB verdicts', () => document.querySelectorAll('#fit-table .fitbar.yes').length >= 3 &&
+    /12 GiB/.test(document.querySelector('#fit-note')?.textContent || ''));
   await setValue('#fit-batch', 8);
   await sleep(600);
   await screenshot(page, 'model');
