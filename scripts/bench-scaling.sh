@@ -7,13 +7,13 @@
 # bars (2 GPUs >= 1.9x, 4 GPUs >= 3.6x one GPU). Each run is bounded by LOFT_TIMEOUT seconds.
 # Exit 1 when a run fails or a bar is missed.
 #   [SHAPES="llama-7b:4:512"] [METHODS="lora falqon"] [GPUS="2 4"] [STEPS=8] scripts/bench-scaling.sh
-# Binary: $LOFT, else .gpurun/bin/loft (unpacked from .gpurun/gpurun.tgz, scripts/stage-gpu-run.sh),
+# Binary: $LOFT, else .gpurun/bin/loft (unpacked from .gpurun/gpurun.tar.xz, scripts/stage-gpu-run.sh),
 # else build/loft.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 run=$PWD/.gpurun
 if [ -z "${LOFT:-}" ]; then
-  [ -f "$run/gpurun.tgz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
+  [ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
   LOFT=build/loft; [ -x "$run/bin/loft" ] && LOFT=$run/bin/loft
 fi
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"

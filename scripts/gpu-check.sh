@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/loft-out}
 mkdir -p "$OUT"
 run=$PWD/.gpurun
-[ -f "$run/gpurun.tgz" ] && tar -C "$run" -xzf "$run/gpurun.tgz"
+[ -f "$run/gpurun.tar.xz" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
 export LOFT_TEST_DATA=$run/data
 export LOFT_SOURCE_DIR=$PWD
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"

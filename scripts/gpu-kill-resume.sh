@@ -13,7 +13,7 @@
 # general: fp32 atomics sum flash attention's dQ and the gradient norm's partial sums).
 #
 # Runs from the checkout root. Binary: $LOFT, else .gpurun/bin/loft (unpacked from
-# .gpurun/gpurun.tgz, scripts/stage-gpu-run.sh), else build/loft. DEVICE=cuda (default) or cpu;
+# .gpurun/gpurun.tar.xz, scripts/stage-gpu-run.sh), else build/loft. DEVICE=cuda (default) or cpu;
 # STEPS (120), SAVE_EVERY (4), KILLS (9), SEED (1) for the random moments. Summary on stdout and
 # in $OUT/gpu-kill-resume/summary.txt; metrics and logs in $OUT/gpu-kill-resume/runs.tgz. Exit 1 on
 # any failed check.
@@ -23,7 +23,7 @@ OUT=${OUT:-/tmp/loft-out}
 DEVICE=${DEVICE:-cuda} STEPS=${STEPS:-120} SAVE_EVERY=${SAVE_EVERY:-4} KILLS=${KILLS:-9}
 RANDOM=${SEED:-1}
 if [ -z "${LOFT:-}" ]; then
-  if [ -f .gpurun/gpurun.tgz ] && [ ! -x .gpurun/bin/loft ]; then tar -C .gpurun -xzf .gpurun/gpurun.tgz; fi
+  if [ -f .gpurun/gpurun.tar.xz ] && [ ! -x .gpurun/bin/loft ]; then tar -C .gpurun -xf .gpurun/gpurun.tar.xz; fi
   LOFT=build/loft; [ -x .gpurun/bin/loft ] && LOFT=.gpurun/bin/loft
   source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$PWD/.gpurun"
 fi

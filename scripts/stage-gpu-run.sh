@@ -27,7 +27,7 @@ done
 # The PEFT baseline the benchmark is compared against, run in the same call.
 cp -r "$data/../bench" "$dst/bench"
 # One compressed archive keeps the carried size under the 64 MiB limit (OpenBLAS alone is 36 MB).
-tar -C "$dst" -czf gpurun.tgz bin lib data bench
+XZ_OPT="-T0 -6" tar -C "$dst" -cJf gpurun.tar.xz bin lib data bench
 rm -rf "$dst"/*
-mv gpurun.tgz "$dst/"
+mv gpurun.tar.xz "$dst/"
 du -sh "$dst"

@@ -88,6 +88,9 @@ CliResult finetune(const fs::path& out, const std::string& cap) {
 
 TEST(GpuMemoryLimit, FinetuneUnderACapJustAboveItsPeakTrainsAndUnderItsEstimateIsRefused) {
   LOFT_REQUIRE_GPU();
+  // The in-process finetunes below set the process's cap; it goes when the test ends, however it
+  // ends, or every later test in this binary would run under it.
+  CapGuard uncapped_after(0);
   TempDir dir;
   reset_peak_memory(kCuda);
   const CliResult free_run = finetune(dir / "free", "");
@@ -106,7 +109,9 @@ TEST(GpuMemoryLimit, FinetuneUnderACapJustAboveItsPeakTrainsAndUnderItsEstimateI
                                            "--lora-rank", "8"});
   ASSERT_EQ(info.code, 0) << info.err;
   int64_t estimate = 0;
-  for (const auto& m : nlohmann::json::parse(info.out)["memory_estimate"]["methods"])
+  // Parsed into a variable: a range-for over a member of a temporary reads freed memory.
+  const nlohmann::json parsed = nlohmann::json::parse(info.out);
+  for (const auto& m : parsed["memory_estimate"]["methods"])
     if (m["method"] == "lora-bf16") estimate = m["total_bytes"];
   ASSERT_GT(estimate, 0);
   const int64_t below = int64_t(memory_outside(kCuda).bytes) + estimate / 2;
@@ -115,7 +120,6 @@ TEST(GpuMemoryLimit, FinetuneUnderACapJustAboveItsPeakTrainsAndUnderItsEstimateI
   EXPECT_TRUE(contains(refused.err, "by loft's estimate"));
   EXPECT_TRUE(contains(refused.err, "more than --gpu-memory-limit " + format_byte_size(below)));
   EXPECT_FALSE(fs::exists(dir / "refused" / "metrics.jsonl")) << "refused before training";
-  set_gpu_memory_limit(0);
 }
 
 }  // namespace

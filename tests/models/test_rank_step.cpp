@@ -89,11 +89,14 @@ TEST(RankStep, TwoRanksStayIdenticalAndMatchOneModel) {
       for (size_t p = 0; p < v0.size(); ++p)
         EXPECT_EQ(v0[p], v1[p]) << "param " << p << " step " << step;
       // FALQON folds its top-k rows of B into the backbone after each step: a near tie between
-      // rows may break the other way under another fp32 summation order, so after step 1 it is
-      // compared rank with rank only.
-      if (std::string(method) == "falqon" && step > 1) continue;
+      // rows may break the other way under another fp32 summation order (another CPU's BLAS
+      // kernel), so its weights are compared rank with rank only, and with the one model only
+      // through step 1's loss and gradient norm, which come before the first fold.
+      const bool falqon = std::string(method) == "falqon";
+      if (falqon && step > 1) continue;
       EXPECT_NEAR(part[0].loss_sum, whole.loss_sum, 1e-6 * whole.loss_sum);
       EXPECT_NEAR(part[0].grad_norm, whole.grad_norm, 1e-5 * whole.grad_norm);
+      if (falqon) continue;
       ASSERT_EQ(v0.size(), vw.size());
       for (size_t p = 0; p < v0.size(); ++p) {
         for (size_t k = 0; k < v0[p].size(); ++k)
