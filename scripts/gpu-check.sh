@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/loft-out}
 mkdir -p "$OUT"
-run=$PWD/.gpurun
+run=$PWD/${GPU_RUN_DIR:-.gpurun}
 [ -f "$run/gpurun.tar.xz" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
 export LOFT_TEST_DATA=$run/data
 export LOFT_SOURCE_DIR=$PWD

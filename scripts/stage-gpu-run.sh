@@ -2,12 +2,14 @@
 # Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
 # not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
 # libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
-# Then, on the GPU machine: scripts/gpu-check.sh (with .gpurun carried).
+# Then, on the GPU machine: scripts/gpu-check.sh (with .gpurun carried). STAGE_DIR (default .gpurun)
+# stages a second build beside the first (BUILD_DIR=build-sm89 STAGE_DIR=.gpurun89), which
+# GPU_RUN_DIR=.gpurun89 scripts/gpu-check.sh runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-gpu}
 data=${LOFT_TEST_DATA:-../shared/data}
-dst=.gpurun
+dst=${STAGE_DIR:-.gpurun}
 rm -rf "$dst"
 mkdir -p "$dst/bin" "$dst/lib" "$dst/data"
 # STAGE_TESTS narrows the test binaries (e.g. "loft_tests_gpu") to keep under the carry limit.
