@@ -85,6 +85,10 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
   c.vocab_size = f.positive("vocab_size", kMaxVocab);
   c.max_position_embeddings =
       f.positive_or("max_position_embeddings", c.max_position_embeddings, kMaxPositions);
+  // A prediction needs a token and the one after it: below 2, perplexity, training and
+  // generation have nothing to compute (evaluate --task ppl failed an internal check on 1).
+  if (c.max_position_embeddings < 2)
+    f.fail("max_position_embeddings", cat("(", c.max_position_embeddings, ") must be at least 2"));
   c.rms_norm_eps = f.positive_number("rms_norm_eps", c.rms_norm_eps);
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", false);
   if (const auto bos = f.id_list("bos_token_id"); !bos.empty()) {

@@ -216,6 +216,9 @@ TEST(LlamaConfig, InconsistentOrUnsupported) {
   j["head_dim"] = 7;
   EXPECT_TRUE(test::contains(parse_error(j), "field head_dim (7) must be even"));
   j = base_config();
+  j["max_position_embeddings"] = 1;
+  EXPECT_TRUE(test::contains(parse_error(j), "field max_position_embeddings (1) must be at least 2"));
+  j = base_config();
   j["model_type"] = "qwen2";
   EXPECT_TRUE(test::contains(parse_error(j), "field model_type is 'qwen2'"));
   j = base_config();
