@@ -4,6 +4,7 @@
 
 #include "app/resolved_config.h"
 #include "engine/io/atomic_file.h"
+#include "engine/io/folder_lock.h"
 #include "report/html_report.h"
 
 namespace loft::app {
@@ -55,6 +56,16 @@ std::optional<fs::path> save_eval_in_run(const fs::path& adapter, const std::str
   std::error_code ec;
   const fs::path run = fs::weakly_canonical(adapter, ec).parent_path();
   if (ec || !fs::exists(run / "run_config.json", ec)) return std::nullopt;
+  // The run folder belongs to whoever holds its lock: a finetune that resumes it writes there, and
+  // one that overwrites it removes eval/.
+  std::optional<FolderLock> lock;
+  try {
+    lock.emplace(run, "evaluate", cat("run folder ", run.string()));
+  } catch (const Error& e) {
+    std::cerr << "loft: warning: the " << task << " report is not saved in " << (run / "eval").string() << ": "
+              << e.what() << "\n";
+    return std::nullopt;
+  }
   const fs::path file = run_subfolder(run, "eval") / (task + ".json");
   write_file_atomic(file, report.dump(2) + "\n");
   return file;

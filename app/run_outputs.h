@@ -44,7 +44,9 @@ class RunOutputs {
 
 // `loft evaluate --adapter RUN/adapter` keeps its report beside the run, as RUN/eval/<task>.json
 // (replacing an earlier one of the task), where `loft report` finds it. Returns the file, or
-// nothing when the adapter's parent is not a finetune run folder (no run_config.json).
+// nothing when the adapter's parent is not a finetune run folder (no run_config.json) or another
+// process holds the run folder's lock (a finetune resuming or overwriting it: a warning on stderr
+// names it, and the evaluation's own output is unaffected).
 std::optional<std::filesystem::path> save_eval_in_run(const std::filesystem::path& adapter, const std::string& task,
                                                       const nlohmann::json& report);
 

@@ -128,5 +128,30 @@ TEST(RunFolderPaths, RunFoldersWithoutTheMarkerAreRecognised) {
   EXPECT_FALSE(is_run_folder(dir.path()));
 }
 
+// evaluate --adapter RUN/adapter saves its report in RUN/eval/ only while no other process holds
+// the run folder (a finetune resuming or overwriting it); otherwise it warns and saves nothing
+// there, and the evaluation itself still succeeds.
+TEST(RunFolderPaths, EvaluateSavesIntoARunOnlyWhenNobodyHoldsIt) {
+  test::TempDir dir;
+  const fs::path run = dir / "run";
+  ASSERT_EQ(test::run_cli_captured(test::finetune(run)).code, 0);
+  const std::vector<std::string> evaluate{
+      "evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(), "--adapter",
+      (run / "adapter").string(), "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(),
+      "--subjects", "abstract_algebra", "--limit", "1", "--shots", "0", "--device", "cpu"};
+  {
+    FolderLock held(run, "finetune", "--out " + run.string());
+    const test::CliResult r = test::run_cli_captured(evaluate);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_TRUE(test::contains(r.err, "warning: the mmlu report is not saved in " + (run / "eval").string()));
+    EXPECT_TRUE(test::contains(r.err, "finetune")) << r.err;
+    EXPECT_FALSE(fs::exists(run / "eval" / "mmlu.json"));
+  }
+  const test::CliResult r = test::run_cli_captured(evaluate);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(run / "eval" / "mmlu.json"));
+  EXPECT_FALSE(fs::exists(run / kFolderLockFile)) << "evaluate lets the folder go";
+}
+
 }  // namespace
 }  // namespace loft
