@@ -241,6 +241,12 @@ void evaluate_gsm8k(const EvaluateOptions& o, llama::LlamaModel& model, const To
 void run_evaluate(const EvaluateOptions& o) {
   if (o.task != "ppl" && o.task != "mmlu" && o.task != "gsm8k" && o.task != "gsm8k-cot")
     throw UsageError(cat("--task ", o.task, " is not one of ppl, mmlu, gsm8k, gsm8k-cot"));
+  // Perplexity prints its one result (--json for JSON); the report and samples files are
+  // lm-eval's, for the benchmarks: refused rather than silently not written.
+  if (o.task == "ppl")
+    for (const auto& [option, value] : {std::pair{"--report", &o.report}, std::pair{"--log-samples", &o.log_samples}})
+      if (!value->empty())
+        throw UsageError(cat(option, " is for mmlu, gsm8k and gsm8k-cot; --task ppl prints its result (--json: as JSON)"));
   // Checked before the model is loaded: an evaluation must not run for hours to a file it may not write.
   if (!o.report.empty())
     check_output_file(o.report, "--report", o.overwrite, is_loft_eval_report, "a loft evaluate report");

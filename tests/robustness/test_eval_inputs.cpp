@@ -37,6 +37,17 @@ TEST(Robustness, EmptyMmluFilesAreErrors) {
                  {(dir / "mmlu" / "dev" / "toy_dev.csv").string(), "holds no question"});
 }
 
+// Perplexity writes no report or samples file: asking for one is refused, not silently ignored.
+TEST(Robustness, PerplexityRefusesReportAndSamplesFiles) {
+  test::TempDir dir;
+  test::write_file(dir / "doc.txt", "One upon a time there was a cat.\n");
+  for (const char* option : {"--report", "--log-samples"}) {
+    expect_failure(evaluate("ppl", dir / "doc.txt", {option, (dir / "out.json").string()}), 2,
+                   {option, "is for mmlu, gsm8k and gsm8k-cot"});
+    EXPECT_FALSE(fs::exists(dir / "out.json"));
+  }
+}
+
 TEST(Robustness, MmluOffsetPastTheEndIsAUsageError) {
   test::TempDir dir;
   const std::string rows = std::string(kHeader) + kRow + kRow;
