@@ -76,7 +76,10 @@ bool is_eval_report(const nlohmann::json& j) {
          j["metrics"].is_object();
 }
 
-void add_eval_reports(const fs::path& folder, const fs::path& run, std::vector<EvalReport>& out) {
+// `warnings`: where every JSON file is evaluate's (RUN/eval/), one that cannot be read as its
+// report is named there; elsewhere (the run folder itself) other JSON files are passed over.
+void add_eval_reports(const fs::path& folder, const fs::path& run, std::vector<EvalReport>& out,
+                      std::vector<std::string>* warnings = nullptr) {
   if (!fs::is_directory(folder)) return;
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(folder))
@@ -86,10 +89,12 @@ void add_eval_reports(const fs::path& folder, const fs::path& run, std::vector<E
     nlohmann::json j;
     try {
       j = read_json_file(f);
-    } catch (const Error&) {
-      continue;  // not every JSON file of the folder is ours to judge
+    } catch (const Error& e) {
+      if (warnings) warnings->push_back(cat(f.string(), ": skipped, not readable as an evaluation report (", e.what(), ")"));
+      continue;
     }
     if (is_eval_report(j)) out.push_back({fs::relative(f, run).string(), std::move(j)});
+    else if (warnings) warnings->push_back(cat(f.string(), ": skipped, not an evaluation report"));
   }
 }
 
@@ -112,7 +117,7 @@ RunData load_run(const fs::path& dir) {
     r.config_yaml = s.str();
   }
   add_eval_reports(dir, dir, r.evals);
-  add_eval_reports(dir / "eval", dir, r.evals);
+  add_eval_reports(dir / "eval", dir, r.evals, &r.warnings);
   return r;
 }
 

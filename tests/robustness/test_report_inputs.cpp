@@ -106,6 +106,21 @@ TEST(Robustness, TornLastMetricsLineIsAWarning) {
   EXPECT_TRUE(fs::exists(run / "r.html"));
 }
 
+// RUN/eval/ holds evaluate's reports only: a file there that is not one is named in a warning,
+// and the page is written without it.
+TEST(Robustness, UnreadableEvalReportsAreWarnings) {
+  test::TempDir dir;
+  const fs::path run = dir / "run";
+  test::write_file(run / "metrics.jsonl", metrics_lines(3));
+  test::write_file(run / "eval" / "mmlu.json", "{\"task\": \"mmlu\", \"metrics\": {\"acc\": ");
+  test::write_file(run / "eval" / "notes.json", "[1, 2]");
+  const test::BinaryResult r = test::run_loft(report(run));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "warning: " + (run / "eval" / "mmlu.json").string() + ": skipped, not readable"));
+  EXPECT_TRUE(test::contains(r.err, "warning: " + (run / "eval" / "notes.json").string() + ": skipped, not an evaluation report"));
+  EXPECT_TRUE(fs::exists(run / "r.html"));
+}
+
 TEST(Robustness, WrongTypedRunFilesAreErrorsNamingTheField) {
   test::TempDir dir;
   const fs::path run = dir / "run";
