@@ -132,6 +132,10 @@ void run_eval_bench(const EvalBenchOptions& o, Device device, std::ostream& out)
   if (o.shape.empty() == o.model.empty()) throw UsageError("--eval needs --shape NAME or --model DIR");
   if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
   if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
+  // decode times the steps after the prefill's first token: one token leaves none to time.
+  if (o.task == "decode" && o.max_gen_toks < 2)
+    throw UsageError(cat("--max-gen-toks must be >= 2 for --eval decode (it times the tokens after the first), not ",
+                         o.max_gen_toks));
   if (o.limit < -1 || o.limit == 0) throw UsageError(cat("--limit must be >= 1, not ", o.limit));
   if (o.task == "decode" && (o.batch < 1 || o.seq < 1))
     throw UsageError(cat("--batch and --seq must be >= 1, not ", o.batch, " and ", o.seq));

@@ -58,6 +58,9 @@ TEST(Robustness, BenchSizesAreBoundedAsFinetuneBoundsThem) {
   expect_failure({"bench", "--shape", "tiny", "--device", "cpu", "--warmup", "1e18"}, 2, {"--warmup"});
   expect_failure(bench({"--alpha", "nan"}), 2, {"--alpha"});
   expect_failure(bench({"--seed", "-1"}), 2, {"--seed"});
+  expect_failure({"bench", "--eval", "decode", "--shape", "tiny", "--tokenizer", stories(), "--device", "cpu",
+                  "--max-gen-toks", "1"},
+                 2, {"--max-gen-toks must be >= 2 for --eval decode"});
 }
 
 std::vector<std::string> evaluate(std::vector<std::string> extra) {
