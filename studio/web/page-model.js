@@ -107,7 +107,7 @@ export function modelPage() {
       }))));
     fill(fitNote,
       `batch ${me.batch} × seq ${me.seq}, rank ${me.lora_rank}, ${me.device === 'cpu' ? 'CPU (f32)' : 'GPU (bf16)'}, ` +
-      `checkpointing ${me.activation_checkpointing ? 'on' : 'off'}${cap ? ` · compared with ${cap.label}` : ' · no GPU found here: choose a card size to compare'}. ` +
+      `checkpointing ${me.activation_checkpointing ? 'on' : 'off'}${cap ? ` · compared with ${cap.label}${allowance(me)}` : ' · no GPU found here: choose a card size to compare'}. ` +
       (me.note || ''));
   }
 
@@ -132,6 +132,12 @@ export function modelPage() {
   loadModels();
   if (state.model) refresh();
   return { el };
+}
+
+// A card's verdict (loft info --card) leaves room for the CUDA context and library workspaces.
+function allowance(me) {
+  const b = (me.card || {}).runtime_allowance_bytes;
+  return b ? `, less ${bytes(b)} for the CUDA context and workspaces` : '';
 }
 
 function percent(share) {
