@@ -123,6 +123,40 @@ TEST_F(StudioTest, TokenInTheUrlSetsTheCookieAndRedirects) {
   EXPECT_EQ(r->status, 404);
 }
 
+// Every route the server registers (studio/routes_*.cpp), with an id where it takes one: without
+// the token each is refused (401, nothing run), and with the token but a foreign Host or Origin
+// too (403). The page shell "/" and /api/health need no token, but the Host check holds for them.
+TEST_F(StudioTest, EveryEndpointIsGated) {
+  const std::vector<std::string> gets = {"/api/data/inspect", "/api/fs", "/api/info", "/api/jobs", "/api/jobs/j1",
+                                         "/api/models", "/api/options/finetune", "/api/runs", "/api/runs/x",
+                                         "/api/runs/x/events", "/api/runs/x/report", "/api/session",
+                                         "/static/app.js"};
+  const std::vector<std::string> posts = {"/api/chat", "/api/evaluate", "/api/exports", "/api/jobs/j1/stop",
+                                          "/api/runs", "/api/runs/x/resume", "/api/runs/x/stop"};
+  auto c = bare();
+  const std::string bearer = "Bearer " + token();
+  const std::string here = "127.0.0.1:" + std::to_string(port());
+  const httplib::Headers none, foreign_host{{"Authorization", bearer}, {"Host", "evil.example:" + std::to_string(port())}},
+      foreign_origin{{"Authorization", bearer}, {"Origin", "http://evil.example"}};
+  for (const std::string& path : gets) {
+    EXPECT_EQ(c.Get(path, none)->status, 401) << path;
+    EXPECT_EQ(c.Get(path, foreign_host)->status, 403) << path;
+    EXPECT_EQ(c.Get(path, foreign_origin)->status, 403) << path;
+  }
+  const std::string body = "{}";
+  for (const std::string& path : posts) {
+    EXPECT_EQ(c.Post(path, none, body, "application/json")->status, 401) << path;
+    EXPECT_EQ(c.Post(path, foreign_host, body, "application/json")->status, 403) << path;
+    EXPECT_EQ(c.Post(path, foreign_origin, body, "application/json")->status, 403) << path;
+  }
+  for (const char* path : {"/", "/api/health"}) {
+    EXPECT_EQ(c.Get(path, httplib::Headers{{"Host", "evil.example"}})->status, 403) << path;
+    EXPECT_EQ(c.Get(path, httplib::Headers{{"Host", here}})->status, 200) << path;
+  }
+  EXPECT_TRUE(get("/api/runs").empty()) << "no refused request started a run";
+  EXPECT_TRUE(get("/api/jobs").empty()) << "no refused request started a job";
+}
+
 TEST_F(StudioTest, HostAndOriginAreChecked) {
   auto c = bare();
   auto r = c.Get("/api/health", {{"Host", "evil.example"}});

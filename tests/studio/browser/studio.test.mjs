@@ -302,6 +302,22 @@ test('runs: every run with its status, two overlaid, a report', async () => {
   await screenshot(page, 'runs');
 });
 
+// A run folder's name is text the page shows: one spelled as markup appears as those characters,
+// and nothing in it runs.
+test('runs: a run named as HTML is shown as text', async () => {
+  const name = '<img src=x onerror="window.__pwned=1">';
+  const done = fs.readdirSync(studio.runs).find((d) => fs.existsSync(path.join(studio.runs, d, 'metrics.jsonl')));
+  assert.ok(done, 'a run to copy');
+  fs.cpSync(path.join(studio.runs, done), path.join(studio.runs, name), { recursive: true });
+  fs.rmSync(path.join(studio.runs, name, '.loft.lock'), { force: true });
+  await page.reload();
+  await show(page, 'runs');
+  await until(page, 'the run named as HTML', (n) => [...document.querySelectorAll('#runs-table tr[data-run]')]
+    .some((tr) => tr.textContent.includes(n)), name);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#runs-table img').length), 0);
+});
+
 test('no script errors and nothing fetched from the network', () => {
   assert.deepEqual(pageErrors, []);
   assert.deepEqual(offsite, []);
