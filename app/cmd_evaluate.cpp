@@ -1,5 +1,5 @@
 // loft evaluate: score a base model, or base + PEFT adapter: perplexity, MMLU, GSM8K
-// (lm-evaluation-harness's protocols, ../shared/EVAL.md).
+// (lm-evaluation-harness's protocols, docs/evaluation.md).
 #include <chrono>
 #include <fstream>
 #include <iomanip>

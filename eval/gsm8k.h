@@ -1,6 +1,6 @@
 // GSM8K as lm-evaluation-harness's `gsm8k` (5 shots drawn from train with random.Random(1234),
 // one sample() per test question in order) and `gsm8k_cot` (8 fixed exemplars) score it
-// (../shared/EVAL.md): greedy generation of up to max_gen_toks tokens, stopped at lm-eval's stop
+// (docs/evaluation.md): greedy generation of up to max_gen_toks tokens, stopped at lm-eval's stop
 // strings (checked on the decoded text) and the model's EOS; the text cut at the first stop
 // string; exact_match after the strict-match and flexible-extract filters and lm-eval's
 // normalisation.

@@ -1,5 +1,5 @@
 // What lm-evaluation-harness's HF backend (commit 4e7e0d47) does between a prompt's text and the
-// model, shared by the benchmarks (../shared/EVAL.md §11-12).
+// model, shared by the benchmarks (docs/evaluation.md §11-12).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// MMLU as lm-evaluation-harness's `mmlu` task scores it (../shared/EVAL.md): per subject a
+// MMLU as lm-evaluation-harness's `mmlu` task scores it (docs/evaluation.md): per subject a
 // description line, the first k dev rows as shots, then the test question; the four continuations
 // " A".." D" scored by summed log-likelihood (lm-eval's _encode_pair and left truncation, see
 // harness.h); acc = argmax (ties to the lowest letter). Accuracy per subject, per lm-eval category
