@@ -6,6 +6,7 @@
 #include "studio/http_error.h"
 #include "studio/paths.h"
 #include "studio/security.h"
+#include "tests/common/cli_expect.h"
 #include "tests/studio/studio_fixture.h"
 
 namespace loft {
@@ -236,6 +237,20 @@ TEST_F(StudioTest, FilesOnlyUnderTheRoots) {
   EXPECT_EQ(status, 403) << j.dump();
   j = post("/api/exports", {{"model", model().string()}, {"format", "bf16"}, {"out", "/tmp/loft-escape"}}, &status);
   EXPECT_EQ(status, 403) << j.dump();
+}
+
+// The same checks from the command line: one line naming the option, exit 2, nothing served.
+TEST(StudioSecurity, BadOptionValuesAreOneLineUsageErrors) {
+  test::TempDir t;
+  const std::vector<std::string> base{"studio", "--runs", (t / "runs").string(), "--root", t.path().string()};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--port", "-1"}, "--port"}, {{"--port", "70000"}, "--port"}, {{"--port", "abc"}, "--port"},
+      {{"--port", "nan"}, "--port"}, {{"--token", "short"}, "--token"}, {{"--root", (t / "missing").string()}, "missing"}};
+  for (const auto& [extra, needle] : cases) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    test::expect_one_line(test::run_cli_captured(args), 2, needle);
+  }
 }
 
 TEST(StudioSecurity, OptionsAreChecked) {
