@@ -12,7 +12,7 @@ struct NamedShape {
   const char* name;
   int64_t hidden, intermediate, layers, heads, kv_heads, vocab;
 };
-// As shared/bench/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds.
+// As scripts/dev/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds.
 constexpr NamedShape kShapes[] = {
     {"llama-7b", 4096, 11008, 32, 32, 32, 32000},
     {"llama-13b", 5120, 13824, 40, 40, 40, 32000},

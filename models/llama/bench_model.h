@@ -1,4 +1,4 @@
-// Models for `loft bench`: the named Llama shapes of shared/bench/peft_baseline.py (plus `tiny`
+// Models for `loft bench`: the named Llama shapes of scripts/dev/peft_baseline.py (plus `tiny`
 // for CPU tests), and random weights made directly on the device, so a 7B benchmark needs no
 // checkpoint and no host copy.
 #pragma once

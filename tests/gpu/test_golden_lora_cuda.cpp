@@ -34,7 +34,7 @@ TEST(GoldenLoraCuda, WideRandomBf16) {
 
 // Not reachable in bf16 (docs/precision.md): on stories260K loft's bf16 LoRA gradients land
 // 2.3%–9.7% off the fp32 golden values (H200, 2026-11-21), and PyTorch's own autocast bf16 on the
-// same model, adapter and batch lands 2.3%–9.5% off (scripts/golden_torch_precision.py). The f32
+// same model, adapter and batch lands 2.3%–9.5% off (scripts/dev/golden_torch_precision.py). The f32
 // GPU run matches within 1e-4, so the kernels are right. Kept at 2e-2 and disabled, not loosened.
 TEST(GoldenLoraCuda, DISABLED_Stories260kBf16AgainstBf16StoredWeights) {
   LOFT_REQUIRE_GPU();

@@ -18,7 +18,7 @@ struct Expected {
   int64_t hidden, intermediate, layers, heads, kv_heads, vocab;
   int64_t parameters;  // as transformers counts LlamaForCausalLM (untied lm_head)
 };
-// The sizes of shared/bench/peft_baseline.py. The counts are those of the published models
+// The sizes of scripts/dev/peft_baseline.py. The counts are those of the published models
 // (Llama-2-7B, Llama-2-13B, Llama-3-8B, TinyLlama-1.1B); tiny by hand: embed + lm_head
 // 2·512·64, final norm 64, per layer q 64·64, k and v 32·64, o 64·64, gate/up/down 172·64,
 // norms 2·64 = 45,440, two layers.

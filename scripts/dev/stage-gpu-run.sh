@@ -2,11 +2,11 @@
 # Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
 # not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
 # libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
-# Then, on the GPU machine: scripts/gpu-check.sh (with .gpurun carried). STAGE_DIR (default .gpurun)
+# Then, on the GPU machine: scripts/dev/gpu-check.sh (with .gpurun carried). STAGE_DIR (default .gpurun)
 # stages a second build beside the first (BUILD_DIR=build-sm89 STAGE_DIR=.gpurun89), which
-# GPU_RUN_DIR=.gpurun89 scripts/gpu-check.sh runs.
+# GPU_RUN_DIR=.gpurun89 scripts/dev/gpu-check.sh runs.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
 data=${LOFT_TEST_DATA:-../shared/data}
 dst=${STAGE_DIR:-.gpurun}
@@ -19,17 +19,15 @@ for b in "$build"/loft "$build"/tests/loft_tests_*; do
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
 # Libraries from the distribution that the GPU image may not have (OpenBLAS, SentencePiece...).
-scripts/runtime-libs.sh "$dst/lib" "$dst"/bin/*
+scripts/dev/runtime-libs.sh "$dst/lib" "$dst"/bin/*
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
 mkdir -p "$dst/data/models"
-# STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/bench-eval.sh).
+# STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/dev/bench-eval.sh).
 for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random ${STAGE_EXTRA:-}; do
   cp -r "$data/$d" "$dst/data/$d"
 done
-# The PEFT baseline the benchmark is compared against, run in the same call.
-cp -r "$data/../bench" "$dst/bench"
 # One compressed archive keeps the carried size under the 64 MiB limit (OpenBLAS alone is 36 MB).
-XZ_OPT="-T0 -6" tar -C "$dst" -cJf gpurun.tar.xz bin lib data bench
+XZ_OPT="-T0 -6" tar -C "$dst" -cJf gpurun.tar.xz bin lib data
 rm -rf "$dst"/*
 mv gpurun.tar.xz "$dst/"
 du -sh "$dst"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks loft's exports with the libraries people serve them with (run on the GPU machine, which
-has torch, transformers 5.17 and peft), after scripts/export-hf-fixture.sh WORK:
+has torch, transformers 5.17 and peft), after scripts/dev/export-hf-fixture.sh WORK:
 
   (a) the --fp8-layout block export, loaded by transformers with FineGrainedFP8Config(dequantize=True)
       (that machine lacks the FP8 kernel package), and, when the compressed-tensors package is
@@ -18,7 +18,7 @@ and compares them with loft's numbers in WORK/loft_results.json:
   - PEFT vs the trained model (loft, recorded method): |nll diff| <= PEFT_TOL, and for FALQON the
     gap the export reported is printed beside it.
 
-Exit status 1 when a check fails. Usage:  python3 scripts/check_export_hf.py WORK [--device cuda]
+Exit status 1 when a check fails. Usage:  python3 scripts/dev/check_export_hf.py WORK [--device cuda]
 """
 import argparse
 import json

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 15's measurement in ONE device call (after scripts/gpu-check.sh or a plain unpack of
+# Issue 15's measurement in ONE device call (after scripts/dev/gpu-check.sh or a plain unpack of
 # .gpurun): for each of the three shapes, the PEFT baseline and `loft bench` over every method,
 # JSON lines into $OUT/round2.jsonl and a log per shape. Each piece is bounded so one slow shape
 # cannot take the whole call.
-#   [METHODS=lora,qlora,falqon,halo,halo:nf4] [STEPS=4] scripts/bench-round2.sh
+#   [METHODS=lora,qlora,falqon,halo,halo:nf4] [STEPS=4] scripts/dev/bench-round2.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
 [ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
@@ -17,7 +17,7 @@ for s in $shapes; do
   IFS=: read -r shape batch seq gc <<<"$s"
   lgc=""; pgc=""; [ "$gc" = gc ] && lgc=--grad-checkpointing && pgc=--gc
   echo "== $shape $batch x $seq $lgc"
-  timeout "${PEFT_TIMEOUT:-150}" python3 "$run/bench/peft_baseline.py" --shape "$shape" \
+  timeout "${PEFT_TIMEOUT:-150}" python3 scripts/dev/peft_baseline.py --shape "$shape" \
     --batch "$batch" --seq "$seq" $pgc --steps "$steps" --warmup 2 2>&1 | grep -v Warning \
     | tee -a "$OUT/round2.jsonl"
   timeout "${LOFT_TIMEOUT:-240}" "$run/bin/loft" bench --shape "$shape" --batch "$batch" \

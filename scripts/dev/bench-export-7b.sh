@@ -5,7 +5,7 @@
 # fp32 (202M parameters, 0.81 GB). Needs ~35 GB free disk under WORK (base 13.5 GB + bf16 export
 # 13.5 GB + fp8 export 7 GB; each export is removed after it is measured) and python3 (stdlib only).
 #
-#   scripts/bench-export-7b.sh [BUILD_DIR=build] [WORK=/tmp/loft-export-7b]
+#   scripts/dev/bench-export-7b.sh [BUILD_DIR=build] [WORK=/tmp/loft-export-7b]
 set -euo pipefail
 build=${1:-build}
 work=${2:-/tmp/loft-export-7b}

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Packs the fuzz targets for long runs on the GPU machine's CPU cores (scripts/fuzz-device.sh
+# Packs the fuzz targets for long runs on the GPU machine's CPU cores (scripts/dev/fuzz-device.sh
 # there, with .fuzzrun carried): .fuzzrun/fuzzrun.tgz holds bin/ (the instrumented targets, debug
 # info stripped: ASan still names functions; symbolize with the unstripped build-fuzz/fuzz/
-# binaries here), lib/ (the shared libraries scripts/runtime-libs.sh picks), dict/ and corpus/
+# binaries here), lib/ (the shared libraries scripts/dev/runtime-libs.sh picks), dict/ and corpus/
 # (build-fuzz/corpus: the seeds plus whatever local runs found). Refuses to leave more than 50 MiB.
-# usage: scripts/fuzz-stage.sh [TARGET...]   (default every target; named ones get all the cores there)
+# usage: scripts/dev/fuzz-stage.sh [TARGET...]   (default every target; named ones get all the cores there)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
-[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/fuzz-build.sh
+[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/dev/fuzz-build.sh
 [ -d "$BUILD/corpus/gguf" ] || python3 tests/fuzz/make_corpus.py "$BUILD/corpus" "${LOFT_TEST_DATA:-../shared/data}"
 dst=.fuzzrun
 tmp=$(mktemp -d)
@@ -21,7 +21,7 @@ for t in "${targets[@]}"; do
   strip --strip-debug -o "$tmp/bin/fuzz_$t" "$BUILD/fuzz/fuzz_$t"
   cp -r "$BUILD/corpus/$t" "$tmp/corpus/$t"
 done
-scripts/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
+scripts/dev/runtime-libs.sh "$tmp/lib" "$tmp"/bin/*
 cp tests/fuzz/*.dict "$tmp/dict/"
 rm -rf "$dst" && mkdir -p "$dst"
 tar -C "$tmp" -czf "$dst/fuzzrun.tgz" bin lib dict corpus

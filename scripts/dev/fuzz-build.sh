@@ -4,7 +4,7 @@
 # libclang-rt-dev, installed here with apt-get when missing). Only the parsers' sources are
 # compiled (tests/fuzz/CMakeLists.txt), so this takes a couple of minutes on two cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
   echo "fuzz-build: installing clang libclang-rt-dev"
   sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)

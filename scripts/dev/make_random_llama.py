@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes a random Llama checkpoint of a given shape (bf16, Hugging Face layout, sharded with an
 index) and, optionally, a random PEFT LoRA adapter for it, using only the standard library, so
-`loft export` can be measured on a llama-7b-sized model (scripts/bench-export-7b.sh).
+`loft export` can be measured on a llama-7b-sized model (scripts/dev/bench-export-7b.sh).
 
 The values are a small block of Gaussian bf16 numbers (std 0.02) tiled over each tensor with a
 per-tensor rotation: finite, weight-like, and cheap to write (no numpy needed). They exercise
 memory and time, not quality.
 
-  python3 scripts/make_random_llama.py --shape llama-7b --out /tmp/l7b [--adapter /tmp/l7b-ad --rank 16]
+  python3 scripts/dev/make_random_llama.py --shape llama-7b --out /tmp/l7b [--adapter /tmp/l7b-ad --rank 16]
 """
 import argparse
 import json

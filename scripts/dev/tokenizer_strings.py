@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a JSONL of test strings ({"text": ...} per line) for checking loft's tokenizers against
-Hugging Face `tokenizers` (scripts/hf_tokenize.py on a machine that has it): real text from the
+Hugging Face `tokenizers` (scripts/dev/hf_tokenize.py on a machine that has it): real text from the
 shared data sets (GSM8K, MMLU, Alpaca, TinyStories) plus seeded random strings built to stress the
 pre-tokenizer (scripts, digits, contractions, whitespace runs, special-token spellings).
 Usage: tokenizer_strings.py DATA_DIR N_RANDOM SEED > strings.jsonl"""

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long fuzzing on the GPU machine's CPU cores, run there from the checkout root with .fuzzrun
-# carried (scripts/fuzz-stage.sh made it): every target at once for SECONDS of wall time, the
+# carried (scripts/dev/fuzz-stage.sh made it): every target at once for SECONDS of wall time, the
 # cores split by what each target still needs to reach FUZZ_GOAL executions (default 10^7) at its
 # rate per core. Each core runs one libFuzzer process; a target's processes share one corpus
 # (libFuzzer reloads it every second) and a process that stops early (a finding) is restarted.
@@ -14,12 +14,12 @@
 #   $OUT/fuzz/fuzz.tgz     <target>.txt (the same line), crashes/ (every crash-/leak-/timeout-/oom-
 #                          input as <target>-<file>) and logs/ (the log of every process that failed)
 #   $OUT/fuzz/corpus.tgz   with FUZZ_CORPUS_OUT=1: the corpora, to merge back into build-fuzz/corpus
-# usage: scripts/fuzz-device.sh SECONDS   (FUZZ_CORES, default nproc; FUZZ_GOAL; FUZZ_RATES
+# usage: scripts/dev/fuzz-device.sh SECONDS   (FUZZ_CORES, default nproc; FUZZ_GOAL; FUZZ_RATES
 #        "target=exec/s ..." overrides the rates per core used before this machine measured any)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-. scripts/fuzz-common.sh
-SECS=${1:?usage: scripts/fuzz-device.sh SECONDS}
+cd "$(dirname "$0")/../.."
+. scripts/dev/fuzz-common.sh
+SECS=${1:?usage: scripts/dev/fuzz-device.sh SECONDS}
 OUT=${OUT:-/tmp/loft-out}
 GOAL=${FUZZ_GOAL:-10000000}
 CORES=${FUZZ_CORES:-$(nproc)}
@@ -29,7 +29,7 @@ RATES="adapter_config=16666 config_json=10544 csv=22140 fp8_config=18292 fp8_wei
 work=$PWD/.fuzzwork
 stage=$work/stage
 rm -rf "$stage" && mkdir -p "$stage" "$work/corpus" "$work/findings" "$work/totals" "$work/rates"
-tar -C "$stage" -xzf .fuzzrun/fuzzrun.tgz || { echo "fuzz-device: no .fuzzrun/fuzzrun.tgz (scripts/fuzz-stage.sh, then carry .fuzzrun)" >&2; exit 2; }
+tar -C "$stage" -xzf .fuzzrun/fuzzrun.tgz || { echo "fuzz-device: no .fuzzrun/fuzzrun.tgz (scripts/dev/fuzz-stage.sh, then carry .fuzzrun)" >&2; exit 2; }
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$stage"
 targets=($(cd "$stage/bin" && ls fuzz_* | sed 's/^fuzz_//'))
 rm -rf "$work/logs" && mkdir -p "$work/logs" "$OUT/fuzz"

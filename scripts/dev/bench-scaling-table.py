@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Markdown table from the JSON lines of scripts/bench-scaling.sh: per shape and method, tokens/s
+"""Markdown table from the JSON lines of scripts/dev/bench-scaling.sh: per shape and method, tokens/s
 on one GPU (the bench without --gpus) and on N GPUs (--gpus N, the batch on every GPU), the ratio
 to one GPU, issue 17's bar for that N (2 GPUs >= 1.9x, 4 GPUs >= 3.6x) and the per-GPU peak.
 Exits 1 when a bar is missed or a run that has a bar lacks its number.
 
-  scripts/bench-scaling-table.py OUT/scaling.jsonl
+  scripts/dev/bench-scaling-table.py OUT/scaling.jsonl
 """
 import json, sys
 

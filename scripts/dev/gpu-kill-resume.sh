@@ -13,12 +13,12 @@
 # general: fp32 atomics sum flash attention's dQ and the gradient norm's partial sums).
 #
 # Runs from the checkout root. Binary: $LOFT, else .gpurun/bin/loft (unpacked from
-# .gpurun/gpurun.tar.xz, scripts/stage-gpu-run.sh), else build/loft. DEVICE=cuda (default) or cpu;
+# .gpurun/gpurun.tar.xz, scripts/dev/stage-gpu-run.sh), else build/loft. DEVICE=cuda (default) or cpu;
 # STEPS (120), SAVE_EVERY (4), KILLS (9), SEED (1) for the random moments. Summary on stdout and
 # in $OUT/gpu-kill-resume/summary.txt; metrics and logs in $OUT/gpu-kill-resume/runs.tgz. Exit 1 on
 # any failed check.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 DEVICE=${DEVICE:-cuda} STEPS=${STEPS:-120} SAVE_EVERY=${SAVE_EVERY:-4} KILLS=${KILLS:-9}
 RANDOM=${SEED:-1}

@@ -4,8 +4,8 @@
 Optional: needs `pip install gguf numpy` (and `safetensors` to compare against a model), which
 loft itself never needs. Usage:
 
-  scripts/check_gguf.py FILE.gguf                 # list metadata and tensors (gguf-py parses it)
-  scripts/check_gguf.py FILE.gguf HF_MODEL_DIR    # also compare every tensor with model.safetensors
+  scripts/dev/check_gguf.py FILE.gguf                 # list metadata and tensors (gguf-py parses it)
+  scripts/dev/check_gguf.py FILE.gguf HF_MODEL_DIR    # also compare every tensor with model.safetensors
 
 The comparison undoes llama.cpp's q/k row permutation and dequantizes with gguf-py, then prints the
 largest relative error per tensor (F16/BF16: ~1e-3, Q8_0: ~1e-2 expected).

@@ -3,14 +3,14 @@
 # SHAPES (shape:batch:seq[:gc], the batch being per GPU) `loft bench` over METHODS on one GPU (no
 # --gpus), then with --gpus N for each N of GPUS that the machine has (skipped, and said so,
 # otherwise). Every GPU takes the batch, so scaling = tokens/s(N) / tokens/s(1). JSON lines into
-# $OUT/scaling.jsonl, a log per run, then the table of scripts/bench-scaling-table.py against the
+# $OUT/scaling.jsonl, a log per run, then the table of scripts/dev/bench-scaling-table.py against the
 # bars (2 GPUs >= 1.9x, 4 GPUs >= 3.6x one GPU). Each run is bounded by LOFT_TIMEOUT seconds.
 # Exit 1 when a run fails or a bar is missed.
-#   [SHAPES="llama-7b:4:512"] [METHODS="lora falqon"] [GPUS="2 4"] [STEPS=8] scripts/bench-scaling.sh
-# Binary: $LOFT, else .gpurun/bin/loft (unpacked from .gpurun/gpurun.tar.xz, scripts/stage-gpu-run.sh),
+#   [SHAPES="llama-7b:4:512"] [METHODS="lora falqon"] [GPUS="2 4"] [STEPS=8] scripts/dev/bench-scaling.sh
+# Binary: $LOFT, else .gpurun/bin/loft (unpacked from .gpurun/gpurun.tar.xz, scripts/dev/stage-gpu-run.sh),
 # else build/loft.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
 if [ -z "${LOFT:-}" ]; then
   [ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"

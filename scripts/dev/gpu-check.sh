@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine in ONE call, from the checkout root, with .gpurun carried (made by
-# scripts/stage-gpu-run.sh): every test binary (GPU tests included), then any extra command given
+# scripts/dev/stage-gpu-run.sh): every test binary (GPU tests included), then any extra command given
 # as arguments (e.g. a benchmark). Logs and JSON results go to $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 mkdir -p "$OUT"
 run=$PWD/${GPU_RUN_DIR:-.gpurun}

@@ -3,7 +3,7 @@
 # the CPU (200 steps each, validation, MMLU and GSM8K on their adapters) compared on one page,
 # rendered by headless Chromium. Needs build/loft and ../shared/data (or $LOFT_TEST_DATA).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 data=${LOFT_TEST_DATA:-../shared/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

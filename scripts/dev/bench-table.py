@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Markdown table from the JSON lines of scripts/bench-round2.sh (or bench-vs-peft.sh): per shape,
+"""Markdown table from the JSON lines of scripts/dev/bench-round2.sh (or bench-vs-peft.sh): per shape,
 PEFT's tokens/s and peak GiB, then each loft method's tokens/s, ratio to PEFT, measured peak GiB
 and, where bench reports it, the estimated peak and its error.
 
-  scripts/bench-table.py OUT/round2.jsonl
+  scripts/dev/bench-table.py OUT/round2.jsonl
 """
 import json, sys
 

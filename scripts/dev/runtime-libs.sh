@@ -5,7 +5,7 @@
 # limit; the GPU image's PyTorch ships one, which gpu-check.sh puts on the library path). Used by
 # the staging scripts
 # (stage-gpu-run.sh, fuzz-stage.sh).
-# usage: scripts/runtime-libs.sh DEST BINARY...
+# usage: scripts/dev/runtime-libs.sh DEST BINARY...
 set -euo pipefail
 dest=$1; shift
 mkdir -p "$dest"

@@ -2,11 +2,11 @@
 # CI: builds the fuzz targets and runs each for a short time (default 20 s); a crash, leak,
 # timeout or out-of-memory finding, or a target that exits non-zero, fails.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. scripts/fuzz-common.sh
+cd "$(dirname "$0")/../.."
+. scripts/dev/fuzz-common.sh
 BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
 SECONDS_EACH=${1:-20}
-scripts/fuzz-build.sh
+scripts/dev/fuzz-build.sh
 for bin in "$BUILD"/fuzz/fuzz_*; do
   t=$(basename "$bin"); t=${t#fuzz_}
   mkdir -p "$BUILD/corpus/$t" "$BUILD/findings/$t"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds the exports scripts/check_export_hf.py checks with transformers/PEFT, and loft's own numbers
+# Builds the exports scripts/dev/check_export_hf.py checks with transformers/PEFT, and loft's own numbers
 # for them, on a model whose widths are multiples of 128 (hidden 256, intermediate 768: the
 # fp8-block-transformers reference, converted to bf16 by `loft export`, with stories260K's
 # 512-token tokenizer). Run on the GPU machine from the checkout root:
 #
-#   scripts/export-hf-fixture.sh [WORK=/tmp/loft-export-hf] [STEPS=40]
-#   python3 scripts/check_export_hf.py /tmp/loft-export-hf
+#   scripts/dev/export-hf-fixture.sh [WORK=/tmp/loft-export-hf] [STEPS=40]
+#   python3 scripts/dev/check_export_hf.py /tmp/loft-export-hf
 #
 # WORK/loft_results.json holds, per method (lora, qlora, falqon, halo): loft's mean NLL on the
 # tinystories sample for the trained adapter (recorded method) and for each export as loft loads
@@ -15,7 +15,7 @@ set -euo pipefail
 work=${1:-/tmp/loft-export-hf}
 steps=${2:-40}
 loft=${LOFT:-build/loft}
-data=${LOFT_TEST_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/shared/data}
+data=${LOFT_TEST_DATA:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/data}
 text="$data/tinystories/tinystories_sample.txt"
 prompt="Once upon a time, there was a little"
 rm -rf "$work" && mkdir -p "$work"

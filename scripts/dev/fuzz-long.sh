@@ -3,16 +3,16 @@
 # JOBS processes sharing one corpus; writes build-fuzz/report/<target>.txt with the executions
 # summed over the jobs, the coverage reached (cov: edges, ft: features, the best job's) and the
 # findings (crash-/leak-/timeout-/oom- files under build-fuzz/findings/<target>/). On the GPU
-# machine's cores: scripts/fuzz-stage.sh here, scripts/fuzz-device.sh there.
-# usage: scripts/fuzz-long.sh [-r RUNS] [-j JOBS] [-t SECONDS_PER_TARGET] [TARGET...]
+# machine's cores: scripts/dev/fuzz-stage.sh here, scripts/dev/fuzz-device.sh there.
+# usage: scripts/dev/fuzz-long.sh [-r RUNS] [-j JOBS] [-t SECONDS_PER_TARGET] [TARGET...]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. scripts/fuzz-common.sh
+cd "$(dirname "$0")/../.."
+. scripts/dev/fuzz-common.sh
 BUILD=${LOFT_FUZZ_BUILD:-build-fuzz}
 RUNS=10000000 JOBS=$(( $(nproc) > 1 ? $(nproc) / 2 : 1 )) TIME=0
 while getopts "r:j:t:" o; do case $o in r) RUNS=$OPTARG ;; j) JOBS=$OPTARG ;; t) TIME=$OPTARG ;; *) exit 2 ;; esac; done
 shift $((OPTIND - 1))
-[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/fuzz-build.sh
+[ -x "$BUILD/fuzz/fuzz_gguf" ] || scripts/dev/fuzz-build.sh
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=($(cd "$BUILD/fuzz" && ls fuzz_* | sed 's/^fuzz_//'))
 mkdir -p "$BUILD/report"
 for t in "${targets[@]}"; do

@@ -8,10 +8,10 @@
 #    global batch; two processes through the torchrun variables against `--gpus 2`; `kill -9` of
 #    rank 1 while both train: rank 0 must exit with an error naming the lost peer within
 #    --nccl-timeout; then `--resume` on ONE GPU continues from the newest checkpoint to the end.
-# Runs from the checkout root; binary as scripts/gpu-kill-resume.sh finds it. Summary on stdout and
+# Runs from the checkout root; binary as scripts/dev/gpu-kill-resume.sh finds it. Summary on stdout and
 # in $OUT/dp-check/summary.txt, logs and metrics in $OUT/dp-check/runs.tgz. Exit 1 on a failed check.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 STEPS=${STEPS:-12}
 if [ -z "${LOFT:-}" ]; then

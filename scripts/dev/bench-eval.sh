@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The evaluator's speed on the GPU machine (docs/perf.md): `loft bench --eval` on a random-init
 # llama-7b with Llama 2's tokenizer and the real MMLU / GSM8K data, each result one JSON line in
-# $OUT/bench-eval.jsonl. Run through scripts/gpu-check.sh after staging with
+# $OUT/bench-eval.jsonl. Run through scripts/dev/gpu-check.sh after staging with
 # STAGE_EXTRA="mmlu gsm8k". Arguments: the tasks to run (default: decode mmlu gsm8k); MMLU_LIMIT
 # and GSM8K_LIMIT shorten a run (questions per subject / in all).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
 OUT=${OUT:-/tmp/loft-out}
 shape=${SHAPE:-llama-7b}
