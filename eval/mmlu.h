@@ -24,7 +24,7 @@ struct MmluQuestion {
 };
 
 // A subject's CSV in either layout: with the header `question,choice0,choice1,choice2,choice3,answer`
-// (answer 0-3, as ../shared/data/mmlu), or the original headerless one (answer A-D). Every
+// (answer 0-3, as tests/data/mmlu), or the original headerless one (answer A-D). Every
 // record has 6 fields; a wrong count or a bad answer is an Error naming file:line.
 std::vector<MmluQuestion> read_mmlu_csv(const std::filesystem::path& file);
 

@@ -14,7 +14,7 @@
 // says which layer a tensor belongs to (-1 for the three outside the layers), so a consumer can
 // group by layer.
 //
-// What each projection holds (METHODS.md; the adapter's recorded method, or --method):
+// What each projection holds (docs/methods.md; the adapter's recorded method, or --method):
 //  - no adapter: the base weight (an FP8 base: code x scale in fp32, exactly);
 //  - lora, halo (dense backbone): W + (α/r)·B·A in fp32 from the base's exact values (HALO's
 //    rotation and low-precision codes are how its GEMMs ran, undone: the original W);

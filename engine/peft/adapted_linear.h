@@ -67,7 +67,7 @@ class AdaptedLinear {
 
   // The adapter as a PEFT LoRA pair {A [r, in], B [out, r]} (F32, CPU), to be applied with the
   // method's recorded scaling; nullopt for a frozen projection. FALQON answers with Â and
-  // ΣΔB_applied − B̂ (METHODS.md), so its PEFT export is the trained model up to the part of the
+  // ΣΔB_applied − B̂ (docs/methods.md), so its PEFT export is the trained model up to the part of the
   // FP8 rounding beyond rank r.
   virtual std::optional<std::pair<Tensor, Tensor>> peft_pair() const { return std::nullopt; }
   // Whether the adapter's PEFT pair is this projection's trained state, to be loaded with

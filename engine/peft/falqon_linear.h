@@ -1,4 +1,4 @@
-// FALQON's projection (METHODS.md, "FALQON: melded FP8 LoRA"; reference iamkanghyunchoi/falqon).
+// FALQON's projection (docs/methods.md, "FALQON: melded FP8 LoRA"; reference iamkanghyunchoi/falqon).
 // The adapter's A is melded into the frozen weight: Wm = [W; A] is one E4M3 matrix with W's scale
 // s_w, so the forward is Xq·Wmᵀ = [O | O_A] over one code matrix. B (the "ΔB buffer", fp32 [out×r]) is the
 // only trainable tensor; the forward ignores it (it is zero, or holds only unapplied rows), and

@@ -1,4 +1,4 @@
-// HALO's frozen projection (METHODS.md, "HALO PEFT"; reference IST-DASLab/HALO): W is rotated
+// HALO's frozen projection (docs/methods.md, "HALO PEFT"; reference IST-DASLab/HALO): W is rotated
 // along its input dimension once at load, and both products run in FP8 (E4M3 for X, W and dY
 // alike) or INT8 with per-tensor scales:
 //   level 0: Y = Q(X)·Q(W)ᵀ            dX = Q(dY)·Q(W)

@@ -1,7 +1,7 @@
 // LoRA on a frozen weight: y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters;
 // the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU), refreshed in
 // refresh_copies(). W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
-// See METHODS.md, "LoRA (bf16 reference)" and "QLoRA baseline".
+// See docs/methods.md, "LoRA (bf16 reference)" and "QLoRA baseline".
 #pragma once
 #include <random>
 

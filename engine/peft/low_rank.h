@@ -1,5 +1,5 @@
 // A truncated SVD built from GEMMs, for FALQON's initial adapter (the best rank-r approximation of
-// the quantization error, METHODS.md "FALQON"). Randomized range finder (Halko, Martinsson & Tropp
+// the quantization error, docs/methods.md "FALQON"). Randomized range finder (Halko, Martinsson & Tropp
 // 2011): Y = E·Ω with a counter-based random Ω (same values on every backend), a few power
 // iterations Y ← E·(Eᵀ·Y), each product re-orthonormalized; then the small (r+p)×(r+p) Gram
 // eigenproblem of QᵀE on the host in double (cyclic Jacobi). The heavy work is 2q+3 GEMMs with the

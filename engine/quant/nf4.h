@@ -1,5 +1,5 @@
 // NF4 with double quantization, in the bitsandbytes layout QLoRA stores its frozen backbone in
-// (METHODS.md "QLoRA baseline"), 4.127 bits/param:
+// (docs/methods.md "QLoRA baseline"), 4.127 bits/param:
 //   - the weight, flattened row-major, is cut into blocks of 64 (the last may be shorter);
 //   - each block keeps its absmax; x/absmax (fp32 division) goes to the nearest of 16 NF4 levels,
 //     ties to the lower code; two codes a byte, the first element in the high nibble (an odd

@@ -1,5 +1,5 @@
 // An NF4-DQ weight decoded straight into FP8/INT8 codes (HALO with an NF4-compressed backbone,
-// METHODS.md): codes = Q(deq(q) / scale) element by element, with deq exactly as
+// docs/methods.md): codes = Q(deq(q) / scale) element by element, with deq exactly as
 // dequantize_nf4 to F32 and the per-tensor scale known up front, so no amax pass and no decoded
 // weight ever exist. With scale = nf4_lowp_scale(q, f) the codes equal quantize(deq(q), f)'s.
 #pragma once

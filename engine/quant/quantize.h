@@ -1,4 +1,4 @@
-// Symmetric per-tensor quantization to FP8 (E4M3, E5M2) or INT8 (METHODS.md, notation):
+// Symmetric per-tensor quantization to FP8 (E4M3, E5M2) or INT8 (docs/methods.md, notation):
 // s = amax/qmax in fp32 (s = 1 when amax = 0), q = Q(x / s) with an IEEE fp32 division, rounded to
 // nearest even and saturated at ±qmax. The CPU and CUDA paths use the same formula and the same
 // scalar encoders (fp8.h, int8.h), so their codes and scales are bit-identical.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far PyTorch/PEFT itself lands from the fp32 golden values when it runs in bf16.
 
-The golden files (shared/data/golden) hold transformers + PEFT values computed in fp32. Issue 3
+The golden files (golden/ of the test data, tests/data/README.md) hold transformers + PEFT values computed in fp32. Issue 3
 asks loft's CUDA backend with bf16 activations to match them within 2e-2 (relative to each
 tensor's norm). This script measures the same quantities for PyTorch in several precisions, so
 loft's bf16 figures can be read against what the reference framework reaches on the same model:

@@ -12,7 +12,7 @@
 
 namespace loft::test {
 
-// "stories260K-hf" or "wide-random" (shared/data/models) with frozen projections, or "gqa-llama3":
+// "stories260K-hf" or "wide-random" (test data models/, tests/data/README.md) with frozen projections, or "gqa-llama3":
 // random weights, 8 query heads over 2 kv heads of dim 64, llama3 rope scaling (θ 500000, factor
 // 8, original context 64, so the scaling bends the frequencies these short tests reach).
 std::unique_ptr<llama::LlamaModel> decode_test_model(const std::string& name, Device device,

@@ -22,7 +22,7 @@ inline std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& p) {
   return out;
 }
 
-// lm-eval's MMLU reference for `model` (../shared/data/reference/eval), each file keyed by
+// lm-eval's MMLU reference for `model` (tests/data/reference/eval), each file keyed by
 // "subject/index": requests, token ids and outputs.
 struct MmluReference {
   std::map<std::string, nlohmann::json> req, tok, out;

@@ -1,4 +1,4 @@
-// The PyTorch/PEFT golden check (shared/data/golden/README): a LoRA r=8 α=16 model on q,k,v,o,
+// The PyTorch/PEFT golden check (golden/ in tests/data/README.md): a LoRA r=8 α=16 model on q,k,v,o,
 // gate,up,down, its logits, loss and gradients, then 3 AdamW steps (lr 1e-3, clip 1.0). Run on the
 // CPU backend (f32) by tests/models and on CUDA (f32 and bf16) by tests/gpu.
 #pragma once

@@ -21,7 +21,7 @@ struct QualityMethod {
   // False for configurations reported but not held to the 5% bound: HALO level 0 (no rotation)
   // lands 8-9% above LoRA on wide-random (docs/methods.md); the rotated levels are the product's.
   bool held_to_bound = true;
-  // The method's learning rate relative to LoRA's, as METHODS.md's recipes set them: FALQON
+  // The method's learning rate relative to LoRA's, as docs/methods.md's recipes set them: FALQON
   // trains at 10x (2e-3 vs 2e-4), because updates smaller than half an FP8 step of a backbone row
   // are lost in its requantization.
   double lr_scale = 1.0;

@@ -21,7 +21,7 @@ uint8_t naive_nearest(const std::array<float, N>& table, float v) {
   return uint8_t(best);
 }
 
-// The format spelled out directly from METHODS.md, one element at a time.
+// The format spelled out directly from docs/methods.md, one element at a time.
 Nf4Tensor naive_quantize(const std::vector<float>& x, const Shape& shape) {
   const int64_t n = int64_t(x.size()), nb = (n + 63) / 64, ng = (nb + 255) / 256;
   std::vector<uint8_t> codes(static_cast<size_t>((n + 1) / 2), 0), acodes(static_cast<size_t>(nb));

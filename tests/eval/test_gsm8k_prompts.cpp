@@ -1,6 +1,6 @@
 // GSM8K without a model: every `context` of the reference requests (lm-eval's prompts, few-shot
 // drawn by random.Random(1234)) rendered byte for byte from ../shared/data/gsm8k; gsm8k_cot's
-// prompt against EVAL.md; lm-eval's filters and normalisation; the data errors.
+// prompt against docs/evaluation.md; lm-eval's filters and normalisation; the data errors.
 #include <fstream>
 
 #include <nlohmann/json.hpp>

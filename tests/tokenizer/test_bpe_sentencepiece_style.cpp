@@ -81,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, TestModelTokenizer, ::testing::Values("st
 
 // The same vocabulary through tokenizer.json and through SentencePiece (tok512): they agree except
 // where SentencePiece's remove_extra_whitespaces collapses a run of spaces, which the HF BPE keeps
-// ("▁▁" + "It" where SentencePiece gives "▁It"; EVAL.md point 14).
+// ("▁▁" + "It" where SentencePiece gives "▁It"; docs/evaluation.md point 14).
 TEST(BpeVersusSentencePiece, AgreeOnTheReferenceStringsExceptSpaceRuns) {
   const auto ref = test::read_json(test::data_dir() / "reference/tokenizer_reference_encodings.json");
   const auto& spec = ref["tokenizers"]["tok512_stories260K"];

@@ -1,4 +1,4 @@
-// HOT's integer dX GEMM and its epilogue (HOT.md §8.2): acc = dYq·Wqᵀ over the rotated dimension
+// HOT's integer dX GEMM and its epilogue (docs/hot.md §8.2): acc = dYq·Wqᵀ over the rotated dimension
 // `out`, exact in int32 (|acc| ≤ 49·out for INT4, ≤ 127²·out for INT8, which must stay below 2³¹:
 // out ≤ 133,143 at 8 bits), then dx = (float)acc·(s_t·s_w[i]·1/b) [+ dx_lora] [+ dx], rounded once
 // to dx's dtype. Paths, all bit-identical because integer accumulation is exact in any order:

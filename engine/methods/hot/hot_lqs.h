@@ -1,4 +1,4 @@
-// HOT's layer-wise quantizer selection (LQS, HOT.md §5 and §8.1.7): on calibration batches, the
+// HOT's layer-wise quantizer selection (LQS, docs/hot.md §5 and §8.1.7): on calibration batches, the
 // dY of each frozen projection is rotated (we measure after the Hadamard transform, the reference
 // code before it) and quantized both per token and per tensor with the training quantizer; the
 // layer trains per token iff ‖Z − Q_tok(Z)‖₂ < 0.5·‖Z − Q_ten(Z)‖₂ (the code's rule, i.e. the

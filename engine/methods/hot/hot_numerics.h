@@ -1,4 +1,4 @@
-// HOT's scalar numerics (HOT.md §8.2), shared word for word by the CPU reference (hot_quant.cpp,
+// HOT's scalar numerics (docs/hot.md §8.2), shared word for word by the CPU reference (hot_quant.cpp,
 // hot_gemm.cpp) and the CUDA kernels (cuda/hot_*.cu), so that both give the same bits:
 //  - FWHT over blocks of b (16, or the largest power of two dividing `out` when that is less, as
 //    the reference code's make_hadamard does) in the fixed stage order h = 1, 2, 4, 8, butterfly
@@ -23,7 +23,7 @@ constexpr int64_t kKAlign = 128;   // K (= out) padded to this: BK of the packed
 constexpr int64_t kRowAlign = 16;  // GEMM rows (tokens, in-channels) padded to this
 constexpr uint32_t kInfBits = 0x7f800000u;
 
-// RNG stream numbers of the counter's last word (HOT.md §8.2).
+// RNG stream numbers of the counter's last word (docs/hot.md §8.2).
 enum Stream : uint32_t { kStreamGx = 0, kStreamAbc = 1, kStreamLqs = 2, kStreamDropout = 3 };
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -102,7 +102,7 @@ LOFT_HD float to_code_units(float z, Step st) { return st.inv == 0.0f ? 0.0f : m
 // The stochastic rounding draw of quad `quad` (codes 4·quad .. 4·quad + 3 of the codes tensor
 // quantized at (step, site) under `seed`, rows k_padded long, so a quad never straddles two rows):
 // Philox4x32-10 at key (seed lo, seed hi), counter (quad lo, quad hi, step, site). Word j serves
-// code 4·quad + j (HOT.md §8.2 draws once per element and keeps word 0; one draw per four elements
+// code 4·quad + j (docs/hot.md §8.2 draws once per element and keeps word 0; one draw per four elements
 // is a quarter of the work, which bounded the quantizer: docs/methods.md).
 LOFT_HD philox::Words sr_draw(uint64_t seed, uint64_t quad, uint32_t step, uint32_t site) {
   return philox::philox4x32_10(uint32_t(quad), uint32_t(quad >> 32), step, site, uint32_t(seed),

@@ -1,8 +1,8 @@
-// HOT's Hadamard quantization of the frozen-weight dX GEMM (HOT.md §2, §8): dY [T, out] and the
+// HOT's Hadamard quantization of the frozen-weight dX GEMM (docs/hot.md §2, §8): dY [T, out] and the
 // weight W [out, in] are both rotated by a block Walsh–Hadamard along `out` (the GEMM's inner
 // dimension, so nothing is un-rotated afterwards: H·Hᵀ = b·I is undone by ÷b in the epilogue)
 // and quantized to INT4 (±7) or INT8 (±127):
-//  - dY: per token or per tensor absmax, stochastic rounding (Philox counter, HOT.md §8.2) or RNE;
+//  - dY: per token or per tensor absmax, stochastic rounding (Philox counter, docs/hot.md §8.2) or RNE;
 //  - W: per input channel absmax (the columns of dX), RNE, computed once per backbone.
 // Codes are one per byte, K(= out)-major, padded with zeros to the GEMM's tile multiples
 // (hot_numerics.h: K to 128, rows to 16), the layout both the INT8 IGEMM and the packed-s4 GEMM
@@ -22,7 +22,7 @@ struct HotQuantOptions {
   int bits = 4;  // 4 (codes ±7) or 8 (±127)
   HotScale scale = HotScale::PerToken;
   HotRound round = HotRound::Stochastic;
-  // The stochastic rounding counter (HOT.md §8.2, one draw per four elements): element (t, o) is
+  // The stochastic rounding counter (docs/hot.md §8.2, one draw per four elements): element (t, o) is
   // code i = t·k_padded + o of the codes tensor and takes word i % 4 of the draw at key = seed,
   // counter = (i / 4 lo, i / 4 hi, step, site), site = (layer·16 + projection)·16 + stream.
   uint64_t seed = 0;

@@ -1,4 +1,4 @@
-// hot: LoRA beside a frozen weight whose dX product is Hadamard-quantized INT4/INT8 (HOT.md;
+// hot: LoRA beside a frozen weight whose dX product is Hadamard-quantized INT4/INT8 (docs/hot.md;
 // engine/methods/hot/hot_weight.h), over a dense, FP8 or NF4 backbone, optionally with LQS's
 // per-layer scale choice from a calibration pass before step 0.
 #include "engine/io/json_fields.h"

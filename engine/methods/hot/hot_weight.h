@@ -1,4 +1,4 @@
-// HOT's frozen projection (HOT.md; Kim et al., CVPR 2025): the forward is the backbone's usual
+// HOT's frozen projection (docs/hot.md; Kim et al., CVPR 2025): the forward is the backbone's usual
 // product (bf16 dense, FP8 E4M3 per tensor as HALO level 0, or NF4-DQ decoded per GEMM, as in
 // QLoRA), and the dX product is Hadamard-quantized: dX = Q(dY·H_b)·Q(H_bᵀ·W) ÷ b, H_b a block
 // Walsh–Hadamard of b = 16 along `out`, both operands INT4 (or INT8), int32 accumulation
@@ -62,7 +62,7 @@ class HotWeight final : public FrozenWeight {
 
   // LQS: between begin and end, backward_input is the backbone's exact product and each call adds
   // the dY's errors under both scale choices (RNG stream kStreamLqs, counter step = batch index);
-  // end picks the scale (HOT.md §8.1.7) and returns it.
+  // end picks the scale (docs/hot.md §8.1.7) and returns it.
   void begin_calibration();
   quant::HotScale end_calibration();
   const quant::HotLqsErrors& lqs_errors() const { return lqs_; }

@@ -1,4 +1,4 @@
-// falqon: melded FP8 LoRA (METHODS.md, "FALQON"; engine/peft/falqon_linear.h). Its targets are
+// falqon: melded FP8 LoRA (docs/methods.md, "FALQON"; engine/peft/falqon_linear.h). Its targets are
 // FalqonLinear, its other projections dense; the trained model is rebuilt from method state.
 #include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
@@ -25,7 +25,7 @@ constexpr int kMaxTopk = 1 << 16;
 class FalqonSpec : public MethodSpec {
  public:
   std::string name() const override { return "falqon"; }
-  // METHODS.md: FALQON's reference scripts.
+  // docs/methods.md: FALQON's reference scripts.
   MethodDefaults defaults() const override {
     return {.rank = 64, .alpha = 16.0f, .lr = 2e-3, .schedule = "constant", .warmup = 0, .max_grad_norm = 3.0,
             .batch = 16};

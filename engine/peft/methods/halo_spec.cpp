@@ -1,4 +1,4 @@
-// halo: LoRA beside a Hadamard-rotated FP8/INT8 frozen weight (METHODS.md, "HALO PEFT";
+// halo: LoRA beside a Hadamard-rotated FP8/INT8 frozen weight (docs/methods.md, "HALO PEFT";
 // engine/peft/halo_weight.h), levels 0/1/2, optionally over an NF4 backbone.
 #include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
@@ -56,7 +56,7 @@ Tensor halo_nf4_backbone(const Tensor& w, int level) {
 class HaloSpec : public MethodSpec {
  public:
   std::string name() const override { return "halo"; }
-  // METHODS.md: HALO's reference scripts.
+  // docs/methods.md: HALO's reference scripts.
   MethodDefaults defaults() const override {
     return {.rank = 16, .alpha = 8.0f, .lr = 3e-4, .schedule = "linear", .warmup = 20, .max_grad_norm = 0.0,
             .batch = 32};

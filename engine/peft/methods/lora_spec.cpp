@@ -1,4 +1,4 @@
-// lora: bf16 LoRA on the dense frozen weight (METHODS.md, "LoRA (bf16 reference)").
+// lora: bf16 LoRA on the dense frozen weight (docs/methods.md, "LoRA (bf16 reference)").
 #include "engine/peft/frozen_linear.h"
 #include "engine/peft/method_spec.h"
 

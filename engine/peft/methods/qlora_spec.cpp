@@ -1,4 +1,4 @@
-// qlora: LoRA on an NF4-DQ frozen weight (METHODS.md, "QLoRA baseline"; engine/peft/nf4_weight.h).
+// qlora: LoRA on an NF4-DQ frozen weight (docs/methods.md, "QLoRA baseline"; engine/peft/nf4_weight.h).
 #include "engine/peft/method_spec.h"
 #include "engine/peft/nf4_weight.h"
 

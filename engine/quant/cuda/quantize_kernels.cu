@@ -1,5 +1,5 @@
 // Quantize / dequantize kernels and the scale epilogue of the low-precision GEMM. The quantizer is
-// two passes (METHODS.md): a fused amax reduction, then one cast pass that derives the scale on the
+// two passes (docs/methods.md): a fused amax reduction, then one cast pass that derives the scale on the
 // device (no host round trip), encodes with the same scalar encoders as the CPU (engine/quant/
 // fp8.h, int8.h; x / s as __fdiv_rn, the IEEE division the CPU does) and, for the transposed copy,
 // turns 32×32 tiles through shared memory.

@@ -1,4 +1,4 @@
-// HOT's CUDA kernels against the CPU reference, bit for bit (HOT.md §8.2): FWHT16 → scale → SR (or
+// HOT's CUDA kernels against the CPU reference, bit for bit (docs/hot.md §8.2): FWHT16 → scale → SR (or
 // RNE) codes of dY, the W codes, the integer GEMM on every path (cuBLASLt INT8, loft's mma s8,
 // packed s4), the epilogue (F32 and BF16 dx, with dx_lora and accumulate), at Llama shapes and odd
 // ones; the overflow flag; LQS's errors; and a whole HotWeight on the GPU against the CPU one.
