@@ -36,7 +36,6 @@ void build_cli(CLI::App& root) {
   add_export_command(root);
   add_report_command(root);
   add_studio_command(root);
-  add_pending_commands(root);
 }
 
 namespace {

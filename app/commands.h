@@ -16,8 +16,6 @@ void add_bench_command(CLI::App& root);
 void add_export_command(CLI::App& root);
 void add_report_command(CLI::App& root);
 void add_studio_command(CLI::App& root);
-// Commands later issues build: each says so plainly and exits non-zero.
-void add_pending_commands(CLI::App& root);
 
 // Adds --device auto|cpu|cuda[:N] and --gpu-memory-limit SIZE (app/gpu_memory_limit.h) to a
 // command that computes.

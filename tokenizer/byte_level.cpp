@@ -31,8 +31,6 @@ const Tables& tables() {
 
 }  // namespace
 
-std::string_view char_of(uint8_t b) { return tables().chars[b]; }
-
 int byte_of(char32_t cp) { return cp < 512 ? tables().bytes[cp] : -1; }
 
 void encode(std::string_view bytes, std::string& out) {

@@ -7,8 +7,6 @@
 
 namespace loft::byte_level {
 
-// The UTF-8 text of the character byte `b` maps to.
-std::string_view char_of(uint8_t b);
 // The byte that maps to code point `cp`, or -1 when `cp` is not in the alphabet.
 int byte_of(char32_t cp);
 // Appends the mapped characters of every byte of `bytes` to `out`.

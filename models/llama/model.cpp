@@ -324,7 +324,7 @@ LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh,
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
   // first would cost ~3% relative error in softmax probabilities (logits of magnitude ~10 keep only
   // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~64M logits per chunk.
-  const int64_t chunk = loss_chunk_ > 0 ? loss_chunk_ : default_loss_chunk_tokens(V);
+  const int64_t chunk = default_loss_chunk_tokens(V);
   for (int64_t c0 = 0; c0 < T; c0 += chunk) {
     const int64_t n = std::min(chunk, T - c0);
     Tensor logits = d.f32({n, V});

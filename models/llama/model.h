@@ -98,8 +98,6 @@ class LlamaModel : public TrainableModel {
   // Replicas of a data-parallel run in one process share the host: each keeps attention tensors
   // only within its 1/n of the budget (keeps_attention).
   void set_host_memory_share(int n) { host_share_ = std::max(1, n); }
-  // Rows of logits materialised at once in the loss head.
-  void set_loss_chunk_tokens(int64_t n) { loss_chunk_ = n; }
 
  private:
   struct Layer;
@@ -135,7 +133,6 @@ class LlamaModel : public TrainableModel {
   bool offload_on_ = true;
   int host_share_ = 1;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
-  int64_t loss_chunk_ = 0;  // 0 = pick from vocab size
   GradReadyHook grad_ready_;
 };
 

@@ -66,12 +66,10 @@ class HotWeight final : public FrozenWeight {
   void begin_calibration();
   quant::HotScale end_calibration();
   const quant::HotLqsErrors& lqs_errors() const { return lqs_; }
-  // The dY scale in use (per token unless LQS chose per tensor); restore it on resume.
+  // The dY scale in use (per token unless LQS chose per tensor); load_method_state restores it.
   quant::HotScale scale() const { return scale_; }
-  void set_scale(quant::HotScale s) { scale_ = s; }
-  // The SR counter's micro-step: the number of HOT backward calls so far; restore it on resume.
+  // The SR counter's micro-step: the number of HOT backward calls so far; load_method_state restores it.
   uint32_t micro_step() const { return step_; }
-  void set_micro_step(uint32_t step) { step_ = step; }
   quant::HotGemmPath gemm_path() const { return path_; }
 
   // FrozenWeight's hooks. Calibration is LQS's (lqs_batches micro-batches when opt.lqs, else
