@@ -15,7 +15,7 @@ set -euo pipefail
 work=${1:-/tmp/loft-export-hf}
 steps=${2:-40}
 loft=${LOFT:-build/loft}
-data=${LOFT_TEST_DATA:-$(cd "$(dirname "$0")/../../.." && pwd)/shared/data}
+data=${LOFT_TEST_DATA:-$PWD/tests/data}
 text="$data/tinystories/tinystories_sample.txt"
 prompt="Once upon a time, there was a little"
 rm -rf "$work" && mkdir -p "$work"

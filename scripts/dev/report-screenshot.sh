@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates docs/img/report.png, the README's picture of `loft report`: two stories260K runs on
 # the CPU (200 steps each, validation, MMLU and GSM8K on their adapters) compared on one page,
-# rendered by headless Chromium. Needs build/loft and ../shared/data (or $LOFT_TEST_DATA).
+# rendered by headless Chromium. Needs build/loft; the MMLU and GSM8K files come from tests/data (or $LOFT_TEST_DATA).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-data=${LOFT_TEST_DATA:-../shared/data}
+data=${LOFT_TEST_DATA:-tests/data}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 train() {  # name, then extra finetune options

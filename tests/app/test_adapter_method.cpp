@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path model_dir() { return test::data_dir() / "models" / "stories260K-hf"; }
+fs::path model_dir() { return test::data_path("models/stories260K-hf"); }
 
 fs::path write_text(const test::TempDir& dir) {
   std::ofstream(dir / "t.txt") << "Once upon a time there was a little dog named Max.\n"
@@ -90,7 +90,7 @@ TEST(AdapterMethod, HaloAdapterEvaluatesAsTheTrainedModel) {
 TEST(AdapterMethod, PeftMadeAdapterStillEvaluatesAsLora) {
   test::TempDir dir;
   const fs::path text = write_text(dir);
-  const fs::path golden = test::data_dir() / "golden" / "adapter_stories260K";
+  const fs::path golden = test::data_path("golden/adapter_stories260K");
   const PeftAdapter a = load_peft_adapter(golden);
   std::mt19937_64 rng(0);
   auto model = llama::load_model(model_dir(), Device::cpu(),

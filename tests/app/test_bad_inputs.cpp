@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string model_dir() { return (test::data_dir() / "models" / "stories260K-hf").string(); }
+std::string model_dir() { return test::data_path("models/stories260K-hf").string(); }
 std::string demo() {
   return (test::source_dir() / "examples" / "demo.jsonl").string();
 }

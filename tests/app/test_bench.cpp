@@ -214,7 +214,7 @@ TEST(BenchCommand, ClipsTheGradNormAsFinetune) {
 }
 
 TEST(BenchCommand, RealCheckpointFolder) {
-  const std::string dir = (data_dir() / "models" / "stories260K-hf").string();
+  const std::string dir = data_path("models/stories260K-hf").string();
   const auto j = bench_json({"--model", dir, "--batch", "1", "--seq", "16", "--steps", "1",
                              "--warmup", "0", "--rank", "8"});
   const llama::LlamaConfig c = llama::load_llama_config(dir);
@@ -312,8 +312,8 @@ TEST(BenchCommand, JsonSaysTheWorldSize) {
 // The data-side bench: encode throughput and the pipeline's tokens/s, reported per line (the
 // figures themselves are timings and not checked).
 TEST(BenchCommand, TokenizerAndDataPipeline) {
-  const CliResult r = test::run_cli_captured({"bench", "--tokenizer", (data_dir() / "models/stories260K-hf").string(),
-                                              "--data", (data_dir() / "gsm8k/test_first1000.jsonl").string(),
+  const CliResult r = test::run_cli_captured({"bench", "--tokenizer", data_path("models/stories260K-hf").string(),
+                                              "--data", data_path("gsm8k/test_first1000.jsonl").string(),
                                               "--seq", "256", "--batch", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "bpe sentencepiece-style"));
@@ -321,7 +321,7 @@ TEST(BenchCommand, TokenizerAndDataPipeline) {
   EXPECT_TRUE(contains(r.out, "MB/s"));
   EXPECT_TRUE(contains(r.out, "of 2 x 256"));
   EXPECT_TRUE(contains(r.out, "tokens/s (template, ids, packing; 1 thread)"));
-  const CliResult no_data = test::run_cli_captured({"bench", "--tokenizer", (data_dir() / "models/stories260K-hf").string()});
+  const CliResult no_data = test::run_cli_captured({"bench", "--tokenizer", data_path("models/stories260K-hf").string()});
   EXPECT_EQ(no_data.code, 2);
   EXPECT_TRUE(contains(no_data.err, "--tokenizer needs --data"));
   const CliResult both = test::run_cli_captured({"bench", "--tokenizer", "x", "--shape", "tiny"});

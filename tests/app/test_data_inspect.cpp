@@ -12,8 +12,8 @@ namespace {
 
 using test::run_cli_captured;
 
-std::string data(const char* rel) { return (test::data_dir() / rel).string(); }
-const std::string kStoriesModel = (test::data_dir() / "models/stories260K-hf").string();
+std::string data(const char* rel) { return test::data_path(rel).string(); }
+const std::string kStoriesModel = test::data_path("models/stories260K-hf").string();
 
 size_t occurrences(const std::string& s, const std::string& part) {
   size_t n = 0;

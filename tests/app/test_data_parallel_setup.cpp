@@ -63,7 +63,7 @@ TEST(DataParallelSetup, ABuildWithoutNcclSaysSo) {
 
 TEST(DataParallelSetup, FinetuneRefusesGpusWithADevice) {
   const test::CliResult r = test::run_cli_captured(
-      {"finetune", "--model", (test::data_dir() / "models" / "stories260K-hf").string(), "--data",
+      {"finetune", "--model", test::data_path("models/stories260K-hf").string(), "--data",
        "x.jsonl", "--gpus", "2", "--device", "cpu", "--out", "/nonexistent/run"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--device cpu with --gpus 2"), std::string::npos) << r.err;

@@ -20,7 +20,7 @@ TEST(EvaluatePpl, JsonMatchesTheDefinition) {
     std::ofstream f(dir / "t.txt", std::ios::binary);
     f << docs[0] << "\r\n\n" << docs[1] << "\n";  // CRLF, an empty line, LF
   }
-  const auto model_dir = test::data_dir() / "models" / "stories260K-hf";
+  const auto model_dir = test::data_path("models/stories260K-hf");
   const auto r = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--task", "ppl",
                                          "--data", (dir / "t.txt").string(), "--json", "--device", "cpu"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -46,7 +46,7 @@ TEST(EvaluatePpl, JsonMatchesTheDefinition) {
 }
 
 TEST(EvaluatePpl, UnknownTaskIsAUsageError) {
-  const auto model_dir = test::data_dir() / "models" / "stories260K-hf";
+  const auto model_dir = test::data_path("models/stories260K-hf");
   const auto r = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--task", "hellaswag",
                                          "--data", "x", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);

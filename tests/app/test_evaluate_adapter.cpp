@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path model_dir() { return test::data_dir() / "models" / "stories260K-hf"; }
+fs::path model_dir() { return test::data_path("models/stories260K-hf"); }
 
 class EvaluateAdapter : public ::testing::TestWithParam<std::string> {};
 
@@ -41,7 +41,7 @@ TEST_P(EvaluateAdapter, ScoresTheTrainedModel) {
 
   const auto tok = load_tokenizer(model_dir());
   eval::MmluOptions mo;
-  mo.data = test::data_dir() / "mmlu";
+  mo.data = test::data_path("mmlu");
   mo.subjects = {"marketing"};
   mo.limit = 2;
   mo.max_length = model->config().max_position_embeddings;
@@ -66,7 +66,7 @@ TEST_P(EvaluateAdapter, ScoresTheTrainedModel) {
           << m.method << " " << i << " " << c;
 
   const auto g = test::run_cli_captured({"evaluate", "--model", model_dir().string(), "--adapter", (dir / "a").string(),
-                                         "--task", "gsm8k", "--data", (test::data_dir() / "gsm8k").string(),
+                                         "--task", "gsm8k", "--data", test::data_path("gsm8k").string(),
                                          "--limit", "1", "--max-gen-toks", "8", "--json", "--device", "cpu"});
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(json::parse(g.out)["method"], m.method);

@@ -1,4 +1,4 @@
-// loft evaluate --task gsm8k against lm-evaluation-harness (../shared/data/reference/eval, HF
+// loft evaluate --task gsm8k against lm-evaluation-harness (tests/data/reference/eval, HF
 // backend in fp32, greedy): through the command with --log-samples, each question's prompt and
 // context_enc, and the greedy generation (after the stop-string cut) identical, on the CPU in
 // f32; --offset draws and discards the skipped questions' shots; the report; bad input.
@@ -19,15 +19,15 @@ using nlohmann::json;
 using test::read_jsonl;
 
 test::CliResult run_gsm8k_command(const std::string& model, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),
-                                   "--task", "gsm8k", "--data", (test::data_dir() / "gsm8k").string(),
+  std::vector<std::string> args = {"evaluate", "--model", test::data_path("models/" + model).string(),
+                                   "--task", "gsm8k", "--data", test::data_path("gsm8k").string(),
                                    "--device", "cpu"};
   args.insert(args.end(), extra.begin(), extra.end());
   return test::run_cli_captured(args);
 }
 
 void check_model(const std::string& model, int64_t offset, int64_t limit) {
-  const auto ref = test::data_dir() / "reference" / "eval";
+  const auto ref = test::data_path("reference/eval");
   const auto req = read_jsonl(ref / "gsm8k5_requests.jsonl");
   const auto tok = read_jsonl(ref / (model + "-gsm8k5_tokens.jsonl"));
   const auto out = read_jsonl(ref / (model + "-gsm8k5_outputs.jsonl"));
@@ -70,13 +70,16 @@ void check_model(const std::string& model, int64_t offset, int64_t limit) {
 }
 
 TEST(EvaluateGsm8k, Stories260kReproducesLmEval) { check_model("stories260K-hf", 0, 8); }
-TEST(EvaluateGsm8k, WideRandomReproducesLmEvalFromAnOffset) { check_model("wide-random", 2, 6); }
+TEST(EvaluateGsm8k, WideRandomReproducesLmEvalFromAnOffset) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  check_model("wide-random", 2, 6);
+}
 
 TEST(EvaluateGsm8k, CotRunsAndReports) {
   test::TempDir dir;
   const auto r = test::run_cli_captured(
-      {"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(), "--task", "gsm8k-cot",
-       "--test", (test::data_dir() / "gsm8k" / "test_first1000.jsonl").string(), "--limit", "1",
+      {"evaluate", "--model", test::data_path("models/stories260K-hf").string(), "--task", "gsm8k-cot",
+       "--test", test::data_path("gsm8k/test_first1000.jsonl").string(), "--limit", "1",
        "--max-gen-toks", "16", "--log-samples", (dir / "s.jsonl").string(), "--json", "--device", "cpu"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json report = json::parse(r.out);
@@ -94,20 +97,20 @@ TEST(EvaluateGsm8k, BadInputIsAClearError) {
   std::ofstream(dir / "train.jsonl") << "{\"question\": \"q\", \"answer\": \"a\\n#### 1\"}\n";
   std::ofstream(dir / "test.jsonl") << "{\"question\": \"q\", \"answer\": \"a\\n#### 1\"}\n"
                                        "{\"question\": \"q\", \"answer\": \"a 1\"}\n";
-  auto r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  auto r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                                    "--task", "gsm8k", "--data", dir.path().string(), "--device", "cpu"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "test.jsonl:2: the answer has no '####'")) << r.err;
   std::ofstream(dir / "test.jsonl") << "{\"question\": \"q\", \"answer\": \"a\\n#### 1\"}\n";
-  r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                               "--task", "gsm8k", "--data", dir.path().string(), "--device", "cpu"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "--shots 5 is more than the 1 training questions")) << r.err;
-  r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                               "--task", "gsm8k", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
   for (const auto& [flag, value] : {std::pair{"--slots", "-1"}, {"--max-gen-toks", "-3"}}) {
-    r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+    r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                                 "--task", "gsm8k", "--data", dir.path().string(), flag, value, "--device", "cpu"});
     EXPECT_EQ(r.code, 2) << flag;
     EXPECT_TRUE(test::contains(r.err, std::string(flag) + ": must be an integer of at least")) << r.err;

@@ -1,4 +1,4 @@
-// loft evaluate --task mmlu against lm-evaluation-harness (../shared/data/reference/eval, HF
+// loft evaluate --task mmlu against lm-evaluation-harness (tests/data/reference/eval, HF
 // backend in fp32): through the command with --log-samples, the prompt, lm-eval's context_enc and
 // the four summed log-likelihoods of every reference question (--subjects/--limit/--offset
 // selecting them), on the CPU in f32; the report; --offset; bad input.
@@ -21,8 +21,8 @@ using test::read_jsonl;
 
 
 test::CliResult run_mmlu_command(const std::string& model, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"evaluate", "--model", (test::data_dir() / "models" / model).string(),
-                                   "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(),
+  std::vector<std::string> args = {"evaluate", "--model", test::data_path("models/" + model).string(),
+                                   "--task", "mmlu", "--data", test::data_path("mmlu").string(),
                                    "--device", "cpu"};
   args.insert(args.end(), extra.begin(), extra.end());
   return test::run_cli_captured(args);
@@ -31,7 +31,7 @@ test::CliResult run_mmlu_command(const std::string& model, const std::vector<std
 // Runs the reference's subjects, questions 0..limit-1, and checks every logged sample against
 // lm-eval's request, tokens and outputs. Returns the worst relative log-likelihood error.
 double check_model(const std::string& model, int64_t limit) {
-  const auto ref = test::data_dir() / "reference" / "eval";
+  const auto ref = test::data_path("reference/eval");
   auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
   const auto r = run_mmlu_command(model, {"--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
@@ -76,17 +76,20 @@ double check_model(const std::string& model, int64_t limit) {
 }
 
 TEST(EvaluateMmlu, Stories260kReproducesLmEval) { check_model("stories260K-hf", 10); }
-TEST(EvaluateMmlu, WideRandomReproducesLmEval) { check_model("wide-random", 2); }
+TEST(EvaluateMmlu, WideRandomReproducesLmEval) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  check_model("wide-random", 2);
+}
 
 TEST(EvaluateMmlu, OffsetGivesTheFullRunPromptAndJsonReport) {
-  const auto ref = read_jsonl(test::data_dir() / "reference" / "eval" / "stories260K-hf-mmlu5_outputs.jsonl");
+  const auto ref = read_jsonl(test::data_path("reference/eval/stories260K-hf-mmlu5_outputs.jsonl"));
   test::TempDir dir;
   const auto r = run_mmlu_command("stories260K-hf", {"--subjects", "marketing", "--offset", "7", "--limit", "2",
                                                      "--log-samples", (dir / "s.jsonl").string(), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
   ASSERT_EQ(samples.size(), 2u);
-  const auto requests = read_jsonl(test::data_dir() / "reference" / "eval" / "mmlu5_requests.jsonl");
+  const auto requests = read_jsonl(test::data_path("reference/eval/mmlu5_requests.jsonl"));
   for (const json& s : samples)
     for (const json& q : requests)
       if (test::mmlu_key(q) == test::mmlu_key(s)) EXPECT_EQ(s["context"], q["context"]);
@@ -110,11 +113,11 @@ TEST(EvaluateMmlu, BadInputIsAClearError) {
   std::filesystem::create_directories(dir / "test");
   std::ofstream(dir / "dev" / "x_dev.csv") << "q,a,b,c,d,A\n";
   std::ofstream(dir / "test" / "x_test.csv") << "q,a,b,c,d,A\nq2,a,b,c\n";
-  r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                               "--task", "mmlu", "--data", dir.path().string(), "--shots", "1", "--device", "cpu"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(test::contains(r.err, "x_test.csv:2: 4 columns, expected 6")) << r.err;
-  r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                               "--task", "mmlu", "--device", "cpu"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--data")) << r.err;
@@ -131,7 +134,7 @@ TEST(EvaluateMmlu, APromptLongerThanTheContextIsTruncated) {
   std::ofstream(dir / "dev" / "x_dev.csv") << "q,a,b,c,d,A\n";
   std::string long_q(6000, 'w');
   std::ofstream(dir / "test" / "x_test.csv") << long_q << ",a,b,c,d,B\n";
-  const auto r = test::run_cli_captured({"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  const auto r = test::run_cli_captured({"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
                                          "--task", "mmlu", "--data", dir.path().string(), "--shots", "1",
                                          "--device", "cpu", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;

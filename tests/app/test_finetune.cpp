@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string model_dir() { return (test::data_dir() / "models" / "stories260K-hf").string(); }
+std::string model_dir() { return test::data_path("models/stories260K-hf").string(); }
 // The demo set ships with the project (examples/), found from the test binary's source tree.
 std::string demo() {
   const fs::path here = test::source_dir();

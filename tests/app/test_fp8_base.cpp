@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path reference() { return test::data_dir() / "reference" / "fp8-block-transformers"; }
+fs::path reference() { return test::data_path("reference/fp8-block-transformers"); }
 
 // The demo set that ships with the project (examples/).
 std::string demo() {
@@ -28,7 +28,7 @@ std::string demo() {
 
 // `dir` with the tok512 tokenizer copied in (vocab 512, as the FP8 models have).
 void add_tokenizer(const fs::path& dir) {
-  fs::copy_file(test::data_dir() / "models" / "wide-random" / "tokenizer.model", dir / "tokenizer.model");
+  fs::copy_file(test::data_path("models/stories260K-hf/tokenizer.model"), dir / "tokenizer.model");
 }
 
 std::vector<double> losses(const fs::path& run) {
@@ -97,8 +97,8 @@ TEST(Fp8Base, InfoNamesTheQuantization) {
   EXPECT_EQ(ct["granularity"], "channel");
   EXPECT_EQ(ct["not_quantized"], nlohmann::json::array({"lm_head"}));
 
-  r = test::run_cli_captured({"info", "--model", (test::data_dir() / "models" / "wide-random").string(), "--json"});
-  EXPECT_TRUE(nlohmann::json::parse(r.out)["quantization"].is_null()) << "a bf16 checkpoint";
+  r = test::run_cli_captured({"info", "--model", test::data_path("models/stories260K-hf").string(), "--json"});
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["quantization"].is_null()) << "an unquantized (fp32) checkpoint";
 }
 
 TEST(Fp8Base, FinetuneTheTransformersReferenceWithLoraAndFalqon) {

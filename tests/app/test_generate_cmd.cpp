@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string model_dir() { return (test::data_dir() / "models" / "stories260K-hf").string(); }
+std::string model_dir() { return test::data_path("models/stories260K-hf").string(); }
 
 TEST(GenerateCmd, StreamedTextEqualsBatchedJson) {
   test::TempDir dir;
@@ -83,7 +83,7 @@ TEST(GenerateCmd, ChatRendersTheTemplateAndPicksIt) {
   // An adapter whose run recorded its training template: that template, end-of-turn included.
   const auto run = dir / "run";
   std::filesystem::create_directories(run);
-  std::filesystem::copy(test::data_dir() / "golden" / "adapter_stories260K", run / "adapter");
+  std::filesystem::copy(test::data_path("golden/adapter_stories260K"), run / "adapter");
   std::ofstream(run / "run_config.json") << R"({"chat_template": "chatml"})";
   r = test::run_cli_captured({"generate", "--model", model_dir(), "--adapter", (run / "adapter").string(), "--prompt",
                               "hi", "--chat", "--max-new-tokens", "3", "--json", "--device", "cpu"});

@@ -21,7 +21,7 @@ CliResult run(std::vector<std::string> args) { return test::run_cli_captured(std
 
 std::string stories() { return (test::source_dir() / "examples" / "stories260K").string(); }
 std::string demo() { return (test::source_dir() / "examples" / "demo.jsonl").string(); }
-std::string wide() { return (test::data_dir() / "models" / "wide-random").string(); }
+std::string wide() { return test::data_path("models/wide-random").string(); }
 
 constexpr int64_t kGiB = int64_t(1) << 30;
 
@@ -95,6 +95,7 @@ void expect_verdicts(const nlohmann::json& est, int64_t card_bytes) {
 }
 
 TEST(InfoCard, VerdictsFollowTheEstimate) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const CliResult big = run({"info", "--model", wide(), "--json", "--card", "rtx4090"});
   ASSERT_EQ(big.code, 0) << big.err;
   const auto jb = nlohmann::json::parse(big.out);
@@ -128,6 +129,7 @@ TEST(InfoCard, VerdictsFollowTheEstimate) {
 }
 
 TEST(InfoCard, TextSaysFitsOrShortPerMethod) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const CliResult fits = run({"info", "--model", wide(), "--card", "RTX4060TI"});
   ASSERT_EQ(fits.code, 0) << fits.err;
   EXPECT_TRUE(test::contains(fits.out, "on RTX 4060 Ti 16 GB (16 GiB), keeping 0.50 GiB for the CUDA context"));
@@ -140,6 +142,7 @@ TEST(InfoCard, TextSaysFitsOrShortPerMethod) {
 }
 
 TEST(InfoCard, BadCardsAreUsageErrors) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const CliResult unknown = run({"info", "--model", wide(), "--card", "rtx9090"});
   EXPECT_EQ(unknown.code, 2);
   EXPECT_TRUE(test::contains(unknown.err, "--card: 'rtx9090' is not a card loft knows (rtx3090, rtx4090"));

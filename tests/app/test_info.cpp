@@ -16,9 +16,10 @@ namespace {
 using test::CliResult;
 CliResult run(std::vector<std::string> args) { return test::run_cli_captured(std::move(args)); }
 
-std::string model(const char* name) { return (test::data_dir() / "models" / name).string(); }
+std::string model(const char* name) { return test::data_path(std::string("models/") + name).string(); }
 
 TEST(InfoCommand, JsonForWideRandom) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const auto r = run({"info", "--model", model("wide-random"), "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);  // exactly one JSON object, nothing else
@@ -76,6 +77,7 @@ TEST(InfoCommand, JsonOptionsReachTheEstimate) {
 
 // --grad-checkpointing and --estimate-for reach the estimate.
 TEST(InfoCommand, CheckpointingAndDeviceReachTheEstimate) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const auto r = run({"info", "--model", model("wide-random"), "--json", "--batch", "4", "--seq",
                       "256", "--grad-checkpointing", "--estimate-for", "cpu"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -96,6 +98,7 @@ TEST(InfoCommand, CheckpointingAndDeviceReachTheEstimate) {
 }
 
 TEST(InfoCommand, TextReport) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   const auto r = run({"info", "--model", model("wide-random")});
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* part : {"2 layers, hidden 512", "8 heads / 4 KV heads", "6,326,784", "BF16",
@@ -134,7 +137,7 @@ TEST(InfoCommand, TokenizerTemplateAndStopIds) {
 TEST(InfoCommand, BadGenerationConfig) {
   test::TempDir dir;
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.model"})
-    std::filesystem::copy_file(test::data_dir() / "models/stories260K-hf" / f, dir / f);
+    std::filesystem::copy_file(test::data_path("models/stories260K-hf") / f, dir / f);
   std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [2, 9999]})";
   const auto r = run({"info", "--model", dir.path().string()});
   EXPECT_EQ(r.code, 1);
@@ -146,14 +149,14 @@ TEST(InfoCommand, BadInvocations) {
   auto r = run({"info", "--model", "/definitely/not/here"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "/definitely/not/here"));
-  r = run({"info", "--model", model("wide-random"), "--batch", "0"});
+  r = run({"info", "--model", model("stories260K-hf"), "--batch", "0"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(test::contains(r.err, "--batch"));
-  EXPECT_EQ(run({"info", "--model", model("wide-random"), "--lora-rank", "x"}).code, 2);
+  EXPECT_EQ(run({"info", "--model", model("stories260K-hf"), "--lora-rank", "x"}).code, 2);
 
   // A folder with config.json but no weights: a runtime error naming the folder.
   test::TempDir dir;
-  std::filesystem::copy_file(test::data_dir() / "models/stories260K-hf/config.json",
+  std::filesystem::copy_file(test::data_path("models/stories260K-hf/config.json"),
                              dir / "config.json");
   r = run({"info", "--model", dir.path().string()});
   EXPECT_EQ(r.code, 1);

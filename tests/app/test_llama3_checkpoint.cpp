@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 TEST(Llama3Checkpoint, LoadsTiedAndUntied) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   for (bool tied : {false, true}) {
     SCOPED_TRACE(tied ? "tied" : "untied");
     test::TempDir dir;
@@ -79,11 +80,11 @@ void expect_llama3_adapter_stops(const fs::path& run) {
 }
 
 TEST(Llama3Checkpoint, FinetunesOnAlpaca) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir / "model", {.tied = false});
   const auto r = test::run_cli_captured(
-      finetune_args(dir / "model", test::data_dir() / "alpaca/alpaca_tiny.json", dir / "run"));
+      finetune_args(dir / "model", test::data_path("alpaca/alpaca_tiny.json"), dir / "run"));
   ASSERT_EQ(r.code, 0) << r.err;
   // The instruction becomes the user turn of the model's own (auto-detected) chat template.
   EXPECT_TRUE(test::contains(r.out, "alpaca, template llama3 (auto-detected"));
@@ -106,7 +107,7 @@ fs::path write_chats(const fs::path& file) {
 }
 
 TEST(Llama3Checkpoint, FinetunesOnChatsWithTheDetectedTemplate) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir / "model", {.tied = true});
   const auto r = test::run_cli_captured(finetune_args(dir / "model", write_chats(dir / "chats.jsonl"), dir / "run"));
@@ -121,7 +122,7 @@ TEST(Llama3Checkpoint, FinetunesOnChatsWithTheDetectedTemplate) {
 }
 
 TEST(Llama3Checkpoint, DataInspectShowsHeadersAndTrainedEot) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir / "model");
   const auto r = test::run_cli_captured(
@@ -141,7 +142,7 @@ TEST(Llama3Checkpoint, DataInspectShowsHeadersAndTrainedEot) {
 }
 
 TEST(Llama3Checkpoint, InfoShowsTokenizerTemplateAndStopIds) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir.path());
   auto r = test::run_cli_captured({"info", "--model", dir.path().string(), "--json"});

@@ -34,7 +34,7 @@ TEST(QuickStart, ReadmeCommandTrainsTheShippedModelAndWritesAnAdapter) {
   ASSERT_FALSE(cmd.empty()) << "README.md has no 'scripts/setup.sh && ...' line";
   ASSERT_EQ(cmd.rfind("build/loft ", 0), 0u) << cmd;
   EXPECT_EQ(cmd.find("shared"), std::string::npos) << "the quick start must not need ../shared: " << cmd;
-  cmd.replace(0, std::string("build/loft").size(), LOFT_BINARY);
+  cmd.replace(0, std::string("build/loft").size(), test::loft_binary());
 
   test::TempDir dir;
   fs::create_directory_symlink(kRoot / "examples", dir / "examples");

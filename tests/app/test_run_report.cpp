@@ -29,10 +29,10 @@ test::CliResult train(const fs::path& run, int steps, int eval_every) {
 
 // MMLU (two subjects, two questions each) and GSM8K (one question) on the run's adapter.
 void evaluate(const fs::path& run, std::vector<test::CliResult>& results) {
-  const std::string data = test::data_dir().string();
-  for (std::vector<std::string> task : {std::vector<std::string>{"--task", "mmlu", "--data", data + "/mmlu", "--subjects",
+  const std::string mmlu = test::data_path("mmlu").string(), gsm8k = test::data_path("gsm8k").string();
+  for (std::vector<std::string> task : {std::vector<std::string>{"--task", "mmlu", "--data", mmlu, "--subjects",
                                                                 "abstract_algebra,sociology", "--limit", "2", "--shots", "1"},
-                                        {"--task", "gsm8k", "--data", data + "/gsm8k", "--limit", "1", "--shots", "1",
+                                        {"--task", "gsm8k", "--data", gsm8k, "--limit", "1", "--shots", "1",
                                          "--max-gen-toks", "8"}}) {
     std::vector<std::string> args = {"evaluate", "--model", (test::source_dir() / "examples" / "stories260K").string(),
                                      "--adapter", (run / "adapter").string(), "--device", "cpu"};

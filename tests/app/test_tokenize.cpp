@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "tests/common/cli_capture.h"
-#include "tests/common/llama3_checkpoint.h"
 #include "tests/common/test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,7 +43,7 @@ std::string ids_line(const std::vector<int32_t>& ids) {
 class TokenizeSentencePiece : public testing::Test {
  protected:
   void SetUp() override {
-    fs::copy_file(test::data_dir() / "models/stories260K-hf/tokenizer.model", dir_ / "tokenizer.model");
+    fs::copy_file(test::data_path("models/stories260K-hf/tokenizer.model"), dir_ / "tokenizer.model");
     tok_ = load_tokenizer(dir_.path());
   }
   std::string model() const { return dir_.path().string(); }
@@ -142,12 +141,12 @@ TEST_F(TokenizeSentencePiece, UsageErrorsExit2) {
 }
 
 // Llama 3's tokenizer.json in a folder of tokenizer files only; ids as Hugging Face gives them
-// (shared/data/reference/llama3_tokenizer_reference.json).
+// (tests/data/reference/llama3_tokenizer_reference.json).
 TEST(TokenizeLlama3, SpecialTokensInTextAndReferenceIds) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
-    fs::copy_file(test::data_dir() / "tokenizers/llama3" / f, dir / f);
+    fs::copy_file(test::data_path("tokenizers/llama3") / f, dir / f);
   const std::string model = dir.path().string();
   auto r = run({"tokenize", "--model", model, "--text", "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"});
   ASSERT_EQ(r.code, 0) << r.err;

@@ -15,7 +15,7 @@ extern char** environ;
 namespace loft::test {
 
 int spawn_loft(const std::vector<std::string>& args, const std::string& out, const std::string& err) {
-  std::vector<std::string> full{LOFT_BINARY};
+  std::vector<std::string> full{test::loft_binary()};
   full.insert(full.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : full) argv.push_back(a.data());
@@ -26,7 +26,7 @@ int spawn_loft(const std::vector<std::string>& args, const std::string& out, con
   posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, LOFT_BINARY, &fa, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, test::loft_binary(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   return spawned == 0 ? pid : -1;
 }
@@ -37,7 +37,7 @@ BinaryResult run_loft(const std::vector<std::string>& args, std::chrono::seconds
   const pid_t pid = spawn_loft(args, out, err);
   BinaryResult r;
   if (pid < 0) {
-    r.err = "cannot start " LOFT_BINARY;
+    r.err = std::string("cannot start ") + test::loft_binary();
     return r;
   }
   int status = 0;

@@ -15,7 +15,7 @@ void expect_one_line(const CliResult& r, int code, const std::string& needle) {
 }
 
 std::vector<std::string> finetune(const std::filesystem::path& out, std::vector<std::string> extra) {
-  std::vector<std::string> a{"finetune", "--model", (data_dir() / "models" / "stories260K-hf").string(),
+  std::vector<std::string> a{"finetune", "--model", data_path("models/stories260K-hf").string(),
                              "--data", (source_dir() / "examples" / "demo.jsonl").string(), "--out", out.string(),
                              "--steps", "2", "--batch", "2", "--seq", "128", "--device", "cpu"};
   const auto is_option = [](const std::string& s) { return s.starts_with("--"); };

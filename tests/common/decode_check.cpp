@@ -38,7 +38,7 @@ std::unique_ptr<LlamaModel> decode_test_model(const std::string& name, Device de
     const LlamaConfig c = gqa_llama3_config();
     return std::make_unique<LlamaModel>(c, random_llama_weights(c, dtype, device, 11), frozen);
   }
-  const auto dir = data_dir() / "models" / name;
+  const auto dir = data_path("models/" + name);
   const LlamaConfig c = load_llama_config(dir);
   return std::make_unique<LlamaModel>(
       c, load_llama_weights(SafetensorsCheckpoint::open(dir), c, dtype, device), frozen);

@@ -20,7 +20,7 @@ std::string peft_name(const std::string& module, const char* ab) {
 }
 
 SafetensorsReader open_golden(const std::string& name) {
-  return SafetensorsReader::open(data_dir() / "golden" / name);
+  return SafetensorsReader::open(data_path("golden/" + name));
 }
 
 std::vector<float> floats(const SafetensorsReader& f, const std::string& name) {
@@ -36,7 +36,7 @@ void round_to_bf16(Tensor& t) {
 std::unique_ptr<llama::LlamaModel> build_model(const std::string& model_dir,
                                                const SafetensorsReader& g, Device device,
                                                DType dtype, bool bf16_frozen) {
-  const auto dir = data_dir() / "models" / model_dir;
+  const auto dir = data_path("models/" + model_dir);
   const auto cfg = llama::load_llama_config(dir);
   auto w = llama::load_llama_weights(SafetensorsCheckpoint::open(dir), cfg, dtype, device);
   if (bf16_frozen) {

@@ -9,7 +9,6 @@
 #include "engine/ops/ops.h"
 #include "models/llama/bench_model.h"
 #include "tests/common/test_util.h"
-#include "tokenizer/tokenizer.h"
 
 namespace loft::test {
 
@@ -23,7 +22,7 @@ void write_text(const fs::path& path, const std::string& text) {
   if (!f) throw Error(cat("cannot write ", path.string()));
 }
 
-fs::path llama3_tokenizer_dir() { return data_dir() / "tokenizers" / "llama3"; }
+fs::path llama3_tokenizer_dir() { return data_path("tokenizers/llama3"); }
 
 }  // namespace
 
@@ -84,21 +83,6 @@ llama::LlamaConfig write_llama3_checkpoint(const fs::path& dir, const Llama3Chec
   fs::copy_file(llama3_tokenizer_dir() / (o.instruct ? "tokenizer_config.instruct.json" : "tokenizer_config.json"),
                 dir / "tokenizer_config.json", fs::copy_options::overwrite_existing);
   return cfg;
-}
-
-bool have_llama3_tokenizer() {
-  static const bool have = [] {
-    TempDir dir;
-    fs::copy_file(llama3_tokenizer_dir() / "tokenizer.json", dir / "tokenizer.json");
-    try {
-      return load_tokenizer(dir.path()) != nullptr;
-    } catch (const Error& e) {
-      // Only the placeholder of a build without the BPE tokenizer skips; any other failure is real.
-      if (std::string(e.what()).find("not supported yet") != std::string::npos) return false;
-      throw;
-    }
-  }();
-  return have;
 }
 
 }  // namespace loft::test

@@ -1,14 +1,12 @@
 // A Llama-3-shaped checkpoint written at test time (never committed): Llama 3's 128,256-token
 // vocabulary, GQA, llama3 rope scaling, eos_token_id [128001, 128008, 128009], a
 // generation_config.json, random bf16 weights, and the real Llama 3 tokenizer.json with a
-// tokenizer_config.json from ../shared/data/tokenizers/llama3. Tiny elsewhere (hidden 64, 2
+// tokenizer_config.json from the test data's tokenizers/llama3. Tiny elsewhere (hidden 64, 2
 // layers), so it trains on the CPU in seconds.
 #pragma once
 #include <cstdint>
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "models/llama/config.h"
 
@@ -24,20 +22,15 @@ struct Llama3CheckpointOptions {
 };
 
 // Llama 3's ids for the special tokens the tests name (128008 is Llama 3.1's <|eom_id|>; the
-// Llama 3 tokenizer.json in shared/ names it <|reserved_special_token_4|>).
+// Llama 3 tokenizer.json of the test data names it <|reserved_special_token_4|>).
 inline constexpr int32_t kLlama3Vocab = 128256, kBeginOfText = 128000, kEndOfText = 128001, kEomId = 128008,
                          kEotId = 128009, kStartHeader = 128006, kEndHeader = 128007;
 
 // The config.json text the checkpoint carries.
 std::string llama3_config_json(bool tied);
 // Writes config.json, generation_config.json, model.safetensors, tokenizer.json and
-// tokenizer_config.json into `dir` (created if missing); returns the parsed config.
+// tokenizer_config.json into `dir` (created if missing); returns the parsed config. The tokenizer
+// is test data tests/data leaves out: callers start with LOFT_REQUIRE_DATA("tokenizers/llama3").
 llama::LlamaConfig write_llama3_checkpoint(const std::filesystem::path& dir, const Llama3CheckpointOptions& o = {});
-
-// True when this build loads tokenizer.json (the BPE tokenizer); false only while load_tokenizer
-// says tokenizer.json is "not supported yet" (any other failure throws). Llama 3 tests skip then.
-bool have_llama3_tokenizer();
-#define LOFT_REQUIRE_LLAMA3_TOKENIZER() \
-  if (!::loft::test::have_llama3_tokenizer()) GTEST_SKIP() << "this build does not load tokenizer.json yet"
 
 }  // namespace loft::test

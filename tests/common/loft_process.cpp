@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 LoftProcess::LoftProcess(const std::vector<std::string>& args, const fs::path& logs) : logs_(logs) {
   pid_ = spawn_loft(args, logs.empty() ? "/dev/null" : logs.string() + ".out",
                     logs.empty() ? "/dev/null" : logs.string() + ".err");
-  if (pid_ < 0) ADD_FAILURE() << "cannot start " << LOFT_BINARY;
+  if (pid_ < 0) ADD_FAILURE() << "cannot start " << test::loft_binary();
 }
 
 LoftProcess::~LoftProcess() {

@@ -73,12 +73,12 @@ std::vector<QualityMethod> low_precision_methods() {
 
 ValLoss trained_val_loss(const std::string& model_name, const MethodOptions& m, int steps,
                          Device device, double lr) {
-  const auto dir = data_dir() / "models" / model_name;
+  const auto dir = data_path("models/" + model_name);
   std::mt19937_64 rng(21);
   auto model = llama::load_model(dir, device, make_linear_factory(m, rng));
   const auto tok = load_tokenizer(dir);
   data::DataConfig cfg;
-  cfg.train = {{data_dir() / "alpaca" / "alpaca_small.json"}};
+  cfg.train = {{data_path("alpaca/alpaca_small.json")}};
   cfg.val_fraction = 0.05;
   cfg.seq = 128;
   cfg.batch_rows = 2;

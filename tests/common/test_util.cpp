@@ -5,18 +5,46 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
 namespace loft::test {
 
-std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("LOFT_TEST_DATA"); env && *env) return env;
-  return LOFT_DEFAULT_TEST_DATA;
+namespace {
+
+std::vector<std::filesystem::path> data_roots() {
+  std::vector<std::filesystem::path> roots;
+  if (const char* env = std::getenv("LOFT_TEST_DATA"); env && *env) roots.emplace_back(env);
+  roots.push_back(source_dir() / "tests" / "data");
+  roots.emplace_back(LOFT_SHARED_TEST_DATA);
+  return roots;
+}
+
+std::optional<std::filesystem::path> find_data(const std::string& rel) {
+  for (const auto& root : data_roots())
+    if (std::filesystem::exists(root / rel)) return root / rel;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::filesystem::path data_path(const std::string& rel) {
+  return find_data(rel).value_or(source_dir() / "tests" / "data" / rel);
+}
+
+bool have_data(const std::string& rel) { return find_data(rel).has_value(); }
+
+std::string data_places() {
+  std::string out;
+  for (const auto& root : data_roots()) out += (out.empty() ? "" : ", ") + root.string();
+  return out;
 }
 
 std::filesystem::path source_dir() {
   if (const char* env = std::getenv("LOFT_SOURCE_DIR"); env && *env) return env;
   return LOFT_SOURCE_DIR;
 }
+
+const char* loft_binary() { return LOFT_BINARY; }
 
 TempDir::TempDir() {
   static std::mt19937_64 rng{std::random_device{}()};

@@ -1,4 +1,4 @@
-// Helpers shared by the test suites: where the shared data lives, random tensors, error norms.
+// Helpers shared by the test suites: where the test data lives, random tensors, error norms.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -11,11 +11,26 @@
 
 namespace loft::test {
 
-// $LOFT_TEST_DATA, else ../shared/data beside the checkout.
-std::filesystem::path data_dir();
+// The test data file or folder `rel` ("models/stories260K-hf", "gsm8k/train.jsonl"): the first of
+// $LOFT_TEST_DATA/rel, the repository's tests/data/rel and ../shared/data/rel (beside the checkout)
+// that exists, else tests/data/rel. Name the leaf, not a parent folder to join onto: tests/data
+// holds a subset of the full set (tests/data/README.md), so a parent there may lack the rest.
+std::filesystem::path data_path(const std::string& rel);
+// Whether any of those places holds `rel`.
+bool have_data(const std::string& rel);
+// The places data_path searches, for skip messages.
+std::string data_places();
+// Skips the test, naming the file, when the data it needs is in none of those places (the large
+// files tests/data leaves out).
+#define LOFT_REQUIRE_DATA(rel)                                                              \
+  if (!::loft::test::have_data(rel))                                                        \
+  GTEST_SKIP() << "needs test data " << (rel) << ", which is not in " << ::loft::test::data_places() \
+               << " (tests/data/README.md)"
 // The checkout's root (README.md, examples/, tests/): $LOFT_SOURCE_DIR, else the source folder
 // CMake configured. Never __FILE__: ccache's base_dir makes that relative.
 std::filesystem::path source_dir();
+// The loft binary of this build (tests that run it as a process).
+const char* loft_binary();
 // A fresh, empty temporary directory removed when the object goes away.
 class TempDir {
  public:

@@ -69,7 +69,7 @@ DataConfig config_for(std::vector<DataSource> files, int64_t seq = 256, int64_t 
 
 TEST(DataLoader, RealAlpacaFileForTwoEpochs) {
   ByteTokenizer tok;
-  DataConfig c = config_for({{test::data_dir() / "alpaca/alpaca_small.json"}}, 2048, 8);
+  DataConfig c = config_for({{test::data_path("alpaca/alpaca_small.json")}}, 2048, 8);
   c.epochs = 2;
   DataLoader loader = DataLoader::training(c, tok);
   EXPECT_EQ(loader.sources()[0]->format(), RecordFormat::alpaca);
@@ -87,9 +87,8 @@ TEST(DataLoader, RealAlpacaFileForTwoEpochs) {
 
 TEST(DataLoader, MixedFormatsEachWithItsTemplate) {
   ByteTokenizer tok;
-  const auto dir = test::data_dir();
-  DataConfig c = config_for({{dir / "alpaca/alpaca_tiny.json"}, {dir / "gsm8k/test_first1000.jsonl", 0.5},
-                             {dir / "tinystories/tinystories_sample.txt", 0.1}},
+  DataConfig c = config_for({{test::data_path("alpaca/alpaca_tiny.json")}, {test::data_path("gsm8k/test_first1000.jsonl"), 0.5},
+                             {test::data_path("tinystories/tinystories_sample.txt"), 0.1}},
                             1024);
   DataLoader loader = DataLoader::training(c, tok);
   EXPECT_EQ(loader.sources()[1]->format(), RecordFormat::gsm8k);
@@ -146,14 +145,13 @@ TEST(DataLoader, ValidationFractionSplitsRecordsDisjointly) {
 
 TEST(DataLoader, ValidationDataFilesAreReadInOrder) {
   ByteTokenizer tok;
-  const auto dir = test::data_dir();
-  DataConfig c = config_for({{dir / "alpaca/alpaca_tiny.json"}}, 2048, 16);
-  c.val = {{dir / "gsm8k/test_first1000.jsonl"}};
+  DataConfig c = config_for({{test::data_path("alpaca/alpaca_tiny.json")}}, 2048, 16);
+  c.val = {{test::data_path("gsm8k/test_first1000.jsonl")}};
   DataLoader val = DataLoader::validation(c, tok);
   const auto docs = documents(drain(val), tok);
   ASSERT_EQ(docs.size(), 1000u);
   EXPECT_NE(docs[0].find("Janet"), std::string::npos) << "the first GSM8K test question comes first";
-  DataConfig none = config_for({{dir / "alpaca/alpaca_tiny.json"}});
+  DataConfig none = config_for({{test::data_path("alpaca/alpaca_tiny.json")}});
   EXPECT_FALSE(DataLoader::has_validation(none));
   EXPECT_THROW(DataLoader::validation(none, tok), UsageError);
 }
@@ -267,7 +265,7 @@ TEST(DataLoader, ExactResumeAcrossEpochsMixturesAndCompressedFiles) {
   for (int i = 0; i < 40; ++i) text += "story " + std::to_string(i) + std::string(size_t(i % 11), '!') + "\n";
   write_file(dir / "chat.jsonl.zst", test::zstd_compress(jsonl));
   write_file(dir / "stories.txt", text);
-  write_file(dir / "gsm.jsonl.zst", test::zstd_compress(test::read_file(test::data_dir() / "gsm8k/train.jsonl")));
+  write_file(dir / "gsm.jsonl.zst", test::zstd_compress(test::read_file(test::data_path("gsm8k/train.jsonl"))));
   ByteTokenizer tok({"<|im_start|>", "<|im_end|>"});
 
   DataConfig c = config_for({{dir / "chat.jsonl.zst", 2.0}, {dir / "stories.txt", 1.0}}, 96, 3);
@@ -279,7 +277,7 @@ TEST(DataLoader, ExactResumeAcrossEpochsMixturesAndCompressedFiles) {
   c.shuffle_buffer = 1;
   expect_exact_resume([&] { return DataLoader::training(c, tok); }, {5, 60});
 
-  DataConfig real = config_for({{test::data_dir() / "alpaca/alpaca_small.json"}, {dir / "gsm.jsonl.zst"}}, 384, 4);
+  DataConfig real = config_for({{test::data_path("alpaca/alpaca_small.json")}, {dir / "gsm.jsonl.zst"}}, 384, 4);
   real.val_fraction = 0.05;
   real.shuffle_buffer = 200;
   expect_exact_resume([&] { return DataLoader::training(real, tok); }, {3, 500});
@@ -287,15 +285,14 @@ TEST(DataLoader, ExactResumeAcrossEpochsMixturesAndCompressedFiles) {
 
 TEST(DataLoader, RestoreRejectsAnotherConfiguration) {
   ByteTokenizer tok;
-  const auto dir = test::data_dir();
-  DataConfig c = config_for({{dir / "alpaca/alpaca_tiny.json"}});
+  DataConfig c = config_for({{test::data_path("alpaca/alpaca_tiny.json")}});
   DataLoader a = DataLoader::training(c, tok);
   drain(a, 2);
   DataConfig other_seq = c;
   other_seq.seq = 128;
   DataLoader b = DataLoader::training(other_seq, tok);
   EXPECT_THROW(b.restore(a.state()), UsageError);
-  DataLoader d = DataLoader::training(config_for({{dir / "gsm8k/test_first1000.jsonl"}}), tok);
+  DataLoader d = DataLoader::training(config_for({{test::data_path("gsm8k/test_first1000.jsonl")}}), tok);
   EXPECT_THROW(d.restore(a.state()), UsageError);
   DataLoader e = DataLoader::training(c, tok);
   EXPECT_THROW(e.restore(nlohmann::json{{"version", 1}}), UsageError);
@@ -333,8 +330,7 @@ TEST(DataConfig, OptionParsingAndValidation) {
 
 TEST(DataLoader, TemplateOriginSaysWhereEachSourcesTemplateCameFrom) {
   ByteTokenizer tok;
-  const auto dir = test::data_dir();
-  DataConfig c = config_for({{dir / "alpaca/alpaca_tiny.json"}, {dir / "tinystories/tinystories_sample.txt"}});
+  DataConfig c = config_for({{test::data_path("alpaca/alpaca_tiny.json")}, {test::data_path("tinystories/tinystories_sample.txt")}});
   EXPECT_EQ(DataLoader::training(c, tok).sources()[0]->template_origin(), TemplateOrigin::format);
   c.model_template = ChatTemplate::llama3;
   DataLoader loader = DataLoader::training(c, tok);

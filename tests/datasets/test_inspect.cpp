@@ -66,15 +66,15 @@ std::string unmarked(std::string s) {
 }
 
 TEST(Inspect, MarkedSpansAreTheTrainedTokensOfRealExamples) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
   InspectOptions opt;
   opt.examples = 20;
-  const FileInspection r = inspect_file(test::data_dir() / "alpaca/alpaca_small.json", opt, *tok);
+  const FileInspection r = inspect_file(test::data_path("alpaca/alpaca_small.json"), opt, *tok);
   ASSERT_EQ(r.shown.size(), 20u);
   EXPECT_TRUE(r.shown[0].where.ends_with("alpaca_small.json:2")) << r.shown[0].where;
   // Re-tokenize the same records to know the truth per token.
   DataConfig c;
-  c.train = {{test::data_dir() / "alpaca/alpaca_small.json"}};
+  c.train = {{test::data_path("alpaca/alpaca_small.json")}};
   Source src(c.train[0], c, Split::all, 0, *tok);
   for (const ShownExample& e : r.shown) {
     TokenizedExample ex = tokenize_conversation(src.next()->conv, ChatTemplate::alpaca, *tok, false);
@@ -153,20 +153,19 @@ void expect_agrees_with_loader(const std::filesystem::path& path, const Tokenize
 }
 
 TEST(Inspect, StatisticsAgreeWithTheDataLoaderOnRealFiles) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  const auto dir = test::data_dir();
-  expect_agrees_with_loader(dir / "alpaca/alpaca_small.json", *tok, 256);
-  expect_agrees_with_loader(dir / "alpaca/alpaca_small.json", *tok, 4096);
-  expect_agrees_with_loader(dir / "tinystories/tinystories_sample.txt", *tok, 100);
-  const auto llama2 = load_sentencepiece(dir / "tokenizers/llama2/tokenizer.model");
-  expect_agrees_with_loader(dir / "gsm8k/train.jsonl", *llama2, 128);
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
+  expect_agrees_with_loader(test::data_path("alpaca/alpaca_small.json"), *tok, 256);
+  expect_agrees_with_loader(test::data_path("alpaca/alpaca_small.json"), *tok, 4096);
+  expect_agrees_with_loader(test::data_path("tinystories/tinystories_sample.txt"), *tok, 100);
+  const auto llama2 = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
+  expect_agrees_with_loader(test::data_path("gsm8k/train.jsonl"), *llama2, 128);
 }
 
 TEST(Inspect, Gsm8kNumbersWithTheLlama2Tokenizer) {
-  const auto tok = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
+  const auto tok = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
   InspectOptions opt;
   opt.seq = 256;
-  const FileInspection r = inspect_file(test::data_dir() / "gsm8k/train.jsonl", opt, *tok);
+  const FileInspection r = inspect_file(test::data_path("gsm8k/train.jsonl"), opt, *tok);
   EXPECT_EQ(r.format, RecordFormat::gsm8k);
   EXPECT_EQ(r.chat_template, ChatTemplate::alpaca);
   EXPECT_EQ(r.lengths.count(), 7473);

@@ -25,10 +25,10 @@ std::string full_text(const std::vector<TemplatePiece>& pieces, const Tokenizer&
   return s;
 }
 
-std::unique_ptr<Tokenizer> llama3() { return load_tokenizer(test::data_dir() / "tokenizers" / "llama3"); }
+std::unique_ptr<Tokenizer> llama3() { return load_tokenizer(test::data_path("tokenizers/llama3")); }
 
 TEST(Llama3TemplateBpe, PiecewiseIdsEqualTheWholeStringsIds) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   const auto tok = llama3();
   const std::vector<Conversation> convs = {
       {{{Role::user, "Hi", {}}, {Role::assistant, "Hello!", {}}}},
@@ -57,10 +57,10 @@ TEST(Llama3TemplateBpe, PiecewiseIdsEqualTheWholeStringsIds) {
   }
 }
 
-// shared/data/reference/llama3_tokenizer_reference.json: HF tokenizers encodes
+// tests/data/reference/llama3_tokenizer_reference.json: HF tokenizers encodes
 // "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>" as these ids.
 TEST(Llama3TemplateBpe, MatchesHuggingFaceIdsForAUserTurn) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   const auto tok = llama3();
   const Conversation c{{{Role::user, "Hi", {}}, {Role::assistant, "Hi", {}}}};
   const data::TokenizedExample ex = data::tokenize_conversation(c, ChatTemplate::llama3, *tok, false);

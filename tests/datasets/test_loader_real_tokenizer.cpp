@@ -88,24 +88,24 @@ void expect_responses_trained(const std::filesystem::path& path, const std::stri
 }
 
 TEST(LoaderRealTokenizer, AlpacaTrainsExactlyTheOutputsAndEos) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *tok, Spaces::kept, 4096, true);
-  const auto tok512 = load_sentencepiece(test::data_dir() / "models/stories260K/tok512.model");
-  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *tok512, Spaces::collapsed, 4096,
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
+  expect_responses_trained(test::data_path("alpaca/alpaca_small.json"), "output", *tok, Spaces::kept, 4096, true);
+  const auto tok512 = load_sentencepiece(test::data_path("models/stories260K/tok512.model"));
+  expect_responses_trained(test::data_path("alpaca/alpaca_small.json"), "output", *tok512, Spaces::collapsed, 4096,
                            true);
-  const auto llama2 = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
-  expect_responses_trained(test::data_dir() / "alpaca/alpaca_small.json", "output", *llama2, Spaces::kept, 2048,
+  const auto llama2 = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
+  expect_responses_trained(test::data_path("alpaca/alpaca_small.json"), "output", *llama2, Spaces::kept, 2048,
                            true);
 }
 
 TEST(LoaderRealTokenizer, Gsm8kTrainsExactlyTheAnswersAndEosWithTheLlama2Tokenizer) {
-  const auto tok = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
-  expect_responses_trained(test::data_dir() / "gsm8k/train.jsonl", "answer", *tok, Spaces::kept, 1024, true);
+  const auto tok = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
+  expect_responses_trained(test::data_path("gsm8k/train.jsonl"), "answer", *tok, Spaces::kept, 1024, true);
 }
 
 TEST(LoaderRealTokenizer, TinyStoriesTrainsEachWholeStoryWithoutPacking) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  const auto path = test::data_dir() / "tinystories/tinystories_sample.txt";
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
+  const auto path = test::data_path("tinystories/tinystories_sample.txt");
   expect_responses_trained(path, "", *tok, Spaces::kept, 1024, false);
   // Without packing each story has its own row and starts with BOS.
   const auto batches = drain(DataLoader::training(in_order(path, 1024, false), *tok));
@@ -116,8 +116,8 @@ TEST(LoaderRealTokenizer, TinyStoriesTrainsEachWholeStoryWithoutPacking) {
 }
 
 TEST(LoaderRealTokenizer, ZstdCopyOfGsm8kYieldsTheSameBatches) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  const auto plain = test::data_dir() / "gsm8k/train.jsonl";
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
+  const auto plain = test::data_path("gsm8k/train.jsonl");
   test::TempDir dir;
   test::write_file(dir / "train.jsonl.zst", test::zstd_compress(test::read_file(plain)));
   DataConfig a = in_order(plain, 1024, true), b = in_order(dir / "train.jsonl.zst", 1024, true);

@@ -1,5 +1,5 @@
 // Record readers: JSONL, JSON arrays, text, each plain and zstd-compressed; positions and seeks;
-// edge cases (empty files, CRLF, 1 MB records, truncated .zst); the real files in shared/data.
+// edge cases (empty files, CRLF, 1 MB records, truncated .zst); the real files in tests/data.
 #include <gtest/gtest.h>
 
 #include "datasets/record_reader.h"
@@ -182,15 +182,14 @@ TEST(RecordReaders, TruncatedOrCorruptZstdIsAnErrorNamingTheFile) {
 }
 
 TEST(RecordReaders, RealSharedDataFiles) {
-  const auto dir = test::data_dir();
-  const Read alpaca = read_all(dir / "alpaca/alpaca_small.json");
+  const Read alpaca = read_all(test::data_path("alpaca/alpaca_small.json"));
   EXPECT_EQ(alpaca.texts.size(), 2000u);
   EXPECT_EQ(alpaca.lines[0], 2u);
-  EXPECT_EQ(read_all(dir / "alpaca/alpaca_tiny.json").texts.size(), 100u);
-  const Read gsm = read_all(dir / "gsm8k/train.jsonl");
+  EXPECT_EQ(read_all(test::data_path("alpaca/alpaca_tiny.json")).texts.size(), 100u);
+  const Read gsm = read_all(test::data_path("gsm8k/train.jsonl"));
   EXPECT_EQ(gsm.texts.size(), 7473u);
   EXPECT_EQ(gsm.lines.back(), 7473u);
-  const Read stories = read_all(dir / "tinystories/tinystories_sample.txt");
+  const Read stories = read_all(test::data_path("tinystories/tinystories_sample.txt"));
   ASSERT_EQ(stories.texts.size(), 5u);
   EXPECT_TRUE(stories.texts[0].starts_with("Once upon a time there was a little boy named Ben."));
   EXPECT_TRUE(stories.texts[0].ends_with("And that's how Ben found an amazing vase in the store!"));

@@ -127,7 +127,7 @@ TEST(StreamingMemory, HundredsOfMegabytesStreamInBoundedMemory) {
 TEST(StreamingMemory, Gsm8kTrainCompressedWithZstdKeepsResidentMemoryFlat) {
   test::TempDir dir;
   test::write_file(dir / "train.jsonl.zst",
-                   test::zstd_compress(test::read_file(test::data_dir() / "gsm8k/train.jsonl"), 3));
+                   test::zstd_compress(test::read_file(test::data_path("gsm8k/train.jsonl")), 3));
   const Streamed s = stream(dir / "train.jsonl.zst", 250, 4);
   EXPECT_EQ(s.records, 7473);
   // The first pass touches the decoder's window (a few MiB, set by the frame, not the file size)
@@ -145,8 +145,8 @@ TEST(StreamingMemory, Gsm8kTrainCompressedWithZstdKeepsResidentMemoryFlat) {
 TEST(StreamingMemory, InspectingGsm8kCompressedWithZstdKeepsResidentMemoryFlat) {
   test::TempDir dir;
   test::write_file(dir / "train.jsonl.zst",
-                   test::zstd_compress(test::read_file(test::data_dir() / "gsm8k/train.jsonl"), 3));
-  const auto tok = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
+                   test::zstd_compress(test::read_file(test::data_path("gsm8k/train.jsonl")), 3));
+  const auto tok = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
   const long start = resident_kib();
   const FileInspection first = inspect_file(dir / "train.jsonl.zst", InspectOptions{}, *tok);
   const long after_first = resident_kib();

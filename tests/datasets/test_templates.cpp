@@ -40,7 +40,7 @@ TEST(Templates, NamesRoundTripAndUnknownIsAUsageError) {
 
 TEST(Templates, AlpacaMatchesTheCanonicalTextOfEveryAlpacaTinyRecord) {
   ByteTokenizer tok;
-  auto reader = data::open_record_reader(test::data_dir() / "alpaca/alpaca_tiny.json", 1 << 20);
+  auto reader = data::open_record_reader(test::data_path("alpaca/alpaca_tiny.json"), 1 << 20);
   data::RawRecord raw;
   int n = 0, with_input = 0;
   while (reader->next(raw)) {

@@ -124,7 +124,7 @@ TEST(Safetensors, ZeroTensorFileRoundTrips) {
 
 // The real converted checkpoint: header entries agree with values decoded from raw file bytes.
 TEST(Safetensors, ReadsRealFileAndMatchesRawBytes) {
-  const auto path = test::data_dir() / "models/stories260K-hf/model.safetensors";
+  const auto path = test::data_path("models/stories260K-hf/model.safetensors");
   const auto r = SafetensorsReader::open(path);
   EXPECT_EQ(r.names().size(), 2u + 5u * 9u);
   EXPECT_EQ(r.metadata().at("format"), "pt");

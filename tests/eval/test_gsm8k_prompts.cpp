@@ -1,5 +1,5 @@
 // GSM8K without a model: every `context` of the reference requests (lm-eval's prompts, few-shot
-// drawn by random.Random(1234)) rendered byte for byte from ../shared/data/gsm8k; gsm8k_cot's
+// drawn by random.Random(1234)) rendered byte for byte from tests/data/gsm8k; gsm8k_cot's
 // prompt against docs/evaluation.md; lm-eval's filters and normalisation; the data errors.
 #include <fstream>
 
@@ -18,12 +18,12 @@ using nlohmann::json;
 using test::error_of;
 
 TEST(Gsm8k, RendersEveryReferenceContextByteForByte) {
-  const auto files = eval::gsm8k_files(test::data_dir() / "gsm8k");
+  const auto files = eval::gsm8k_files(test::data_path("gsm8k"));
   EXPECT_EQ(files.test.filename(), "test_first1000.jsonl");
   const auto train = eval::read_gsm8k_jsonl(files.train);
   const auto test = eval::read_gsm8k_jsonl(files.test);
   ASSERT_EQ(train.size(), 7473u);
-  std::ifstream in(test::data_dir() / "reference" / "eval" / "gsm8k5_requests.jsonl");
+  std::ifstream in(test::data_path("reference/eval/gsm8k5_requests.jsonl"));
   eval::PythonRandom rnd(1234);
   int n = 0;
   for (std::string line; std::getline(in, line); ++n) {

@@ -1,6 +1,6 @@
 // MMLU's data and prompts without a model: the CSV reader (RFC-4180 quoting, both layouts, errors
 // naming file:line), lm-eval's subject groups, and every `context` of the reference requests
-// (lm-eval's own prompts) rendered byte for byte from ../shared/data/mmlu; lm-eval's truncation
+// (lm-eval's own prompts) rendered byte for byte from tests/data/mmlu; lm-eval's truncation
 // of a loglikelihood input.
 #include <fstream>
 
@@ -60,7 +60,7 @@ TEST(Mmlu, ReadsBothLayoutsAndNamesBadRows) {
 }
 
 TEST(Mmlu, CategoriesAreLmEvalsGroups) {
-  const auto subjects = eval::mmlu_subjects(test::data_dir() / "mmlu");
+  const auto subjects = eval::mmlu_subjects(test::data_path("mmlu"));
   EXPECT_EQ(subjects.size(), 57u);
   std::map<std::string, int> n;
   for (const auto& s : subjects) {
@@ -73,7 +73,7 @@ TEST(Mmlu, CategoriesAreLmEvalsGroups) {
   EXPECT_EQ(n["social_sciences"], 12);
   EXPECT_EQ(n["other"], 13);
   // The reference requests carry lm-eval's category of each subject.
-  std::ifstream in(test::data_dir() / "reference" / "eval" / "mmlu5_requests.jsonl");
+  std::ifstream in(test::data_path("reference/eval/mmlu5_requests.jsonl"));
   for (std::string line; std::getline(in, line);) {
     const json r = json::parse(line);
     EXPECT_EQ(eval::mmlu_category(r["subject"]), r["category"].get<std::string>());
@@ -82,8 +82,8 @@ TEST(Mmlu, CategoriesAreLmEvalsGroups) {
 }
 
 TEST(Mmlu, RendersEveryReferenceContextByteForByte) {
-  const auto data = test::data_dir() / "mmlu";
-  std::ifstream in(test::data_dir() / "reference" / "eval" / "mmlu5_requests.jsonl");
+  const auto data = test::data_path("mmlu");
+  std::ifstream in(test::data_path("reference/eval/mmlu5_requests.jsonl"));
   int checked = 0;
   for (std::string line; std::getline(in, line);) {
     const json r = json::parse(line);

@@ -10,10 +10,11 @@ namespace loft {
 namespace {
 
 TEST(MmluRun, PerQuestionAndBatchedSchedulesAgree) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   auto model = test::decode_test_model("wide-random", Device::cpu(), DType::F32);
-  const auto tok = load_tokenizer(test::data_dir() / "models" / "wide-random");
+  const auto tok = load_tokenizer(test::data_path("models/wide-random"));
   eval::MmluOptions mo;
-  mo.data = test::data_dir() / "mmlu";
+  mo.data = test::data_path("mmlu");
   mo.subjects = {"abstract_algebra"};
   mo.limit = 3;
   mo.slots = 8;

@@ -35,7 +35,7 @@ TEST(PythonRandom, MatchesCPythonDraws) {
 }
 
 TEST(PythonRandom, ReproducesLmEvalsGsm8kFewshotDraws) {
-  std::ifstream in(test::data_dir() / "reference" / "eval" / "gsm8k5_requests.jsonl");
+  std::ifstream in(test::data_path("reference/eval/gsm8k5_requests.jsonl"));
   eval::PythonRandom r(1234);
   int n = 0;
   for (std::string line; std::getline(in, line); ++n) {

@@ -17,8 +17,8 @@
 
 namespace loft::test {
 
-inline std::filesystem::path stories_dir() { return data_dir() / "models" / "stories260K-hf"; }
-inline std::filesystem::path ppl_text() { return data_dir() / "tinystories" / "tinystories_sample.txt"; }
+inline std::filesystem::path stories_dir() { return data_path("models/stories260K-hf"); }
+inline std::filesystem::path ppl_text() { return data_path("tinystories/tinystories_sample.txt"); }
 
 inline MethodOptions export_method(const std::string& method) {
   MethodOptions m;

@@ -62,10 +62,11 @@ TEST(ExportCli, ExistingOutIsRefusedUnlessOverwrite) {
 }
 
 TEST(ExportCli, FailedExportLeavesNothing) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   test::TempDir dir;
   // An adapter of another model: its modules do not fit, found before anything is written.
   test::train_adapter("lora", test::stories_dir(), dir / "a", 1);
-  const auto r = test::run_cli_captured({"export", "--model", (test::data_dir() / "models" / "wide-random").string(),
+  const auto r = test::run_cli_captured({"export", "--model", test::data_path("models/wide-random").string(),
                                          "--adapter", (dir / "a").string(), "--format", "bf16",
                                          "--out", (dir / "o").string()});
   EXPECT_EQ(r.code, 1);

@@ -117,7 +117,7 @@ TEST(Fp8Files, TransformersBlockMatchesTheReferenceFolder) {
     return Shape{(o + 127) / 128, (i + 127) / 128};
   });
   const json qc = read_json(out / "config.json")["quantization_config"];
-  const json ref = read_json(test::data_dir() / "reference" / "fp8-block-transformers" / "config.json")["quantization_config"];
+  const json ref = read_json(test::data_path("reference/fp8-block-transformers/config.json"))["quantization_config"];
   for (const auto& [key, value] : ref.items()) {
     ASSERT_TRUE(qc.contains(key)) << key;
     if (key != "modules_to_not_convert") {

@@ -105,7 +105,7 @@ TEST(GgufExport, StoriesMergedLoraMatchesTheBf16ExportWithSentencePieceVocab) {
 }
 
 TEST(GgufExport, Llama3ShapedBaseHasBpeVocabMergesAndRopeFreqs) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir / "l3", {.tied = true});
   test::run_export({"--model", (dir / "l3").string(), "--format", "bf16", "--out", (dir / "b").string()});

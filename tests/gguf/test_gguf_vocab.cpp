@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path stories_hf() { return test::data_dir() / "models" / "stories260K-hf"; }
+fs::path stories_hf() { return test::data_path("models/stories260K-hf"); }
 
 // A folder holding some of `src`'s files (symlinked) plus `config` as config.json.
 void make_folder(const fs::path& dir, const fs::path& src, const std::vector<std::string>& files, const std::string& config) {
@@ -143,7 +143,8 @@ TEST(GgufVocab, SentencePieceStyleTokenizerJson) {
 }
 
 TEST(GgufVocab, Llama3ByteLevelIsGpt2WithMerges) {
-  const fs::path src = test::data_dir() / "tokenizers" / "llama3";
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const fs::path src = test::data_path("tokenizers/llama3");
   test::TempDir dir;
   make_folder(dir.path(), src, {"tokenizer.json", "tokenizer_config.json"}, R"({"bos_token_id": 128000, "eos_token_id": 128001})");
   const Vocab v = read_vocab(dir.path(), 128256);
@@ -169,7 +170,8 @@ TEST(GgufVocab, Llama3ByteLevelIsGpt2WithMerges) {
 }
 
 TEST(GgufVocab, Llama3WithBosIsLlamaBpe) {
-  const fs::path src = test::data_dir() / "tokenizers" / "llama3";
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const fs::path src = test::data_path("tokenizers/llama3");
   test::TempDir dir;
   make_folder(dir.path(), src, {"tokenizer.json"}, R"({"bos_token_id": 128000, "eos_token_id": 128001})");
   std::ifstream in(src / "tokenizer_config.json");

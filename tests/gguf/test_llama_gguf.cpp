@@ -55,7 +55,7 @@ llama::LlamaConfig tiny_config(const std::string& extra = "") {
       "config.json");
 }
 
-fs::path stories_hf() { return test::data_dir() / "models" / "stories260K-hf"; }
+fs::path stories_hf() { return test::data_path("models/stories260K-hf"); }
 
 TEST(LlamaGguf, TensorNamesShapesAndTypes) {
   const llama::LlamaConfig cfg = tiny_config();

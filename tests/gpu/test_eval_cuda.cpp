@@ -1,5 +1,5 @@
 // loft evaluate on the GPU (bf16 weights and activations) against lm-evaluation-harness's fp32
-// references (../shared/data/reference/eval) and against the CPU: MMLU prompts and token ids
+// references (tests/data/reference/eval) and against the CPU: MMLU prompts and token ids
 // exact, log-likelihoods within bf16 tolerance (stories260K's 64-wide layers in bf16: a few %);
 // GSM8K prompts and token ids exact, greedy generations compared and counted (bf16 rounding flips
 // the near-ties of these tiny random-ish models early: 1 of 8 stories260K generations stays
@@ -33,12 +33,12 @@ using test::read_jsonl;
 
 void check_mmlu(const std::string& model) {
   LOFT_REQUIRE_GPU();
-  const auto ref = test::data_dir() / "reference" / "eval";
+  const auto ref = test::data_path("reference/eval");
   auto [req, tok, out] = test::read_mmlu_reference(ref, model);
   test::TempDir dir;
   const auto r = test::run_cli_captured(
-      {"evaluate", "--model", (test::data_dir() / "models" / model).string(), "--task", "mmlu", "--data",
-       (test::data_dir() / "mmlu").string(), "--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
+      {"evaluate", "--model", test::data_path("models/" + model).string(), "--task", "mmlu", "--data",
+       test::data_path("mmlu").string(), "--subjects", "abstract_algebra,high_school_geography,marketing,world_religions",
        "--limit", "3", "--log-samples", (dir / "s.jsonl").string(), "--device", "cuda"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
@@ -63,15 +63,15 @@ TEST(EvalCuda, MmluWideRandomWithinBf16) { check_mmlu("wide-random"); }
 
 void check_gsm8k(const std::string& model) {
   LOFT_REQUIRE_GPU();
-  const auto ref = test::data_dir() / "reference" / "eval";
+  const auto ref = test::data_path("reference/eval");
   const auto req = read_jsonl(ref / "gsm8k5_requests.jsonl");
   const auto tok = read_jsonl(ref / (model + "-gsm8k5_tokens.jsonl"));
   const auto out = read_jsonl(ref / (model + "-gsm8k5_outputs.jsonl"));
   const int64_t n = std::min<int64_t>(8, int64_t(out.size()));
   test::TempDir dir;
   const auto r = test::run_cli_captured(
-      {"evaluate", "--model", (test::data_dir() / "models" / model).string(), "--task", "gsm8k", "--data",
-       (test::data_dir() / "gsm8k").string(), "--limit", cat(n), "--log-samples", (dir / "s.jsonl").string(),
+      {"evaluate", "--model", test::data_path("models/" + model).string(), "--task", "gsm8k", "--data",
+       test::data_path("gsm8k").string(), "--limit", cat(n), "--log-samples", (dir / "s.jsonl").string(),
        "--device", "cuda"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto samples = read_jsonl(dir / "s.jsonl");
@@ -102,7 +102,7 @@ class EvalCudaAdapter : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EvalCudaAdapter, ScoresAsOnTheCpu) {
   LOFT_REQUIRE_GPU();
-  const fs::path model_dir = test::data_dir() / "models" / "stories260K-hf";
+  const fs::path model_dir = test::data_path("models/stories260K-hf");
   MethodOptions m;
   m.method = GetParam();
   m.lora = {4, 8.0f};
@@ -115,7 +115,7 @@ TEST_P(EvalCudaAdapter, ScoresAsOnTheCpu) {
   save_peft_adapter(dir / "a", llama::extract_adapter(*model, m, model_dir.string()));
   const auto run = [&](const char* device) {
     const auto r = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--adapter", (dir / "a").string(),
-                                           "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(),
+                                           "--task", "mmlu", "--data", test::data_path("mmlu").string(),
                                            "--subjects", "marketing", "--limit", "3", "--log-samples",
                                            (dir / cat(device, ".jsonl")).string(), "--json", "--device", device});
     EXPECT_EQ(r.code, 0) << r.err;
@@ -138,7 +138,7 @@ TEST_P(EvalCudaAdapter, ScoresAsOnTheCpu) {
   // accuracy is tested per op.
   EXPECT_LT(worst, 0.15) << m.method;
   const auto g = test::run_cli_captured({"evaluate", "--model", model_dir.string(), "--adapter", (dir / "a").string(),
-                                         "--task", "gsm8k", "--data", (test::data_dir() / "gsm8k").string(),
+                                         "--task", "gsm8k", "--data", test::data_path("gsm8k").string(),
                                          "--limit", "2", "--max-gen-toks", "16", "--json", "--device", "cuda"});
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(json::parse(g.out)["method"], m.method);

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path reference() { return test::data_dir() / "reference" / "fp8-block-transformers"; }
+fs::path reference() { return test::data_path("reference/fp8-block-transformers"); }
 
 std::unique_ptr<llama::LlamaModel> build(const fs::path& dir, Device device, MethodOptions m) {
   m.targets = parse_lora_targets("all");
@@ -103,7 +103,7 @@ TEST(Fp8BaseCuda, FinetuneTheReferenceWithLoraAndFalqon) {
   fs::create_directory(model);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
     fs::copy_file(reference() / f, model / f);
-  fs::copy_file(test::data_dir() / "models" / "wide-random" / "tokenizer.model", model / "tokenizer.model");
+  fs::copy_file(test::data_path("models/wide-random/tokenizer.model"), model / "tokenizer.model");
   const fs::path demo = test::source_dir() / "examples" / "demo.jsonl";
   for (const std::string& method : test::one_method_per_update_kind()) {
     const auto r = test::run_cli_captured({"finetune", "--model", model.string(), "--data",

@@ -27,14 +27,17 @@ void check_model(const std::string& name) {
 }
 
 TEST(Decode, Stories260kMatchesFullForwardAtEveryStep) { check_model("stories260K-hf"); }
-TEST(Decode, WideRandomMatchesFullForwardAtEveryStep) { check_model("wide-random"); }
+TEST(Decode, WideRandomMatchesFullForwardAtEveryStep) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  check_model("wide-random");
+}
 TEST(Decode, GqaLlama3RopeMatchesFullForwardAtEveryStep) { check_model("gqa-llama3"); }
 
 TEST(Decode, LoraAdapterDecodesAsItsFullForward) {
-  const auto dir = test::data_dir() / "golden" / "adapter_stories260K";
+  const auto dir = test::data_path("golden/adapter_stories260K");
   const PeftAdapter a = load_peft_adapter(dir);
   std::mt19937_64 rng(0);
-  auto model = load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(),
+  auto model = load_model(test::data_path("models/stories260K-hf"), Device::cpu(),
                           make_linear_factory(method_options_for(a), rng));
   apply_adapter(*model, a, dir);
   const auto rows = test::run_decode_schedule(*model);
@@ -51,6 +54,7 @@ TEST(Decode, LoraAdapterDecodesAsItsFullForward) {
 // how far its full forward lies from the dense model's (its adapter starts at zero), doubled for
 // the two independent roundings compared. Dense methods match as tightly as the base model.
 TEST(Decode, EveryMethodsModelDecodes) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   auto dense = test::decode_test_model("wide-random", Device::cpu(), DType::F32);
   for (const std::string& method : method_names()) {
     SCOPED_TRACE(method);
@@ -60,7 +64,7 @@ TEST(Decode, EveryMethodsModelDecodes) {
     opt.targets = parse_lora_targets("all");
     apply_method_invariants(opt);
     std::mt19937_64 rng(3);
-    auto model = load_model(test::data_dir() / "models" / "wide-random", Device::cpu(),
+    auto model = load_model(test::data_path("models/wide-random"), Device::cpu(),
                             make_linear_factory(opt, rng));
     const auto rows = test::run_decode_schedule(*model);
     const double worst = test::worst_vs_full_forward(*model, rows);
@@ -111,6 +115,7 @@ TEST(Decode, RequestsBeyondTheCacheAreClearErrors) {
 
 // A slot forked from another's prefix continues exactly as the original does.
 TEST(Decode, ForkedPrefixContinuesLikeTheOriginal) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   auto model = test::decode_test_model("wide-random", Device::cpu(), DType::F32);
   KvCache cache = KvCache::for_model(*model, 3, 32);
   const std::vector<int32_t> prompt = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48};

@@ -206,7 +206,7 @@ ModelBatch gram_batch(int64_t vocab, int gram_seed, int noise_seed) {
 
 std::unique_ptr<llama::LlamaModel> load(const MethodOptions& m) {
   std::mt19937_64 rng(21);
-  return llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(), make_linear_factory(m, rng));
+  return llama::load_model(test::data_path("models/stories260K-hf"), Device::cpu(), make_linear_factory(m, rng));
 }
 
 TrainedRun train(const MethodOptions& m, int steps, double lr) {

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::Fp8Layout;
 
-fs::path reference() { return test::data_dir() / "reference" / "fp8-block-transformers"; }
+fs::path reference() { return test::data_path("reference/fp8-block-transformers"); }
 
 // What the weight `name` must load as (F32), from the file's codes and scales.
 std::vector<float> expected_weight(const SafetensorsReader& file, const std::string& name,

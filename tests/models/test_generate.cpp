@@ -36,7 +36,7 @@ std::vector<json> read_jsonl(const std::filesystem::path& p) {
 // run.c: tokens[p] is fed at position p; every token after the prompt is the argmax; 256 steps,
 // stopping only on BOS (which did not happen).
 TEST(Generate, Stories260kGreedyReproducesLlama2c) {
-  std::ifstream in(test::data_dir() / "reference" / "stories260K_greedy_reference.json");
+  std::ifstream in(test::data_path("reference/stories260K_greedy_reference.json"));
   const json ref = json::parse(in);
   auto model = model_named("stories260K-hf");
   KvCache cache = KvCache::for_model(*model, 2, 256);
@@ -75,7 +75,7 @@ TEST(Generate, Stories260kGreedyReproducesLlama2c) {
 }
 
 void check_gsm8k(const std::string& name) {
-  const auto dir = test::data_dir() / "reference" / "eval";
+  const auto dir = test::data_path("reference/eval");
   const auto tokens = read_jsonl(dir / (name + "-gsm8k5_tokens.jsonl"));
   const auto outputs = read_jsonl(dir / (name + "-gsm8k5_outputs.jsonl"));
   ASSERT_EQ(tokens.size(), outputs.size());
@@ -90,7 +90,7 @@ void check_gsm8k(const std::string& name) {
     ASSERT_EQ(outputs[i]["n_generated_tokens"], 256);
   }
   // The stop strings, checked on the decoded text as lm-eval's caller would through on_token.
-  const auto tok = load_tokenizer(test::data_dir() / "models" / name);
+  const auto tok = load_tokenizer(test::data_path("models/" + name));
   const std::vector<std::string> until = {"Question:", "</s>", "<|im_end|>"};
   std::vector<std::unique_ptr<StreamDecoder>> dec;
   std::vector<std::string> text(prompts.size());
@@ -115,7 +115,10 @@ void check_gsm8k(const std::string& name) {
 }
 
 TEST(Generate, Stories260kGsm8kReproducesLmEval) { check_gsm8k("stories260K-hf"); }
-TEST(Generate, WideRandomGsm8kReproducesLmEval) { check_gsm8k("wide-random"); }
+TEST(Generate, WideRandomGsm8kReproducesLmEval) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  check_gsm8k("wide-random");
+}
 
 TEST(Generate, StopsOnEosOrWhenTheCallerSaysAndBatchesThroughFewSlots) {
   auto model = model_named("stories260K-hf");

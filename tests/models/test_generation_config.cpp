@@ -66,7 +66,7 @@ TEST(GenerationConfig, BadFieldsNameTheFileAndField) {
 struct Folder {
   test::TempDir dir;
   explicit Folder(const json& config_edits, const std::string& generation_config = "") {
-    std::ifstream in(test::data_dir() / "models" / "stories260K-hf" / "config.json");
+    std::ifstream in(test::data_path("models/stories260K-hf/config.json"));
     json config = json::parse(in);
     config.merge_patch(config_edits);
     std::ofstream(dir / "config.json") << config.dump();
@@ -97,7 +97,7 @@ TEST(GenerationSettings, StopIdsAreTheUnionInAStableOrder) {
   EXPECT_EQ(only_tok.stop_ids(), std::vector<int32_t>{test::ByteTokenizer::kEos});
   EXPECT_EQ(only_tok.stops[0].from, "tokenizer");
   // The real stories260K-hf folder: every source says 2.
-  const auto stories = llama::load_generation_settings(test::data_dir() / "models" / "stories260K-hf", tok);
+  const auto stories = llama::load_generation_settings(test::data_path("models/stories260K-hf"), tok);
   EXPECT_EQ(stories.stop_ids(), std::vector<int32_t>{2});
 }
 
@@ -136,7 +136,7 @@ TEST(GenerationSettings, AdapterStopsJoinTheModels) {
 // The Llama-3-shaped checkpoint: config.json and generation_config.json both list
 // <|end_of_text|>, <|eom_id|>, <|eot_id|>; the Instruct tokenizer's EOS is <|eot_id|>.
 TEST(GenerationSettings, Llama3StopIds) {
-  LOFT_REQUIRE_LLAMA3_TOKENIZER();
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   test::write_llama3_checkpoint(dir.path());
   const auto tok = load_tokenizer(dir.path());

@@ -14,6 +14,8 @@ TEST(GoldenLora, Stories260kCpu) {
 }
 
 TEST(GoldenLora, WideRandomCpu) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  LOFT_REQUIRE_DATA("golden/golden_wide.safetensors");
   test::check_golden_lora("wide-random", "golden_wide.safetensors", Device::cpu(), DType::F32,
                           kCpu);
 }

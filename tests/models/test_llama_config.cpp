@@ -38,7 +38,7 @@ std::string parse_error(const json& j) {
 }
 
 TEST(LlamaConfig, Stories260KHf) {
-  const auto c = load_llama_config(test::data_dir() / "models/stories260K-hf");
+  const auto c = load_llama_config(test::data_path("models/stories260K-hf"));
   EXPECT_EQ(c.architecture, "LlamaForCausalLM");
   EXPECT_EQ(c.hidden_size, 64);
   EXPECT_EQ(c.intermediate_size, 172);
@@ -61,7 +61,8 @@ TEST(LlamaConfig, Stories260KHf) {
 }
 
 TEST(LlamaConfig, WideRandomUsesRopeParameters) {
-  const auto c = load_llama_config(test::data_dir() / "models/wide-random/config.json");
+  LOFT_REQUIRE_DATA("models/wide-random");
+  const auto c = load_llama_config(test::data_path("models/wide-random/config.json"));
   EXPECT_EQ(c.hidden_size, 512);
   EXPECT_EQ(c.intermediate_size, 1376);
   EXPECT_EQ(c.num_layers, 2);

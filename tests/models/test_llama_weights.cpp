@@ -54,7 +54,8 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
 }
 
 TEST(LlamaWeights, WideRandomBf16TwoShards) {
-  const auto dir = test::data_dir() / "models/wide-random";
+  LOFT_REQUIRE_DATA("models/wide-random");
+  const auto dir = test::data_path("models/wide-random");
   const auto cfg = load_llama_config(dir);
   const auto ck = SafetensorsCheckpoint::open(dir);
   ASSERT_EQ(ck.files().size(), 2u);
@@ -97,7 +98,8 @@ TEST(LlamaWeights, WideRandomBf16TwoShards) {
 }
 
 TEST(LlamaWeights, WideRandomWidenedToF32IsExact) {
-  const auto dir = test::data_dir() / "models/wide-random";
+  LOFT_REQUIRE_DATA("models/wide-random");
+  const auto dir = test::data_path("models/wide-random");
   const auto ck = SafetensorsCheckpoint::open(dir);
   const auto w = load_llama_weights(ck, load_llama_config(dir), DType::F32, Device::cpu());
   for (const auto& [name, t] : named(w)) {
@@ -107,7 +109,7 @@ TEST(LlamaWeights, WideRandomWidenedToF32IsExact) {
 }
 
 TEST(LlamaWeights, Stories260KF32Tied) {
-  const auto dir = test::data_dir() / "models/stories260K-hf";
+  const auto dir = test::data_path("models/stories260K-hf");
   const auto cfg = load_llama_config(dir);
   const auto ck = SafetensorsCheckpoint::open(dir);
   const auto w = load_llama_weights(ck, cfg, DType::F32, Device::cpu());
@@ -140,7 +142,7 @@ TEST(LlamaWeights, Stories260KF32Tied) {
 }
 
 TEST(LlamaWeights, Stories260KNarrowedToBf16RoundsToNearestEven) {
-  const auto dir = test::data_dir() / "models/stories260K-hf";
+  const auto dir = test::data_path("models/stories260K-hf");
   const auto ck = SafetensorsCheckpoint::open(dir);
   const auto w = load_llama_weights(ck, load_llama_config(dir), DType::BF16, Device::cpu());
   for (const auto& [name, t] : named(w)) {

@@ -155,7 +155,7 @@ TEST(MemoryEstimate, Nf4Layout) {
 }
 
 TEST(MemoryEstimate, ActivationsByHand) {
-  const auto c = load_llama_config(test::data_dir() / "models/stories260K-hf");
+  const auto c = load_llama_config(test::data_path("models/stories260K-hf"));
   // bf16: 4·64 + 2·64 + 2·32 + 3·172 + 7·8 = 1020 values; fp32: 2 + 8 heads.
   EXPECT_EQ(activation_bytes_per_token_layer(c, 8), 2 * 1020 + 4 * 10);
   const auto one = estimate_training_memory(c, {.batch = 2, .seq = 64, .lora_rank = 8});

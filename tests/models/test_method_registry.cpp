@@ -22,7 +22,7 @@ TEST(MethodRegistry, EverySpecIsComplete) {
   std::set<std::string> names;
   ASSERT_EQ(method_names().size(), method_specs().size());
   EXPECT_EQ(MethodOptions().method, method_names().front());
-  llama::LlamaConfig cfg = llama::load_llama_config(test::data_dir() / "models" / "stories260K-hf");
+  llama::LlamaConfig cfg = llama::load_llama_config(test::data_path("models/stories260K-hf"));
   std::map<std::string, int64_t> rows;  // every form's name and total
   for (const llama::MethodMemory& m : llama::estimate_training_memory(cfg, {}))
     EXPECT_TRUE(rows.emplace(m.method, m.total()).second) << m.method;
@@ -149,7 +149,7 @@ class SameBatch : public BatchSource {
 
 std::unique_ptr<llama::LlamaModel> counting_model(std::vector<CountingLora*>& out) {
   static std::mt19937_64 rng(3);
-  return llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(),
+  return llama::load_model(test::data_path("models/stories260K-hf"), Device::cpu(),
                            [&out](const std::string& name, const std::string& target,
                                   WeightSource w) -> std::unique_ptr<AdaptedLinear> {
                              if (target != "q_proj") return std::make_unique<FrozenLinear>(w.dense());

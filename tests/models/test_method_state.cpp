@@ -43,7 +43,7 @@ class AccumulatingLora : public LoraLinear {
   Tensor acc_;
 };
 
-fs::path model_dir() { return test::data_dir() / "models" / "stories260K-hf"; }
+fs::path model_dir() { return test::data_path("models/stories260K-hf"); }
 
 MethodOptions options() {
   MethodOptions m;

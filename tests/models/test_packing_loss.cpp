@@ -76,15 +76,15 @@ void zero_grads(llama::LlamaModel& m) {
 }
 
 TEST(PackingLoss, PackedDocumentsMatchEachExampleAloneInLossAndGradients) {
-  const auto dir = test::data_dir() / "models/stories260K-hf";
+  const auto dir = test::data_path("models/stories260K-hf");
   const auto tok = load_tokenizer(dir);
   auto model = lora_model(dir);
 
   // Whole Alpaca examples (prompt untrained, response + EOS trained) and TinyStories texts cut to
   // varied lengths (every token trained but BOS).
-  auto exs = examples(test::data_dir() / "alpaca/alpaca_small.json", *tok, 10, 260);
+  auto exs = examples(test::data_path("alpaca/alpaca_small.json"), *tok, 10, 260);
   size_t cut = 45;
-  for (auto& ex : examples(test::data_dir() / "tinystories/tinystories_sample.txt", *tok, 5, 512)) {
+  for (auto& ex : examples(test::data_path("tinystories/tinystories_sample.txt"), *tok, 5, 512)) {
     data::truncate_example(ex, cut += 17);
     exs.push_back(std::move(ex));
   }
@@ -156,10 +156,10 @@ TEST(PackingLoss, PackedDocumentsMatchEachExampleAloneInLossAndGradients) {
 
 // Without document masking the packed loss would differ: the check above can fail.
 TEST(PackingLoss, WithoutDocumentMaskingPackedLossDiffers) {
-  const auto dir = test::data_dir() / "models/stories260K-hf";
+  const auto dir = test::data_path("models/stories260K-hf");
   const auto tok = load_tokenizer(dir);
   auto model = lora_model(dir);
-  auto exs = examples(test::data_dir() / "tinystories/tinystories_sample.txt", *tok, 3, 512);
+  auto exs = examples(test::data_path("tinystories/tinystories_sample.txt"), *tok, 3, 512);
   data::Packer packer(256, 1, true, tok->eos_id());
   for (auto& ex : exs) {
     data::truncate_example(ex, 80);

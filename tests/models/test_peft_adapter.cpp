@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path golden_adapter() { return test::data_dir() / "golden" / "adapter_stories260K"; }
+fs::path golden_adapter() { return test::data_path("golden/adapter_stories260K"); }
 
 TEST(PeftAdapter, LoadsTheAdapterPeftSaved) {
   const PeftAdapter a = load_peft_adapter(golden_adapter());
@@ -25,7 +25,7 @@ TEST(PeftAdapter, LoadsTheAdapterPeftSaved) {
   EXPECT_EQ(a.alpha, 16.0f);
   EXPECT_EQ(a.target_modules.size(), 7u);
   ASSERT_EQ(a.modules.size(), 5u * 7u);
-  const auto golden = SafetensorsReader::open(test::data_dir() / "golden" / "golden_stories260K.safetensors");
+  const auto golden = SafetensorsReader::open(test::data_path("golden/golden_stories260K.safetensors"));
   for (const auto& [module, ab] : a.modules) {
     const std::string base = "init/base_model.model." + module;
     EXPECT_EQ(test::rel_error(ab.first, golden.tensor(base + ".lora_A.default.weight")), 0.0) << module;
@@ -51,10 +51,10 @@ TEST(PeftAdapter, PeftMadeAdapterHasNoRecordAndLoadsAsLora) {
 TEST(PeftAdapter, AppliedToTheModelReproducesPyTorchLogits) {
   const PeftAdapter a = load_peft_adapter(golden_adapter());
   std::mt19937_64 rng(0);
-  auto model = llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(),
+  auto model = llama::load_model(test::data_path("models/stories260K-hf"), Device::cpu(),
                                  make_linear_factory(llama::method_options_for(a), rng));
   llama::apply_adapter(*model, a, golden_adapter());
-  const auto golden = SafetensorsReader::open(test::data_dir() / "golden" / "golden_stories260K.safetensors");
+  const auto golden = SafetensorsReader::open(test::data_path("golden/golden_stories260K.safetensors"));
   const Tensor ids = golden.tensor("input_ids");
   std::vector<int32_t> id32;
   for (int64_t v : ids.to_int_vector()) id32.push_back(int32_t(v));
@@ -139,7 +139,7 @@ TEST(PeftAdapter, ModelAdaptingAModuleTheAdapterLacksIsNamed) {
   PeftAdapter a = load_peft_adapter(golden_adapter());
   a.modules.erase("model.layers.2.mlp.up_proj");
   std::mt19937_64 rng(0);
-  auto model = llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(),
+  auto model = llama::load_model(test::data_path("models/stories260K-hf"), Device::cpu(),
                                  make_linear_factory(llama::method_options_for(a), rng));
   try {
     llama::apply_adapter(*model, a, "x");

@@ -12,7 +12,7 @@
 namespace loft {
 namespace {
 
-std::filesystem::path stories() { return test::data_dir() / "models" / "stories260K-hf"; }
+std::filesystem::path stories() { return test::data_path("models/stories260K-hf"); }
 
 ModelBatch sample_batch(int64_t vocab) {
   std::mt19937 rng(5);

@@ -29,7 +29,7 @@ std::vector<json> read_jsonl(const std::filesystem::path& p, size_t limit) {
 // Each choice is scored on the (truncated) input lm-eval fed for it: the continuation's tokens
 // are the input's last ones, predicted by the positions before them.
 void check_mmlu(const std::string& name, size_t limit) {
-  const auto dir = test::data_dir() / "reference" / "eval";
+  const auto dir = test::data_path("reference/eval");
   const auto tokens = read_jsonl(dir / (name + "-mmlu5_tokens.jsonl"), limit);
   const auto outputs = read_jsonl(dir / (name + "-mmlu5_outputs.jsonl"), limit);
   auto model = test::decode_test_model(name, Device::cpu(), DType::F32);
@@ -65,7 +65,10 @@ void check_mmlu(const std::string& name, size_t limit) {
 }
 
 TEST(Score, Stories260kMmluReproducesLmEval) { check_mmlu("stories260K-hf", 40); }
-TEST(Score, WideRandomMmluReproducesLmEval) { check_mmlu("wide-random", 6); }
+TEST(Score, WideRandomMmluReproducesLmEval) {
+  LOFT_REQUIRE_DATA("models/wide-random");
+  check_mmlu("wide-random", 6);
+}
 
 // log_softmax of the full forward's rows, by hand.
 double full_log_prob(LlamaModel& m, const std::vector<int32_t>& tokens, int64_t pos, int32_t target) {

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> export_args(const fs::path& out, const std::string& format = "bf16",
                                      std::vector<std::string> extra = {}) {
-  std::vector<std::string> a{"export", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
+  std::vector<std::string> a{"export", "--model", test::data_path("models/stories260K-hf").string(),
                              "--format", format, "--out", out.string()};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;

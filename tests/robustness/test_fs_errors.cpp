@@ -15,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::vector<std::string> export_to(const fs::path& out) {
-  return {"export", "--model", (test::data_dir() / "models" / "stories260K-hf").string(), "--format", "bf16",
+  return {"export", "--model", test::data_path("models/stories260K-hf").string(), "--format", "bf16",
           "--out", out.string()};
 }
 
@@ -89,7 +89,7 @@ TEST(FsErrors, AReadOnlyFileSystem) {
       {"report", {"report", (dir / "run").string(), "--out", (ro / "r.html").string()}}};
   std::string script = mount;
   for (const auto& [name, args] : commands) {
-    script += "; '" + std::string(LOFT_BINARY) + "'";
+    script += "; '" + std::string(test::loft_binary()) + "'";
     for (const std::string& a : args) script += " '" + a + "'";
     script += " 2>'" + (dir / name).string() + ".err'; echo $? >'" + (dir / name).string() + ".code'";
   }

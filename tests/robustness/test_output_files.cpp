@@ -13,8 +13,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::vector<std::string> mmlu(std::vector<std::string> extra) {
-  std::vector<std::string> a{"evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(),
-                             "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(), "--subjects",
+  std::vector<std::string> a{"evaluate", "--model", test::data_path("models/stories260K-hf").string(),
+                             "--task", "mmlu", "--data", test::data_path("mmlu").string(), "--subjects",
                              "marketing", "--limit", "1", "--shots", "1", "--device", "cpu"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;

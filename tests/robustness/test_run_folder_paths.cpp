@@ -136,8 +136,8 @@ TEST(RunFolderPaths, EvaluateSavesIntoARunOnlyWhenNobodyHoldsIt) {
   const fs::path run = dir / "run";
   ASSERT_EQ(test::run_cli_captured(test::finetune(run)).code, 0);
   const std::vector<std::string> evaluate{
-      "evaluate", "--model", (test::data_dir() / "models" / "stories260K-hf").string(), "--adapter",
-      (run / "adapter").string(), "--task", "mmlu", "--data", (test::data_dir() / "mmlu").string(),
+      "evaluate", "--model", test::data_path("models/stories260K-hf").string(), "--adapter",
+      (run / "adapter").string(), "--task", "mmlu", "--data", test::data_path("mmlu").string(),
       "--subjects", "abstract_algebra", "--limit", "1", "--shots", "0", "--device", "cpu"};
   {
     FolderLock held(run, "finetune", "--out " + run.string());

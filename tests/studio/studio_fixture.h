@@ -27,7 +27,7 @@ class StudioTest : public ::testing::Test {
     o.port = 0;
     o.roots = {examples().string(), scratch().string()};
     o.runs = runs().string();
-    o.loft_binary = LOFT_BINARY;
+    o.loft_binary = test::loft_binary();
     server_ = std::make_unique<studio::Studio>(o);
     server_->start();
     csrf_ = get("/api/session").value("csrf", "");

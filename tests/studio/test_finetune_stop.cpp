@@ -34,7 +34,7 @@ struct Stopped {
 // Runs the real binary until metrics.jsonl has `after` lines, sends `signals` signals `sig`, waits.
 Stopped run_and_signal(const std::vector<std::string>& args, const fs::path& run, size_t after, int signals,
                        int sig = SIGTERM) {
-  std::vector<std::string> argv{LOFT_BINARY};
+  std::vector<std::string> argv{test::loft_binary()};
   argv.insert(argv.end(), args.begin(), args.end());
   const studio::ChildProcess c = studio::spawn_child(argv);
   close(c.out_fd);

@@ -138,7 +138,7 @@ TEST_F(StudioTest, AFailingRunSaysWhyAndTheStudioGoesOn) {
 // lists it as stopped and resumes it to the end.
 TEST_F(StudioTest, KilledStudioLeavesRunsConsistent) {
   const studio::ChildProcess c = studio::spawn_child(
-      {LOFT_BINARY, "studio", "--port", "0", "--root", examples().string(), "--runs", runs().string()});
+      {test::loft_binary(), "studio", "--port", "0", "--root", examples().string(), "--runs", runs().string()});
   std::string out;
   char buf[4096];
   while (out.find("?token=") == std::string::npos || out.find('\n', out.find("?token=")) == std::string::npos) {

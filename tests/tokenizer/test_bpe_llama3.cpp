@@ -1,5 +1,5 @@
 // The Llama 3 tokenizer.json (byte-level BPE) against Hugging Face: the 40 strings of
-// shared/data/reference/llama3_tokenizer_reference.json (tokenizers 0.23 ids, transformers'
+// tests/data/reference/llama3_tokenizer_reference.json (tokenizers 0.23 ids, transformers'
 // default ids, decode) and 41 harder strings made with tokenizers 0.23.2 (data/), plus BOS/EOS
 // as transformers derives them from tokenizer_config.json.
 #include <gmock/gmock.h>
@@ -14,7 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::filesystem::path llama3_dir() { return test::data_dir() / "tokenizers/llama3"; }
+std::filesystem::path llama3_dir() { return test::data_path("tokenizers/llama3"); }
 
 const Tokenizer& llama3() {
   static const std::unique_ptr<Tokenizer> tok = load_tokenizer(llama3_dir());
@@ -31,7 +31,8 @@ void expect_case(const Tokenizer& tok, const nlohmann::json& c) {
 }
 
 TEST(BpeLlama3, ReferenceStringsEncodeAndDecodeAsHuggingFace) {
-  const auto ref = test::read_json(test::data_dir() / "reference/llama3_tokenizer_reference.json");
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const auto ref = test::read_json(test::data_path("reference/llama3_tokenizer_reference.json"));
   const Tokenizer& tok = llama3();
   ASSERT_EQ(ref["cases"].size(), 40u);
   for (const auto& c : ref["cases"]) {
@@ -42,6 +43,7 @@ TEST(BpeLlama3, ReferenceStringsEncodeAndDecodeAsHuggingFace) {
 }
 
 TEST(BpeLlama3, HarderStringsMatchTokenizers) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   const auto ref = test::read_json(test::tokenizer_test_data("llama3_extra_reference.json"));
   const Tokenizer& tok = llama3();
   ASSERT_GE(ref["cases"].size(), 40u);
@@ -52,6 +54,7 @@ TEST(BpeLlama3, HarderStringsMatchTokenizers) {
 }
 
 TEST(BpeLlama3, SpecialTokensAndIds) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   const Tokenizer& tok = llama3();
   EXPECT_EQ(tok.kind(), "bpe byte-level");
   EXPECT_EQ(tok.vocab_size(), 128256);
@@ -75,6 +78,7 @@ TEST(BpeLlama3, SpecialTokensAndIds) {
 }
 
 TEST(BpeLlama3, InvalidUtf8NamesTheByteOffset) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   for (const auto& [text, offset] : std::vector<std::pair<std::string, size_t>>{
            {"abc\xFF", 3}, {"ok \xC3(", 3}, {"\xED\xA0\x80 surrogate", 0}, {"x\xF0\x9F\x98", 1}}) {
     try {
@@ -88,6 +92,7 @@ TEST(BpeLlama3, InvalidUtf8NamesTheByteOffset) {
 }
 
 TEST(BpeLlama3, OutOfRangeIdsAreNamed) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   EXPECT_THROW(llama3().decode({1, 128256}), Error);
   EXPECT_THROW(llama3().piece(-1), Error);
   EXPECT_THROW(llama3().stream_decoder()->push(200000), Error);
@@ -96,6 +101,7 @@ TEST(BpeLlama3, OutOfRangeIdsAreNamed) {
 // transformers 5 rebuilds the post-processor from add_bos_token/add_eos_token when the config
 // sets either; the instruct config changes EOS to <|eot_id|>.
 TEST(BpeLlama3, TokenizerConfigDecidesBosAndEos) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   namespace fs = std::filesystem;
   test::TempDir dir;
   fs::create_symlink(llama3_dir() / "tokenizer.json", dir / "tokenizer.json");
@@ -122,6 +128,7 @@ TEST(BpeLlama3, TokenizerConfigDecidesBosAndEos) {
 // Llama 3.1's tokenizer.json adds BOS in its post-processor (Sequence of ByteLevel and
 // TemplateProcessing); without add_bos_token in the config, that decides.
 TEST(BpeLlama3, TemplateProcessingInASequenceAddsBos) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
   auto tj = test::read_json(llama3_dir() / "tokenizer.json");
   tj["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [

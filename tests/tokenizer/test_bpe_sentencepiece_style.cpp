@@ -1,6 +1,6 @@
 // The shared test models' tokenizer.json (SentencePiece-style BPE: Metaspace prepend_scheme
 // first, byte_fallback, BOS by TemplateProcessing) against the token ids lm-eval fed the models
-// (shared/data/reference/eval), and against the SentencePiece library on the 12 reference strings.
+// (the test data's reference/eval), and against the SentencePiece library on the 12 reference strings.
 #include <gtest/gtest.h>
 
 #include "tests/common/test_util.h"
@@ -12,7 +12,11 @@ namespace {
 
 class TestModelTokenizer : public ::testing::TestWithParam<std::string> {
  protected:
-  std::unique_ptr<Tokenizer> tok_ = load_tokenizer(test::data_dir() / "models" / GetParam());
+  void SetUp() override {
+    LOFT_REQUIRE_DATA("models/" + GetParam());
+    tok_ = load_tokenizer(test::data_path("models/" + GetParam()));
+  }
+  std::unique_ptr<Tokenizer> tok_;
 };
 
 TEST_P(TestModelTokenizer, LoadsTheTokenizerJson) {
@@ -34,8 +38,8 @@ TEST_P(TestModelTokenizer, LoadsTheTokenizerJson) {
 // lm-eval's context_enc for 40 MMLU 5-shot prompts, and the continuation ids taken from the joint
 // encoding (whole[len(ctx_enc):]).
 TEST_P(TestModelTokenizer, MmluContextsMatchLmEval) {
-  const auto requests = test::read_jsonl(test::data_dir() / "reference/eval/mmlu5_requests.jsonl");
-  const auto tokens = test::read_jsonl(test::data_dir() / "reference/eval" / (GetParam() + "-mmlu5_tokens.jsonl"));
+  const auto requests = test::read_jsonl(test::data_path("reference/eval/mmlu5_requests.jsonl"));
+  const auto tokens = test::read_jsonl(test::data_path("reference/eval/" + GetParam() + "-mmlu5_tokens.jsonl"));
   ASSERT_EQ(requests.size(), 40u);
   size_t checked = 0;
   for (const auto& req : requests) {
@@ -62,8 +66,8 @@ TEST_P(TestModelTokenizer, MmluContextsMatchLmEval) {
 
 // GSM8K: the generation input is the context's encoding, left-truncated (n_truncated ids dropped).
 TEST_P(TestModelTokenizer, Gsm8kContextsMatchLmEval) {
-  const auto requests = test::read_jsonl(test::data_dir() / "reference/eval/gsm8k5_requests.jsonl");
-  const auto tokens = test::read_jsonl(test::data_dir() / "reference/eval" / (GetParam() + "-gsm8k5_tokens.jsonl"));
+  const auto requests = test::read_jsonl(test::data_path("reference/eval/gsm8k5_requests.jsonl"));
+  const auto tokens = test::read_jsonl(test::data_path("reference/eval/" + GetParam() + "-gsm8k5_tokens.jsonl"));
   ASSERT_EQ(requests.size(), 8u);
   for (const auto& req : requests) {
     const auto it = std::find_if(tokens.begin(), tokens.end(), [&](const nlohmann::json& t) { return t["index"] == req["index"]; });
@@ -83,10 +87,10 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, TestModelTokenizer, ::testing::Values("st
 // where SentencePiece's remove_extra_whitespaces collapses a run of spaces, which the HF BPE keeps
 // ("▁▁" + "It" where SentencePiece gives "▁It"; docs/evaluation.md point 14).
 TEST(BpeVersusSentencePiece, AgreeOnTheReferenceStringsExceptSpaceRuns) {
-  const auto ref = test::read_json(test::data_dir() / "reference/tokenizer_reference_encodings.json");
+  const auto ref = test::read_json(test::data_path("reference/tokenizer_reference_encodings.json"));
   const auto& spec = ref["tokenizers"]["tok512_stories260K"];
-  const auto bpe = load_tokenizer(test::data_dir() / "models/stories260K-hf");
-  const auto sp = load_sentencepiece(test::data_dir() / spec["model_file"].get<std::string>());
+  const auto bpe = load_tokenizer(test::data_path("models/stories260K-hf"));
+  const auto sp = load_sentencepiece(test::data_path(spec["model_file"].get<std::string>()));
   ASSERT_EQ(spec["cases"].size(), 12u);
   std::vector<std::string> differ;
   for (const auto& c : spec["cases"]) {

@@ -25,7 +25,8 @@ void expect_stream_matches_decode(const Tokenizer& tok, const std::vector<int32_
 }
 
 TEST(BpeStreamDecoder, Llama3RandomSequencesMatchDecode) {
-  const auto tok = load_tokenizer(test::data_dir() / "tokenizers/llama3");
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const auto tok = load_tokenizer(test::data_path("tokenizers/llama3"));
   // Byte-level pieces of multi-byte characters, plus words, spaces and special tokens.
   std::vector<int32_t> pool = tok->encode("emoji 😀👍🏽 東京 ÿ naïve  \n\n x");
   for (int32_t id : {128000, 128001, 128009, 9468, 239, 235, 237, 121, 127, 123, 188}) pool.push_back(id);
@@ -38,7 +39,7 @@ TEST(BpeStreamDecoder, Llama3RandomSequencesMatchDecode) {
 }
 
 TEST(BpeStreamDecoder, SentencePieceStyleRandomSequencesMatchDecode) {
-  const auto tok = load_tokenizer(test::data_dir() / "models/stories260K-hf");
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
   std::vector<int32_t> pool = tok->encode("Once upon a time 東京 🙂  two  spaces");
   for (int32_t id = 0; id < 3 + 256; id += 3) pool.push_back(id);  // specials and <0xXX> bytes
   for (int32_t id : {3 + 0xE6, 3 + 0x9D, 3 + 0xB1, 3 + 0xF0, 3 + 0x9F, 3 + 0x99, 3 + 0x82}) pool.push_back(id);
@@ -46,7 +47,8 @@ TEST(BpeStreamDecoder, SentencePieceStyleRandomSequencesMatchDecode) {
 }
 
 TEST(BpeStreamDecoder, SplitCharactersAppearOnTheirLastToken) {
-  const auto tok = load_tokenizer(test::data_dir() / "tokenizers/llama3");
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const auto tok = load_tokenizer(test::data_path("tokenizers/llama3"));
   const std::vector<int32_t> emoji = tok->encode("😀");  // one character over several tokens
   ASSERT_GT(emoji.size(), 1u);
   const auto stream = tok->stream_decoder();
@@ -55,7 +57,7 @@ TEST(BpeStreamDecoder, SplitCharactersAppearOnTheirLastToken) {
   EXPECT_EQ(stream->push(tok->encode("\xC3\xA9")[0]), "é");
   EXPECT_EQ(stream->finish(), "");
 
-  const auto sp = load_tokenizer(test::data_dir() / "models/stories260K-hf");
+  const auto sp = load_tokenizer(test::data_path("models/stories260K-hf"));
   const auto s2 = sp->stream_decoder();
   EXPECT_EQ(s2->push(403), "Once");  // the leading "▁" is stripped once
   EXPECT_EQ(s2->push(3 + 0xE6), "");

@@ -28,7 +28,7 @@ constexpr const char* kLlama2 =
     "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}";
 constexpr const char* kGemma = "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}";
 
-fs::path llama3_dir() { return test::data_dir() / "tokenizers" / "llama3"; }
+fs::path llama3_dir() { return test::data_path("tokenizers/llama3"); }
 
 json read_json(const fs::path& p) {
   std::ifstream f(p);
@@ -36,6 +36,7 @@ json read_json(const fs::path& p) {
 }
 
 TEST(ChatTemplateDetect, TheRealLlama3ConfigsAreLlama3) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   for (const char* file : {"tokenizer_config.json", "tokenizer_config.instruct.json"}) {
     const ChatTemplateDetection d = detect_chat_template(read_json(llama3_dir() / file), file);
     EXPECT_TRUE(d.has_chat_template) << file;
@@ -74,7 +75,7 @@ TEST(ChatTemplateDetect, AbsentOrMalformed) {
   EXPECT_FALSE(detect_chat_template(json{{"bos_token", "<s>"}}, "x").has_chat_template);
   EXPECT_FALSE(detect_chat_template(json{{"chat_template", nullptr}}, "x").has_chat_template);
   // stories260K-hf's tokenizer_config.json has none; a folder without the file has none.
-  EXPECT_FALSE(detect_chat_template(test::data_dir() / "models" / "stories260K-hf").has_chat_template);
+  EXPECT_FALSE(detect_chat_template(test::data_path("models/stories260K-hf")).has_chat_template);
   test::TempDir dir;
   EXPECT_FALSE(detect_chat_template(dir.path()).has_chat_template);
   for (const json& bad : {json{{"chat_template", 5}}, json{{"chat_template", {{{"name", "default"}}}}}}) {

@@ -65,13 +65,14 @@ void check(const Tokenizer& tok, const std::string& ids_key, const std::string& 
 }
 
 TEST(HfReference, Llama3TokenizerJsonMatchesTokenizersOn2991Strings) {
-  const auto tok = load_tokenizer(test::data_dir() / "tokenizers" / "llama3");
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
+  const auto tok = load_tokenizer(test::data_path("tokenizers/llama3"));
   EXPECT_FALSE(tok->adds_bos());
   check(*tok, "llama3_ids", "", "llama3_decoded");
 }
 
 TEST(HfReference, Stories260KTokenizerJsonMatchesTokenizersOn2991Strings) {
-  const auto tok = load_tokenizer(test::data_dir() / "models" / "stories260K-hf");
+  const auto tok = load_tokenizer(test::data_path("models/stories260K-hf"));
   EXPECT_TRUE(tok->adds_bos());
   check(*tok, "stories_ids", "stories_special_ids", "stories_decoded");
 }

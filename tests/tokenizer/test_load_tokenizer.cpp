@@ -41,8 +41,9 @@ std::string load_error(const std::filesystem::path& dir) {
 // Both test models carry tokenizer.json beside tokenizer.model: transformers (and loft) take the
 // tokenizer.json, whose decode writes special tokens out.
 TEST(LoadTokenizer, ModelFoldersPreferTheirTokenizerJson) {
+  LOFT_REQUIRE_DATA("models/wide-random");
   for (const char* dir : {"models/stories260K-hf", "models/wide-random"}) {
-    const auto tok = load_tokenizer(test::data_dir() / dir);
+    const auto tok = load_tokenizer(test::data_path(dir));
     EXPECT_EQ(tok->kind(), "bpe sentencepiece-style") << dir;
     EXPECT_EQ(tok->vocab_size(), 512) << dir;
     EXPECT_EQ(tok->bos_id(), 1);
@@ -56,7 +57,7 @@ TEST(LoadTokenizer, ModelFoldersPreferTheirTokenizerJson) {
 // Without tokenizer.json the SentencePiece model loads; BOS follows config.json's bos_token_id.
 TEST(LoadTokenizer, FolderWithOnlyTokenizerModelUsesSentencePiece) {
   test::TempDir dir;
-  write_file(dir / "tokenizer.model", read_file(test::data_dir() / "models/stories260K/tok512.model"));
+  write_file(dir / "tokenizer.model", read_file(test::data_path("models/stories260K/tok512.model")));
   auto tok = load_tokenizer(dir.path());
   EXPECT_EQ(tok->kind(), "sentencepiece");
   EXPECT_EQ(tok->decode({1, 403, 407, 261, 378, 2}), "Once upon a time");
@@ -84,8 +85,9 @@ TEST(LoadTokenizer, MissingFolderIsNamed) {
 }
 
 TEST(LoadTokenizer, OnlyTokenizerJsonLoadsIt) {
+  LOFT_REQUIRE_DATA("tokenizers/llama3");
   test::TempDir dir;
-  write_file(dir / "tokenizer.json", read_file(test::data_dir() / "tokenizers/llama3/tokenizer.json"));
+  write_file(dir / "tokenizer.json", read_file(test::data_path("tokenizers/llama3/tokenizer.json")));
   EXPECT_EQ(load_tokenizer(dir.path())->kind(), "bpe byte-level");
   write_file(dir / "tokenizer.json", R"({"model": {"type": "BPE"}})");
   const std::string msg = load_error(dir.path());
@@ -96,14 +98,14 @@ TEST(LoadTokenizer, OnlyTokenizerJsonLoadsIt) {
 TEST(LoadTokenizer, TokenizerJsonWinsOverTokenizerModel) {
   test::TempDir dir;
   write_file(dir / "tokenizer.json", "{}");
-  const auto tok512 = test::data_dir() / "models/stories260K/tok512.model";
+  const auto tok512 = test::data_path("models/stories260K/tok512.model");
   write_file(dir / "tokenizer.model", read_file(tok512));
   // The broken tokenizer.json is what loads (and fails), as transformers would use it.
   EXPECT_THAT(load_error(dir.path()), HasSubstr("model: missing"));
 }
 
 TEST(LoadTokenizer, CorruptModelFilesAreNamed) {
-  const std::string real = read_file(test::data_dir() / "tokenizers/llama2/tokenizer.model");
+  const std::string real = read_file(test::data_path("tokenizers/llama2/tokenizer.model"));
   ASSERT_GT(real.size(), 1000u);
   std::mt19937 rng(99);
   std::string garbage(4096, '\0');

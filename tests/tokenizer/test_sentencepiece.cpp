@@ -1,5 +1,5 @@
 // SentencePieceTokenizer against the reference encodings made with the real SentencePiece
-// library (shared/data/reference/tokenizer_reference_encodings.json), for both tokenizers.
+// library (tests/data/reference/tokenizer_reference_encodings.json), for both tokenizers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 const nlohmann::json& reference() {
   static const nlohmann::json j = [] {
-    std::ifstream in(test::data_dir() / "reference/tokenizer_reference_encodings.json");
+    std::ifstream in(test::data_path("reference/tokenizer_reference_encodings.json"));
     if (!in) throw Error("cannot open tokenizer_reference_encodings.json under LOFT_TEST_DATA");
     return nlohmann::json::parse(in);
   }();
@@ -45,7 +45,7 @@ class SentencePieceReference : public ::testing::TestWithParam<std::string> {
  protected:
   const nlohmann::json& spec() const { return reference()["tokenizers"][GetParam()]; }
   std::unique_ptr<Tokenizer> load() const {
-    return load_sentencepiece(test::data_dir() / spec()["model_file"].get<std::string>());
+    return load_sentencepiece(test::data_path(spec()["model_file"].get<std::string>()));
   }
 };
 
@@ -151,8 +151,8 @@ INSTANTIATE_TEST_SUITE_P(BothTokenizers, SentencePieceReference,
 
 TEST(SentencePiece, LlamaRoundTripsLongTextExactly) {
   // Llama 2 keeps every space (no remove_extra_whitespaces), so decode(encode(t)) == t.
-  const auto tok = load_sentencepiece(test::data_dir() / "tokenizers/llama2/tokenizer.model");
-  std::ifstream in(test::data_dir() / "tinystories/tinystories_sample.txt", std::ios::binary);
+  const auto tok = load_sentencepiece(test::data_path("tokenizers/llama2/tokenizer.model"));
+  std::ifstream in(test::data_path("tinystories/tinystories_sample.txt"), std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_GT(text.size(), 3000u);
   const auto ids = tok->encode(text);

@@ -19,7 +19,7 @@ std::string stream_all(const Tokenizer& tok, const std::vector<int32_t>& ids) {
 
 class StreamDecoderTest : public ::testing::TestWithParam<std::string> {
  protected:
-  std::unique_ptr<Tokenizer> tok_ = load_sentencepiece(test::data_dir() / GetParam());
+  std::unique_ptr<Tokenizer> tok_ = load_sentencepiece(test::data_path(GetParam()));
 };
 
 TEST_P(StreamDecoderTest, RandomSequencesMatchDecode) {

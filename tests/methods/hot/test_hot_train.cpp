@@ -52,7 +52,7 @@ HotRun train(bool hot, bool lqs, int steps, uint64_t seed = 5) {
     hws.push_back(hw.get());
     return std::make_unique<LoraLinear>(name, std::move(hw), lo, rng);
   };
-  auto model = llama::load_model(test::data_dir() / "models" / "stories260K-hf", Device::cpu(),
+  auto model = llama::load_model(test::data_path("models/stories260K-hf"), Device::cpu(),
                                  factory);
   const int64_t vocab = model->config().vocab_size;
   if (lqs) {
