@@ -19,8 +19,11 @@
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/falqon_ops.h"
+#include "engine/peft/hot_weight.h"
 #include "engine/quant/code_transpose.h"
 #include "engine/quant/hadamard.h"
+#include "engine/quant/hot_gemm.h"
+#include "engine/quant/hot_quant.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/nf4.h"
 #include "engine/quant/nf4_lowp.h"
@@ -210,6 +213,40 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                         falqon::select_topk(sc, u.idx);
                         falqon::apply_rows(u, reset);
                       }});
+  }
+  // HOT's dX product (--method hot, its defaults: INT4 codes, per-token SR) at each projection
+  // shape: dY's quantizer (dY read, one code byte per element written; per tensor reads dY twice),
+  // the int32 GEMM on the device's default path, the epilogue (int32 read, dX written) and the
+  // whole HotWeight::backward_input the trainer calls.
+  for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
+    const std::string s = std::to_string(T) + "x" + std::to_string(out_f) + "x" + std::to_string(in_f);
+    const Tensor dy = random({T, out_f}, dt, device, 17), w = random({out_f, in_f}, dt, device, 18);
+    Tensor dx = Tensor::empty({T, in_f}, dt, device);
+    const quant::HotCodes a = quant::hot_quantize_dy(dy, {}), b = quant::hot_weight_codes(w, 4);
+    const Tensor acc = quant::hot_igemm(a, b);
+    const double q_bytes = double(T * out_f) * (act + 1), fl = 2.0 * double(T) * double(out_f) * double(in_f);
+    for (quant::HotScale scale : {quant::HotScale::PerToken, quant::HotScale::PerTensor}) {
+      quant::HotQuantOptions opt;
+      opt.scale = scale;
+      const bool token = scale == quant::HotScale::PerToken;
+      rows.push_back({std::string("hot quantize dY ") + (token ? "per token [" : "per tensor [") +
+                          std::to_string(T) + "," + std::to_string(out_f) + "]",
+                      q_bytes + (token ? 0.0 : double(T * out_f) * act), 0, [=] {
+                        quant::HotCodes aa = a;
+                        quant::hot_quantize_dy_into(dy, opt, aa);
+                      }});
+    }
+    rows.push_back({"hot int32 gemm " + s, 0, fl, [=] { (void)quant::hot_igemm(a, b); }});
+    rows.push_back({"hot epilogue [" + std::to_string(T) + "," + std::to_string(in_f) + "]",
+                    double(T * in_f) * (4 + act), 0, [=] {
+                      Tensor g = dx;
+                      quant::hot_epilogue(acc, a, b, nullptr, g, false);
+                    }});
+    auto hw = std::make_shared<HotWeight>(WeightSource(w), HotOptions{}, HotSite{});
+    rows.push_back({"hot backward_input " + s, 0, fl, [=] {
+                      Tensor g = dx;
+                      hw->backward_input(dy, g, false);
+                    }});
   }
   {
     const int64_t hq = cfg.num_heads, hk = cfg.num_kv_heads, D = cfg.head_dim;

@@ -2,9 +2,8 @@
 // reference, for each of its kernels: plain (16 elements a thread; a partial last 16 and a
 // partial last NF4 block; misaligned codes or output take the byte path), transposed by 4×16
 // squares (cols a multiple of 64, rows of 4: the Llama projections) and by 32×32 tiles (every
-// other shape, or a misaligned output). Plus µs per call at llama shapes for docs/perf.md.
-#include <chrono>
-#include <cstdio>
+// other shape, or a misaligned output), and the plain kernel at llama shapes (`loft bench
+// --kernels` times it).
 #include <cstring>
 
 #include "engine/device/memory.h"
@@ -104,33 +103,20 @@ TEST(Nf4LowpCuda, LlamaShapesIdenticalToCpu) {
   }
 }
 
-// Not only a check: µs per call for docs/perf.md (predicted ~10-15 µs at [4096, 4096]).
-TEST(Nf4LowpCuda, PrintsTimingsAtLlamaShapes) {
+// The plain kernel at Llama projection shapes, against the CPU.
+TEST(Nf4LowpCuda, PlainAtLlamaShapesMatchesTheCpu) {
   LOFT_REQUIRE_GPU();
   for (const Shape& shape : {Shape{4096, 4096}, Shape{14336, 4096}, Shape{4096, 14336}}) {
     Tensor w = Tensor::empty(shape, DType::BF16, kGpu);
     ops::fill_random(w, 3, 0.02f);
     const Nf4Tensor q = quantize_nf4(w);
     const float s = quant::nf4_lowp_scale(q, LowpFormat::E4M3);
-    for (bool transposed : {false, true}) {
-      Tensor codes = Tensor::empty(transposed ? Shape{shape[1], shape[0]} : shape, DType::F8_E4M3, kGpu);
-      quant::nf4_to_lowp(q, s, transposed, codes);
-      synchronize(kGpu);
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 20; ++i) quant::nf4_to_lowp(q, s, transposed, codes);
-      synchronize(kGpu);
-      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 20;
-      const double bytes = double(shape_numel(shape)) * 1.5;  // 4-bit codes in, 1-byte codes out
-      std::printf("nf4_to_lowp e4m3 %s%s: %.1f us (%.0f GB/s)\n", shape_str(shape).c_str(),
-                  transposed ? " transposed" : "", us, bytes / us / 1e3);
-      // A check on the result (the rest of it is covered above): the first rows against the CPU.
-      if (!transposed) {
-        const Nf4Tensor cpu = q.to(Device::cpu());
-        Tensor want = Tensor::empty(shape, DType::F8_E4M3);
-        quant::nf4_to_lowp(cpu, s, false, want);
-        EXPECT_TRUE(code_bytes(codes) == code_bytes(want)) << shape_str(shape);
-      }
-    }
+    Tensor codes = Tensor::empty(shape, DType::F8_E4M3, kGpu);
+    quant::nf4_to_lowp(q, s, false, codes);
+    const Nf4Tensor cpu = q.to(Device::cpu());
+    Tensor want = Tensor::empty(shape, DType::F8_E4M3);
+    quant::nf4_to_lowp(cpu, s, false, want);
+    EXPECT_TRUE(code_bytes(codes) == code_bytes(want)) << shape_str(shape);
   }
 }
 

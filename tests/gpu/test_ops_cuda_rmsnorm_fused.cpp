@@ -1,10 +1,7 @@
 // CUDA add_rmsnorm and rmsnorm_backward_add: bit-identical to the separate CUDA ops they replace
 // (axpy then rmsnorm; rmsnorm_backward then axpy) for every activation × weight dtype, at odd
 // widths and row counts, with unaligned operands (scalar paths, and a residual whose alignment
-// differs from x's); close to the CPU; and µs per call fused vs separate at Llama widths.
-#include <chrono>
-#include <cstdio>
-
+// differs from x's); close to the CPU. `loft bench --kernels` times both forms.
 #include "engine/device/memory.h"
 #include "tests/gpu/test_ops_cuda_util.h"
 
@@ -117,53 +114,6 @@ TEST(RmsnormFusedCuda, BackwardAddMatchesSeparateOps) {
               EXPECT_LT(rel_error(dx, cdx), tol(xt)) << what;
             }
           }
-}
-
-// Not only a check: µs per call at [4096, 4096] (llama3-8b, 2×2048 tokens) and [8192, 5120]
-// (llama-13b, 4×2048) in BF16 with a BF16 weight, fused against the separate ops, for
-// docs/perf.md. Bytes at least: add_rmsnorm reads residual and x, writes x and y (4 passes of
-// [T, H]; the separate ops make 5); rmsnorm_backward_add reads dy, x and add, writes dx (4; the
-// separate ops make 6).
-TEST(RmsnormFusedCuda, PrintsTimingsAtLlamaShapes) {
-  LOFT_REQUIRE_GPU();
-  for (auto [t, h] : std::vector<std::pair<int64_t, int64_t>>{{4096, 4096}, {8192, 5120}}) {
-    auto make = [&](uint64_t seed) {
-      Tensor a = Tensor::empty({t, h}, DType::BF16, kGpu);
-      ops::fill_random(a, seed, 1.0f);
-      return a;
-    };
-    Tensor res = make(1), x = make(2), y = make(3), dy = make(4), add = make(5), dx = make(6);
-    Tensor w = Tensor::empty({h}, DType::BF16, kGpu);
-    ops::fill_random(w, 7, 0.2f);
-    Tensor rstd = Tensor::empty({t}, DType::F32, kGpu);
-    ops::rmsnorm(x, w, kEps, y, &rstd);
-    auto time_us = [&](auto&& fn) {
-      fn();
-      synchronize(kGpu);
-      const auto t0 = std::chrono::steady_clock::now();
-      constexpr int kIters = 50;
-      for (int i = 0; i < kIters; ++i) fn();
-      synchronize(kGpu);
-      return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kIters;
-    };
-    // x grows by the residual each call: values stay far from BF16's range in 50 calls.
-    const double fwd_sep = time_us([&] {
-      ops::axpy(1.0f, res, x);
-      ops::rmsnorm(x, w, kEps, y, &rstd);
-    });
-    const double fwd_fused = time_us([&] { ops::add_rmsnorm(res, x, w, kEps, y, &rstd); });
-    const double bwd_sep = time_us([&] {
-      ops::rmsnorm_backward(dy, x, w, rstd, dx);
-      ops::axpy(1.0f, add, dx);
-    });
-    const double bwd_fused = time_us([&] { ops::rmsnorm_backward_add(dy, x, w, rstd, add, dx); });
-    const double pass = double(t * h) * 2.0 / 1e3;  // one BF16 pass over [T, H], in bytes / 1e3
-    std::printf("[%lld,%lld] bf16: axpy+rmsnorm %.1f us, add_rmsnorm %.1f us (%.0f GB/s); "
-                "rmsnorm_backward+axpy %.1f us, rmsnorm_backward_add %.1f us (%.0f GB/s)\n",
-                (long long)t, (long long)h, fwd_sep, fwd_fused, 4 * pass / fwd_fused, bwd_sep,
-                bwd_fused, 4 * pass / bwd_fused);
-    EXPECT_GT(fwd_fused, 0.0);
-  }
 }
 
 }  // namespace

@@ -4,12 +4,8 @@
 // ones; the overflow flag; LQS's errors; and a whole HotWeight on the GPU against the CPU one.
 // The CPU GEMM runs on a sample of rows for the large shapes (rows are independent).
 #include <array>
-#include <chrono>
 #include <cstring>
 
-#include <cuda_runtime.h>
-
-#include "engine/device/cuda_context.h"
 #include "engine/device/memory.h"
 #include "engine/methods/hot/hot_gemm.h"
 #include "engine/methods/hot/hot_lqs.h"
@@ -233,95 +229,6 @@ TEST(HotCuda, HotWeightOnTheGpuMatchesTheCpuOne) {
         ASSERT_EQ(quant::float_bits(g[i]), quant::float_bits(bf16_to_f32(f32_to_bf16(c[i]))))
             << "element " << i << " at step " << step;
     }
-  }
-}
-
-// µs per call of fn on the GPU (CUDA events on loft's stream), averaged over `iters` calls after
-// one warm-up: "warm" back to back (the operands stay in the 50 MB L2 when they fit), "cold" with
-// a 256 MB write between calls, so each call reads its operands from HBM.
-struct CallTimes {
-  double warm_us, cold_us;
-};
-template <typename F>
-CallTimes time_call(F&& fn, int iters = 20) {
-  cudaStream_t st = loft::cuda::stream(0);
-  Tensor flush = Tensor::empty({int64_t(256) << 20}, DType::U8, kGpu);
-  cudaEvent_t e0, e1;
-  LOFT_CUDA_CHECK(cudaEventCreate(&e0));
-  LOFT_CUDA_CHECK(cudaEventCreate(&e1));
-  auto elapsed_us = [&] {
-    LOFT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    LOFT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    return 1000.0 * ms;
-  };
-  fn();
-  LOFT_CUDA_CHECK(cudaEventRecord(e0, st));
-  for (int i = 0; i < iters; ++i) fn();
-  LOFT_CUDA_CHECK(cudaEventRecord(e1, st));
-  const double warm = elapsed_us() / iters;
-  double cold = 0;
-  for (int i = 0; i < iters; ++i) {
-    flush.zero_();
-    LOFT_CUDA_CHECK(cudaEventRecord(e0, st));
-    fn();
-    LOFT_CUDA_CHECK(cudaEventRecord(e1, st));
-    cold += elapsed_us();
-  }
-  LOFT_CUDA_CHECK(cudaEventDestroy(e0));
-  LOFT_CUDA_CHECK(cudaEventDestroy(e1));
-  return {warm, cold / iters};
-}
-
-// Not a check: times HOT's dX pieces at Llama shapes (T = 4×512 tokens for 7B's q/k/v/o, up/gate
-// and down; T = 4096 at Llama-3-8B's 14336) for docs/perf.md, per call in µs, with the bytes each
-// moves and the bandwidth that is (HBM ≈ 3.35 TB/s on an H100 SXM): the dY quantizer (bf16 read,
-// one code byte per element written), the int32 GEMM on every path, and the epilogue (int32 read,
-// bf16 written, bf16 read too when accumulating into dX).
-TEST(HotCuda, PrintsDxTimingsAtLlamaShapes) {
-  LOFT_REQUIRE_GPU();
-  std::mt19937 rng(8);
-  struct Case {
-    int64_t t, out, in;
-  };
-  for (const Case c : std::vector<Case>{{2048, 4096, 4096}, {2048, 11008, 4096}, {2048, 4096, 11008},
-                                        {4096, 14336, 4096}, {4096, 4096, 14336}}) {
-    const Pair dy = bf16_pair(c.t, c.out, rng, 1.0f, false);
-    const Pair w = bf16_pair(c.out, c.in, rng, 0.02f, false);
-    Tensor dx = Tensor::zeros({c.t, c.in}, DType::BF16, kGpu);
-    std::printf("T=%lld out=%lld in=%lld:\n", (long long)c.t, (long long)c.out, (long long)c.in);
-    auto report = [](const char* what, CallTimes tm, double bytes) {
-      if (bytes > 0)
-        std::printf("  %-28s warm %8.1f us  cold %8.1f us  (%.1f MB: %.0f GB/s cold)\n", what, tm.warm_us,
-                    tm.cold_us, bytes / 1e6, bytes / (tm.cold_us * 1e3));
-      else
-        std::printf("  %-28s warm %8.1f us  cold %8.1f us\n", what, tm.warm_us, tm.cold_us);
-    };
-    report("bf16 dX GEMM", time_call([&] { ops::gemm(dy.gpu, w.gpu, dx); }), 0);
-    HotCodes b = quant::hot_weight_codes(w.gpu, 4);
-    b.packed = quant::hot_pack_s4(b.codes);  // as HotWeight caches it for the s4 path
-    HotCodes a = quant::hot_quantize_dy(dy.gpu, {});
-    const double q_bytes = double(c.t) * c.out * 2 + double(a.codes.nbytes()) + double(a.scale.nbytes());
-    report("dY quantize per token (sr)", time_call([&] { quant::hot_quantize_dy_into(dy.gpu, {}, a); }),
-           q_bytes);
-    HotQuantOptions tensor;
-    tensor.scale = HotScale::PerTensor;
-    report("dY quantize per tensor (sr)",
-           time_call([&] { quant::hot_quantize_dy_into(dy.gpu, tensor, a); }), q_bytes + double(c.t) * c.out * 2);
-    report("dY quantize allocating", time_call([&] { a = quant::hot_quantize_dy(dy.gpu, {}); }), q_bytes);
-    Tensor acc;
-    for (HotGemmPath p : {HotGemmPath::Int8, HotGemmPath::Int8Mma, HotGemmPath::S4})
-      report(p == HotGemmPath::Int8 ? "int32 GEMM int8 (cuBLASLt)" : p == HotGemmPath::Int8Mma ? "int32 GEMM mma-s8" : "int32 GEMM mma-s4",
-             time_call([&] { acc = quant::hot_igemm(a, b, p); }, p == HotGemmPath::S4 ? 3 : 20), 0);
-    acc = quant::hot_igemm(a, b, HotGemmPath::Int8);
-    const double e_bytes = double(c.t) * c.in * (4 + 2);
-    report("epilogue", time_call([&] { quant::hot_epilogue(acc, a, b, nullptr, dx, false); }), e_bytes);
-    report("epilogue accumulate", time_call([&] { quant::hot_epilogue(acc, a, b, nullptr, dx, true); }),
-           e_bytes + double(c.t) * c.in * 2);
-    HotOptions opt;
-    opt.gemm = HotGemmPath::Int8;
-    HotWeight hw(WeightSource(w.gpu), opt, {0, 0});
-    report("HotWeight::backward_input", time_call([&] { hw.backward_input(dy.gpu, dx, true); }), 0);
   }
 }
 
