@@ -70,7 +70,6 @@ class HotWeight final : public FrozenWeight {
   quant::HotScale scale() const { return scale_; }
   // The SR counter's micro-step: the number of HOT backward calls so far; load_method_state restores it.
   uint32_t micro_step() const { return step_; }
-  quant::HotGemmPath gemm_path() const { return path_; }
 
   // FrozenWeight's hooks. Calibration is LQS's (lqs_batches micro-batches when opt.lqs, else
   // none); the method state is what an exact resume restores: "hot_micro_step" (I32 [1], the
