@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree but
-# not ../shared and may lack some runtime libraries: stripped binaries from BUILD_DIR, the shared
-# libraries they need that are not part of the CUDA toolkit or glibc, and the test data.
+# Prepares .gpurun/ (ignored) for a run on the remote GPU machine, which gets the working tree
+# (tests/data included) and nothing beside it, and may lack some runtime libraries: stripped
+# binaries from BUILD_DIR, the shared libraries they need that are not part of the CUDA toolkit or
+# glibc, and the test data files tests/data leaves out, from $LOFT_TEST_DATA or ../shared/data.
 # Then, on the GPU machine: scripts/dev/gpu-check.sh (with .gpurun carried). STAGE_DIR (default .gpurun)
 # stages a second build beside the first (BUILD_DIR=build-sm89 STAGE_DIR=.gpurun89), which
 # GPU_RUN_DIR=.gpurun89 scripts/dev/gpu-check.sh runs.
@@ -23,9 +24,16 @@ scripts/dev/runtime-libs.sh "$dst/lib" "$dst"/bin/*
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
 mkdir -p "$dst/data/models"
 # STAGE_EXTRA adds folders of the data dir (e.g. "mmlu gsm8k" for scripts/dev/bench-eval.sh).
-for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random ${STAGE_EXTRA:-}; do
-  cp -r "$data/$d" "$dst/data/$d"
+# Only the files the working tree's tests/data lacks (it travels with the tree; tests name the
+# file they read and look in $LOFT_TEST_DATA, then tests/data), and STAGE_EXTRA's folders whole
+# (evaluate reads a folder: the full MMLU/GSM8K).
+for d in golden reference tokenizers tinystories alpaca models/stories260K-hf models/wide-random; do
+  (cd "$data" && find "$d" -type f) | while read -r f; do
+    cmp -s "$data/$f" "tests/data/$f" && continue
+    mkdir -p "$dst/data/$(dirname "$f")" && cp "$data/$f" "$dst/data/$f"
+  done
 done
+for d in ${STAGE_EXTRA:-}; do mkdir -p "$dst/data/$(dirname "$d")" && cp -r "$data/$d" "$dst/data/$d"; done
 # One compressed archive keeps the carried size under the 64 MiB limit (OpenBLAS alone is 36 MB).
 XZ_OPT="-T0 -6" tar -C "$dst" -cJf gpurun.tar.xz bin lib data
 rm -rf "$dst"/*
