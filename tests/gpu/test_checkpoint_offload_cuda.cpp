@@ -5,7 +5,8 @@
 // GPU, for every method, and the peak must fall by about the inputs' bytes. "The same" is bit for
 // bit where the kept steps themselves repeat bit for bit; the attention backward adds dQ with
 // atomics (attention_flash_backward.cu), so where the kept steps differ from run to run (seen on
-// the sm_89 PTX path, whose atomics are scalar) the offloaded steps must lie within that spread.
+// the sm_89 PTX path, whose atomics are scalar) the offloaded steps must lie within that spread,
+// taken as the widest over four kept runs.
 // Prints a step's time each way (the copies should hide behind compute).
 #include <algorithm>
 #include <chrono>
@@ -105,8 +106,16 @@ TEST(CheckpointOffloadCuda, TrainsBitForBitAndFreesTheInputs) {
         for (size_t i = 0; i < off.grads.size(); ++i)
           EXPECT_EQ(off.grads[i], kept.grads[i]) << what << " param " << i;
       } else {
-        // Two samples of the same run-to-run noise: their distances differ by a small factor.
-        EXPECT_LE(gap, 4 * spread) << what;
+        // Kept runs differ from run to run: one pair's distance swings by orders of magnitude
+        // from call to call (5e-8 to 8e-3 on the sm_89 path), so the spread is the largest over
+        // four kept runs, and the offloaded run must lie within a small factor of it.
+        std::vector<Steps> runs{kept, again, two_steps(cfg, method, false, batches),
+                                two_steps(cfg, method, false, batches)};
+        double widest = 0;
+        for (size_t i = 0; i < runs.size(); ++i)
+          for (size_t j = i + 1; j < runs.size(); ++j) widest = std::max(widest, distance(runs[i], runs[j]));
+        std::printf("%s: widest of 4 kept runs %.3g\n", what.c_str(), widest);
+        EXPECT_LE(gap, 4 * widest) << what;
       }
       // At most two layers' inputs and attention tensors stay on the device at a time (the
       // last two through the loss head, which is this shape's peak).
