@@ -1,12 +1,9 @@
-// Validation of the KV-cache ops and dispatch to the CPU reference or the CUDA kernels.
+// The checks of the KV-cache ops of op_list.def, then the dispatch to their device.
 #include "engine/ops/kv_cache_ops.h"
 
 #include <algorithm>
 
-#include "engine/ops/cpu/kv_cache_cpu.h"
-#ifdef LOFT_WITH_CUDA
-#include "engine/ops/cuda/kv_cache_cuda.h"
-#endif
+#include "engine/ops/dispatch.h"
 
 namespace loft::ops {
 
@@ -52,12 +49,7 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
        k, cat("[tokens, ", row[0], ", ", row[1], "] ", dtype_name(k_cache.dtype())));
   need(v.shape() == k.shape() && v.dtype() == k.dtype(), op, "v", v, "k's shape and dtype");
   if (k.size(0) == 0) return;
-  if (k.device().is_cpu()) return cpu::kv_cache_write(k, v, slots, pos, k_cache, v_cache);
-#ifdef LOFT_WITH_CUDA
-  cuda_kv::kv_cache_write(k, v, slots, pos, k_cache, v_cache);
-#else
-  throw Error(cat(op, ": ", k.str(), " is on a device this build cannot run on"));
-#endif
+  dispatch::kv_cache_write(k.device(), k, v, slots, pos, k_cache, v_cache);
 }
 
 std::vector<int32_t> make_query_tiles(const std::vector<int32_t>& slot, const std::vector<int32_t>& start,
@@ -92,12 +84,7 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
              tiles->device() == q.device(),
          op, "tiles", *tiles, "I32 [runs, 4] on q's device");
   if (q.size(0) == 0) return;
-  if (q.device().is_cpu()) return cpu::cached_attention(q, k_cache, v_cache, slots, pos, scale, out);
-#ifdef LOFT_WITH_CUDA
-  cuda_kv::cached_attention(q, k_cache, v_cache, slots, pos, scale, out, tiles);
-#else
-  throw Error(cat(op, ": ", q.str(), " is on a device this build cannot run on"));
-#endif
+  dispatch::cached_attention(q.device(), q, k_cache, v_cache, slots, pos, scale, out, tiles);
 }
 
 void argmax_rows(const Tensor& x, Tensor& out) {
@@ -107,12 +94,7 @@ void argmax_rows(const Tensor& x, Tensor& out) {
   need(out.dim() == 1 && out.size(0) == x.size(0) && out.dtype() == DType::I32, op, "out", out,
        cat("I32 [", x.size(0), "]"));
   if (x.size(0) == 0) return;
-  if (x.device().is_cpu()) return cpu::argmax_rows(x, out);
-#ifdef LOFT_WITH_CUDA
-  cuda_kv::argmax_rows(x, out);
-#else
-  throw Error(cat(op, ": ", x.str(), " is on a device this build cannot run on"));
-#endif
+  dispatch::argmax_rows(x.device(), x, out);
 }
 
 }  // namespace loft::ops

@@ -1,19 +1,15 @@
-// Validation and dispatch for the op table (see ops.h). Backends trust what passes here.
+// The checks of every op of op_list.def but the KV-cache ones (kv_cache_ops.cpp), then the
+// dispatch to its device. The CPU and CUDA implementations trust what passes here.
 #include "engine/ops/ops.h"
 
 #include <cmath>
 
-#include "engine/ops/backend.h"
+#include "engine/ops/dispatch.h"
 
 namespace loft::ops {
 
-Backend& backend_for(Device device) {
-  if (device.is_cpu()) return cpu_backend();
-#ifdef LOFT_WITH_CUDA
-  return cuda_backend();
-#else
-  throw Error("this loft was built without the CUDA backend; use --device cpu");
-#endif
+void dispatch::no_cuda(const char* op) {
+  throw Error(cat(op, ": this loft was built without the CUDA backend; use --device cpu"));
 }
 
 namespace {
@@ -70,7 +66,7 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
   LOFT_CHECK(a.dtype() == c.dtype() || (a.dtype() == DType::BF16 && c.dtype() == DType::F32),
              "gemm: unsupported dtypes ", dtype_name(a.dtype()), " x ", dtype_name(b.dtype()),
              " -> ", dtype_name(c.dtype()));
-  backend_for(c.device()).gemm(a, b, c, opt);
+  dispatch::gemm(c.device(), a, b, c, opt);
 }
 
 void convert(const Tensor& src, Tensor& dst) {
@@ -79,7 +75,7 @@ void convert(const Tensor& src, Tensor& dst) {
   for (const Tensor* t : std::initializer_list<const Tensor*>{&src, &dst})
     LOFT_CHECK(t->dtype() == DType::F32 || t->dtype() == DType::BF16 || t->dtype() == DType::F16,
                "convert: unsupported dtype ", dtype_name(t->dtype()));
-  backend_for(dst.device()).convert(src, dst);
+  dispatch::convert(dst.device(), src, dst);
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
@@ -87,13 +83,13 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   need_activation("axpy", "y", y);
   need_shape("axpy", "x", x, y.shape());
   need_dtype("axpy", "x", x, y.dtype());
-  backend_for(y.device()).axpy(alpha, x, y);
+  dispatch::axpy(y.device(), alpha, x, y);
 }
 
 void scale(Tensor& x, float alpha) {
   same_device("scale", {&x});
   need_activation("scale", "x", x);
-  backend_for(x.device()).scale(x, alpha);
+  dispatch::scale(x.device(), x, alpha);
 }
 
 void fill_random(Tensor& x, uint64_t seed, float std) {
@@ -101,7 +97,7 @@ void fill_random(Tensor& x, uint64_t seed, float std) {
   need_activation("fill_random", "x", x);
   LOFT_CHECK(std::isfinite(std) && std >= 0.0f, "fill_random: std must be finite and >= 0, got ",
              std);
-  backend_for(x.device()).fill_random(x, seed, std);
+  dispatch::fill_random(x.device(), x, seed, std);
 }
 
 namespace {
@@ -147,7 +143,7 @@ void check_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
 
 void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
   check_rmsnorm("rmsnorm", x, weight, y, rstd);
-  backend_for(x.device()).rmsnorm(x, weight, eps, y, rstd);
+  dispatch::rmsnorm(x.device(), x, weight, eps, y, rstd);
 }
 
 void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
@@ -156,13 +152,13 @@ void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float 
   same_device("add_rmsnorm", {&x, &residual});
   need_shape("add_rmsnorm", "residual", residual, x.shape());
   need_dtype("add_rmsnorm", "residual", residual, x.dtype());
-  backend_for(x.device()).add_rmsnorm(residual, x, weight, eps, y, rstd);
+  dispatch::add_rmsnorm(x.device(), residual, x, weight, eps, y, rstd);
 }
 
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                       Tensor& dx, Tensor* dweight) {
   check_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, dx, dweight);
-  backend_for(x.device()).rmsnorm_backward(dy, x, weight, rstd, dx, dweight);
+  dispatch::rmsnorm_backward(x.device(), dy, x, weight, rstd, dx, dweight);
 }
 
 void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
@@ -171,7 +167,7 @@ void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weigh
   same_device("rmsnorm_backward_add", {&x, &add});
   need_shape("rmsnorm_backward_add", "add", add, x.shape());
   need_dtype("rmsnorm_backward_add", "add", add, x.dtype());
-  backend_for(x.device()).rmsnorm_backward_add(dy, x, weight, rstd, add, dx, dweight);
+  dispatch::rmsnorm_backward_add(x.device(), dy, x, weight, rstd, add, dx, dweight);
 }
 
 void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
@@ -183,7 +179,7 @@ void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inver
   need_dtype("rope", "positions", positions, DType::I32);
   need_shape("rope", "inv_freq", inv_freq, {x.size(2) / 2});
   need_dtype("rope", "inv_freq", inv_freq, DType::F32);
-  backend_for(x.device()).rope(x, positions, inv_freq, inverse);
+  dispatch::rope(x.device(), x, positions, inv_freq, inverse);
 }
 
 void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -193,7 +189,7 @@ void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   need_shape("swiglu", "out", out, gate.shape());
   need_dtype("swiglu", "up", up, gate.dtype());
   need_dtype("swiglu", "out", out, gate.dtype());
-  backend_for(gate.device()).swiglu(gate, up, out);
+  dispatch::swiglu(gate.device(), gate, up, out);
 }
 
 void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
@@ -204,7 +200,7 @@ void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, T
     need_shape("swiglu_backward", "argument", *t, gate.shape());
     need_dtype("swiglu_backward", "argument", *t, gate.dtype());
   }
-  backend_for(gate.device()).swiglu_backward(dout, gate, up, dgate, dup);
+  dispatch::swiglu_backward(gate.device(), dout, gate, up, dgate, dup);
 }
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
@@ -218,7 +214,7 @@ void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
   need_dtype("embedding", "ids", ids, DType::I32);
   need_shape("embedding", "out", out, {ids.size(0), table.size(1)});
   need_dtype("embedding", "out", out, table.dtype());
-  backend_for(table.device()).embedding(table, ids, out);
+  dispatch::embedding(table.device(), table, ids, out);
 }
 
 void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {
@@ -229,7 +225,7 @@ void embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {
   LOFT_CHECK(ids.dim() == 1, "embedding_backward: ids must be 1-D, got ", ids.str());
   need_shape("embedding_backward", "dout", dout, {ids.size(0), dtable.size(1)});
   need_activation("embedding_backward", "dout", dout);
-  backend_for(dout.device()).embedding_backward(dout, ids, dtable);
+  dispatch::embedding_backward(dout.device(), dout, ids, dtable);
 }
 
 void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, Tensor* dlogits,
@@ -248,7 +244,7 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses, 
     if (!(logits.dtype() == DType::F32 && dlogits->dtype() == DType::BF16))
       need_dtype("cross_entropy", "dlogits", *dlogits, logits.dtype());
   }
-  backend_for(logits.device()).cross_entropy(logits, targets, losses, dlogits, grad_scale);
+  dispatch::cross_entropy(logits.device(), logits, targets, losses, dlogits, grad_scale);
 }
 
 namespace {
@@ -280,7 +276,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   need_dtype("attention", "out", out, q.dtype());
   need_shape("attention", "lse", lse, {q.size(0), q.size(1)});
   need_dtype("attention", "lse", lse, DType::F32);
-  backend_for(q.device()).attention(q, k, v, doc_start, seq, scale, out, lse);
+  dispatch::attention(q.device(), q, k, v, doc_start, seq, scale, out, lse);
 }
 
 void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -299,7 +295,7 @@ void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, co
   }
   need_shape(op, "lse", lse, {q.size(0), q.size(1)});
   need_dtype(op, "lse", lse, DType::F32);
-  backend_for(q.device()).attention_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq,
+  dispatch::attention_backward(q.device(), dout, q, k, v, out, lse, doc_start, seq, scale, dq,
                                              dk, dv);
 }
 
@@ -310,13 +306,13 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWS
     need_shape("adamw", "argument", *t, param.shape());
   }
   LOFT_CHECK(s.step >= 1, "adamw: step counts from 1, got ", s.step);
-  backend_for(param.device()).adamw(param, grad, m, v, s);
+  dispatch::adamw(param.device(), param, grad, m, v, s);
 }
 
 double sum_squares(const Tensor& x) {
   same_device("sum_squares", {&x});
   need_dtype("sum_squares", "x", x, DType::F32);
-  return backend_for(x.device()).sum_squares(x);
+  return dispatch::sum_squares(x.device(), x);
 }
 
 namespace {
@@ -349,7 +345,7 @@ double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) {
   need_dtype("grad_norm_clip", "grad_scale", grad_scale, DType::F32);
   need_shape("grad_norm_clip", "grad_scale", grad_scale, {1});
   if (!t.grads.empty()) same_device("grad_norm_clip", {&t.grads[0], &grad_scale});
-  return backend_for(grad_scale.device()).grad_norm_clip(t, max_norm, grad_scale);
+  return dispatch::grad_norm_clip(grad_scale.device(), t, max_norm, grad_scale);
 }
 
 void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
@@ -361,7 +357,7 @@ void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
   }
   if (t.params.empty()) return;
   if (grad_scale) same_device("adamw_all", {&t.params[0], grad_scale});
-  backend_for(t.params[0].device()).adamw_all(t, grad_scale, s);
+  dispatch::adamw_all(t.params[0].device(), t, grad_scale, s);
 }
 
 double sum(const Tensor& x) {

@@ -1,7 +1,7 @@
 // The CPU AdamW step against torch.optim.AdamW's formula written out in double, and sum_squares.
 #include <cmath>
 
-#include "engine/ops/cpu/optim_cpu.h"
+#include "engine/ops/ops.h"
 #include "tests/common/test_util.h"
 
 namespace loft {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <functional>
 
-#include "engine/ops/cpu/attention_cpu.h"
+#include "engine/ops/ops.h"
 #include "tests/common/test_util.h"
 
 namespace loft {

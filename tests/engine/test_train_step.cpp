@@ -6,8 +6,7 @@
 #include <limits>
 
 #include "engine/ops/adamw_math.h"
-#include "engine/ops/cpu/cpu_ops.h"
-#include "engine/ops/cpu/optim_cpu.h"
+#include "engine/ops/ops.h"
 #include "engine/train/train_step.h"
 #include "tests/common/test_util.h"
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <tuple>
 
-#include "engine/ops/cpu/attention_cpu.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/attention_cuda.h"
 #include "tests/common/test_util.h"
 
@@ -69,10 +69,10 @@ void check_against_cpu(const Case& c, DType dt, double tol, std::mt19937& rng,
   }
   Tensor gout = Tensor::empty(q.shape(), dt, gpu),
          glse = Tensor::empty(lse.shape(), DType::F32, gpu);
-  ops::cuda_attention::forward(gq, gk, gv, gds, c.seq, scale, gout, glse);
+  ops::cuda::attention(gq, gk, gv, gds, c.seq, scale, gout, glse);
   Tensor gdq = Tensor::empty(q.shape(), dt, gpu), gdk = Tensor::empty(k.shape(), dt, gpu),
          gdv = Tensor::empty(v.shape(), dt, gpu);
-  ops::cuda_attention::backward(gdout, gq, gk, gv, gout, glse, gds, c.seq, scale, gdq, gdk, gdv);
+  ops::cuda::attention_backward(gdout, gq, gk, gv, gout, glse, gds, c.seq, scale, gdq, gdk, gdv);
 
   EXPECT_LT(test::rel_error(gout, out), tol) << "out";
   EXPECT_LT(test::rel_error(glse, lse), tol) << "lse";

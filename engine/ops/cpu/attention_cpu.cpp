@@ -1,4 +1,4 @@
-#include "engine/ops/cpu/attention_cpu.h"
+#include "engine/ops/ops.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // convert / axpy / scale on the CPU.
 #include <cstring>
 
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "engine/core/parallel.h"
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 namespace {

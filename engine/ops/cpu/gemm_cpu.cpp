@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 

@@ -2,6 +2,7 @@
 // same attend_row as attention_cpu.cpp, so a query decoded through the cache sees exactly the
 // scores and weights a full forward gives it.
 #include "engine/ops/cpu/kv_cache_cpu.h"
+#include "engine/ops/ops.h"
 
 #include <cmath>
 #include <cstring>
@@ -48,7 +49,8 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 }
 
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out) {
+                      const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
+                      const Tensor*) {  // tiles: a CUDA layout hint
   const CacheShape c = shape_of(k_cache);
   const int64_t T = q.size(0), hq = q.size(1), d = c.d, group = hq / c.hkv;
   const int32_t *S = slots.ptr<int32_t>(), *P = pos.ptr<int32_t>();

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 
@@ -50,8 +50,9 @@ void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float 
 // dx = rstd·(w⊙dy) − rstd³·x·mean(x⊙w⊙dy),  dw = Σ_rows dy ⊙ x·rstd.
 // With `add`, dx = that (rounded to fp32) + add, as rmsnorm_backward then axpy store it.
 // Each element of dy, x and add is read before dx's element is written, so dx may alias them.
-void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                          const Tensor& rstd, const Tensor* add, Tensor& dx, Tensor* dweight) {
+namespace {
+void norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                   const Tensor* add, Tensor& dx, Tensor* dweight) {
   const int64_t d = x.size(-1);
   const int64_t rows = rows_of(x);
   const float* xp = x.ptr<float>();
@@ -82,9 +83,16 @@ void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weigh
   }
 }
 
+}  // namespace
+
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                       Tensor& dx, Tensor* dweight) {
-  rmsnorm_backward_add(dy, x, weight, rstd, nullptr, dx, dweight);
+  norm_backward(dy, x, weight, rstd, nullptr, dx, dweight);
+}
+
+void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight) {
+  norm_backward(dy, x, weight, rstd, &add, dx, dweight);
 }
 
 }  // namespace loft::ops::cpu

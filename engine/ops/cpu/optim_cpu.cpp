@@ -1,9 +1,8 @@
-#include "engine/ops/cpu/optim_cpu.h"
+#include "engine/ops/ops.h"
 
 #include <cmath>
 
 #include "engine/ops/adamw_math.h"
-#include "engine/ops/cpu/cpu_ops.h"
 
 namespace loft::ops::cpu {
 

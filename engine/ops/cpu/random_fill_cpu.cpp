@@ -1,6 +1,6 @@
 // fill_random on the CPU: the counter_rng formula, element by element.
 #include "engine/ops/counter_rng.h"
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 

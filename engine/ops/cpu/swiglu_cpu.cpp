@@ -1,7 +1,7 @@
 // SwiGLU (silu(gate) · up) forward and backward on the CPU, in fp32.
 #include <cmath>
 
-#include "engine/ops/cpu/cpu_ops.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 namespace {

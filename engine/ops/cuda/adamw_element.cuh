@@ -4,7 +4,7 @@
 #pragma once
 #include "engine/ops/adamw_math.h"
 
-namespace loft::ops::cuda_optim {
+namespace loft::ops::cuda {
 
 __device__ __forceinline__ void adamw_element(float& p, float& m, float& v, float g,
                                               const AdamWConsts& c) {
@@ -18,4 +18,4 @@ __device__ __forceinline__ void adamw_element(float& p, float& m, float& v, floa
   p = __fsub_rn(pi, __fdiv_rn(__fmul_rn(c.step_size, mi), denom));
 }
 
-}  // namespace loft::ops::cuda_optim
+}  // namespace loft::ops::cuda

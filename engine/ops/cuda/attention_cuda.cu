@@ -1,5 +1,5 @@
-// Picks the attention path per call (attention_paths.h) and holds the one kernel both backward
-// passes share.
+// cuda::attention and attention_backward: picks the path per call (attention_paths.h); and the
+// one kernel both backward passes share.
 #include "engine/ops/cuda/attention_cuda.h"
 
 #include "engine/ops/cuda/attention_paths.h"
@@ -30,34 +30,39 @@ void softmax_row_dot(const Tensor& dout, const Tensor& out, Tensor& drow) {
   const int64_t rows = drow.numel(), d = dout.numel() / rows;
   dispatch_activation(dout.dtype(), "attention_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    row_dot<T><<<unsigned((rows * 32 + 255) / 256), 256, 0, cuda::stream(device)>>>(
+    row_dot<T><<<unsigned((rows * 32 + 255) / 256), 256, 0, loft::cuda::stream(device)>>>(
         dout.ptr<T>(), out.ptr<T>(), drow.ptr<float>(), rows, d);
   });
-  cuda::check_launch("attention row_dot");
+  loft::cuda::check_launch("attention row_dot");
 }
 
 bool uses_flash(const Tensor& q, const Tensor& k, int64_t seq) { return flash_supports(q, k, seq); }
 
-void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
-             int64_t seq, float scale, Tensor& out, Tensor& lse) {
-  if (q.numel() == 0) return;
-  if (flash_supports(q, k, seq) && flash_supports(out, v, seq))
-    flash_forward(q, k, v, doc_start, seq, scale, out, lse);
-  else
-    gemm_forward(q, k, v, doc_start, seq, scale, out, lse);
-}
-
-void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-              const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
-              float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
-  if (q.numel() == 0) return;
-  if (flash_supports(q, k, seq) && flash_supports(dout, v, seq) && flash_supports(dq, dk, seq) &&
-      flash_supports(out, dv, seq))
-    flash_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq, dk, dv);
-  else
-    gemm_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq, dk, dv);
-}
-
 size_t set_scratch_budget(size_t bytes) { return gemm_set_scratch_budget(bytes); }
 
 }  // namespace loft::ops::cuda_attention
+
+namespace loft::ops::cuda {
+
+// The op table's attention rows: the flash kernels where they apply, else the GEMM path.
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+               int64_t seq, float scale, Tensor& out, Tensor& lse) {
+  if (q.numel() == 0) return;
+  if (cuda_attention::flash_supports(q, k, seq) && cuda_attention::flash_supports(out, v, seq))
+    cuda_attention::flash_forward(q, k, v, doc_start, seq, scale, out, lse);
+  else
+    cuda_attention::gemm_forward(q, k, v, doc_start, seq, scale, out, lse);
+}
+
+void attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
+                        float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
+  if (q.numel() == 0) return;
+  if (cuda_attention::flash_supports(q, k, seq) && cuda_attention::flash_supports(dout, v, seq) && cuda_attention::flash_supports(dq, dk, seq) &&
+      cuda_attention::flash_supports(out, dv, seq))
+    cuda_attention::flash_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq, dk, dv);
+  else
+    cuda_attention::gemm_backward(dout, q, k, v, out, lse, doc_start, seq, scale, dq, dk, dv);
+}
+
+}  // namespace loft::ops::cuda

@@ -1,4 +1,5 @@
-// CUDA causal self-attention with grouped-query heads and document masking (semantics: ops.h).
+// CUDA causal self-attention with grouped-query heads and document masking: ops::cuda::attention
+// and attention_backward (semantics: op_list.def), and what tests ask of the path they take.
 // q/k/v/out/dout/dq/dk/dv: F32 or BF16 (one dtype per call), lse F32, doc_start I32, all on one
 // CUDA device; callers validate through ops.cpp. Two paths (attention_paths.h):
 //   - BF16 with head dim 64 or 128: fused flash kernels (no S×S scratch, causal tiles skipped);
@@ -12,17 +13,12 @@
 #pragma once
 #include <cstddef>
 
-#include "engine/tensor/tensor.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops::cuda_attention {
 
-void forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
-             int64_t seq, float scale, Tensor& out, Tensor& lse);
-void backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-              const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
-              float scale, Tensor& dq, Tensor& dk, Tensor& dv);
-
-// True when forward/backward take the flash kernels for these q, k (tests assert it).
+// True when cuda::attention and attention_backward take the flash kernels for these q, k (tests
+// assert it).
 bool uses_flash(const Tensor& q, const Tensor& k, int64_t seq);
 
 // GEMM path only: bytes of score scratch one call may hold at once (default 256 MiB). Sequences

@@ -246,8 +246,8 @@ template <int D>
 void launch(const BackwardArgs& args, dim3 grid, int device) {
   constexpr size_t bytes = Tiles<D>::kBytes;
   cuda_kernels::allow_dynamic_smem(flash_backward_kernel<D>, bytes, device);
-  flash_backward_kernel<D><<<grid, kThreads, bytes, cuda::stream(device)>>>(args);
-  cuda::check_launch("attention flash_backward");
+  flash_backward_kernel<D><<<grid, kThreads, bytes, loft::cuda::stream(device)>>>(args);
+  loft::cuda::check_launch("attention flash_backward");
 }
 
 }  // namespace

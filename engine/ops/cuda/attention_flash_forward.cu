@@ -244,12 +244,12 @@ void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
                          scale * kLog2e};
   const dim3 grid(unsigned(q.size(1)), unsigned(q.size(0) / seq),
                   unsigned((seq + kQueries - 1) / kQueries));
-  const cudaStream_t stream = cuda::stream(device);
+  const cudaStream_t stream = loft::cuda::stream(device);
   if (q.size(2) == 64)
     flash_forward_kernel<64, false><<<grid, kThreads, 0, stream>>>(args);
   else
     flash_forward_kernel<128, false><<<grid, kThreads, 0, stream>>>(args);
-  cuda::check_launch("attention flash_forward");
+  loft::cuda::check_launch("attention flash_forward");
 }
 
 bool flash_cached_supports(const Tensor& q, const Tensor& k_cache, int64_t tiles) {
@@ -269,12 +269,12 @@ void flash_cached_forward(const Tensor& q, const Tensor& k_cache, const Tensor& 
                          int(q.size(1)),      int(k_cache.size(2)),
                          int(q.size(1) / k_cache.size(2)), scale * kLog2e};
   const dim3 grid(unsigned(q.size(1)), 1, unsigned(tiles.size(0)));
-  const cudaStream_t stream = cuda::stream(device);
+  const cudaStream_t stream = loft::cuda::stream(device);
   if (q.size(2) == 64)
     flash_forward_kernel<64, true><<<grid, kThreads, 0, stream>>>(args);
   else
     flash_forward_kernel<128, true><<<grid, kThreads, 0, stream>>>(args);
-  cuda::check_launch("attention flash_cached_forward");
+  loft::cuda::check_launch("attention flash_cached_forward");
 }
 
 }  // namespace loft::ops::cuda_attention

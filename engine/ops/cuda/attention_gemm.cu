@@ -214,9 +214,9 @@ struct Call {
         q(q_),
         k(k_),
         v(v_) {
-    cuda::set_device(device);
-    stream = cuda::stream(device);
-    blas = cuda::cublas_handle(device);
+    loft::cuda::set_device(device);
+    stream = loft::cuda::stream(device);
+    blas = loft::cuda::cublas_handle(device);
     split = split_work(seq, entries, scratch_bytes);
     pointers = Tensor::empty({kSlots * split.entries}, DType::I64, q.device());
     scores = scratch_tensor(DType::F32);
@@ -249,7 +249,7 @@ struct Call {
     plan.g = g;
     fill_pointers<<<unsigned((plan.entries + 127) / 128), 128, 0, stream>>>(
         plan, static_cast<const void**>(pointers.data()));
-    cuda::check_launch("attention fill_pointers");
+    loft::cuda::check_launch("attention fill_pointers");
   }
   const void** slot(int s, int64_t n) const {
     return static_cast<const void**>(pointers.data()) + s * n;
@@ -301,7 +301,7 @@ void gemm_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tenso
             call.scores.ptr<float>(), call.probs.ptr<T>(), lse.ptr<float>(),
             doc_start.ptr<int32_t>(), g, plan.map, i0, rows, nk);
       });
-      cuda::check_launch("attention masked_softmax");
+      loft::cuda::check_launch("attention masked_softmax");
       // Oᵀ [D × rows] = Vᵀ · Pᵀ.
       gemm.run(false, false, g.d, rows, nk, 1.0f, call.slot(kV, n), dt, ldk, call.slot(kP, n), dt,
                nk, 0.0f, call.out_slot(kO, n), dt, ldq);
@@ -359,7 +359,7 @@ void gemm_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const T
               lse.ptr<float>(), drow.ptr<float>(), doc_start.ptr<int32_t>(), g, plan.map, i0, rows,
               nk, scale);
         });
-        cuda::check_launch("attention softmax_grad");
+        loft::cuda::check_launch("attention softmax_grad");
         // dVᵀ [D × nk] += dOᵀ · P ; dQᵀ [D × rows] = Kᵀ · dSᵀ ; dKᵀ [D × nk] += Qᵀ · dS.
         gemm.run(false, true, g.d, nk, rows, 1.0f, call.slot(kDO, n), dt, ldq, call.slot(kP, n), dt,
                  nk, 1.0f, call.out_slot(kDV, n), DType::F32, ldk);
@@ -377,7 +377,7 @@ void gemm_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const T
         const int64_t n = src->numel();
         from_fp32<T><<<unsigned(std::min<int64_t>((n + 255) / 256, 4096)), 256, 0, call.stream>>>(
             src->ptr<float>(), dst->ptr<T>(), n);
-        cuda::check_launch("attention from_fp32");
+        loft::cuda::check_launch("attention from_fp32");
       }
     });
   }

@@ -1,4 +1,4 @@
-// The two CUDA attention implementations behind cuda_attention::forward/backward (semantics:
+// The two CUDA attention implementations behind ops::cuda::attention/attention_backward (semantics:
 // ops.h; arguments already validated by ops.cpp) and the pieces they share. Internal to
 // engine/ops/cuda: callers use attention_cuda.h, which picks the path.
 //   gemm:  cuBLAS batched GEMMs around masked-softmax kernels over bounded fp32 score scratch;

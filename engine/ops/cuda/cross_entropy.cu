@@ -4,7 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/device_flag.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
@@ -106,7 +106,7 @@ __global__ void cross_entropy_kernel(const T* logits, const int32_t* targets, fl
 
 }  // namespace
 
-void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,
+void cuda::cross_entropy(const Tensor& logits, const Tensor& targets, Tensor& losses,
                                 Tensor* dlogits, float grad_scale) {
   const int dev = use_device(logits);
   const int64_t rows = logits.size(0), v = logits.size(1);
@@ -120,10 +120,10 @@ void CudaBackend::cross_entropy(const Tensor& logits, const Tensor& targets, Ten
     using T = typename decltype(tag)::type;
     const auto launch = [&](auto* dx) {
       using G = std::remove_pointer_t<decltype(dx)>;
-      cross_entropy_kernel<T, G><<<unsigned(rows), row_threads(v, 512), 0, cuda::stream(dev)>>>(
+      cross_entropy_kernel<T, G><<<unsigned(rows), row_threads(v, 512), 0, loft::cuda::stream(dev)>>>(
           logits.ptr<const T>(), targets.ptr<const int32_t>(), losses.ptr<float>(), dx, v,
           grad_scale, bad.ptr());
-      cuda::check_launch("cross_entropy");
+      loft::cuda::check_launch("cross_entropy");
     };
     if (rounded)
       launch(dlogits->ptr<bf16>());

@@ -16,7 +16,7 @@
 #include "engine/ops/cuda/attention_flash.cuh"
 #include "engine/ops/cuda/kv_cache_cuda.h"
 
-namespace loft::ops::cuda_kv {
+namespace loft::ops::cuda {
 
 namespace {
 
@@ -282,16 +282,16 @@ void decode_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                         int(splits),
                         int(part_len),
                         scale * kLog2e};
-  const cudaStream_t stream = cuda::stream(dev);
+  const cudaStream_t stream = loft::cuda::stream(dev);
   const dim3 grid{unsigned(pairs), unsigned(splits)};
   if (d == 64) launch<64>(grid, stream, args);
   else launch<128>(grid, stream, args);
-  cuda::check_launch("decode_attention");
+  loft::cuda::check_launch("decode_attention");
   if (splits == 1) return;
   const unsigned rows = unsigned(tokens * q.size(1));
   if (d == 64) merge_kernel<64><<<rows, 64, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), int(splits));
   else merge_kernel<128><<<rows, 128, 0, stream>>>(part.ptr<float>(), out.ptr<bf16>(), int(splits));
-  cuda::check_launch("decode_attention merge");
+  loft::cuda::check_launch("decode_attention merge");
 }
 
-}  // namespace loft::ops::cuda_kv
+}  // namespace loft::ops::cuda

@@ -6,8 +6,8 @@ namespace loft::ops {
 
 DeviceFlag::DeviceFlag(int device)
     : device_(device), storage_(allocate_storage(sizeof(uint32_t), Device::cuda(device))) {
-  cuda::set_device(device);
-  LOFT_CUDA_CHECK(cudaMemsetAsync(ptr(), 0xff, sizeof(uint32_t), cuda::stream(device)));
+  loft::cuda::set_device(device);
+  LOFT_CUDA_CHECK(cudaMemsetAsync(ptr(), 0xff, sizeof(uint32_t), loft::cuda::stream(device)));
 }
 
 std::optional<uint32_t> DeviceFlag::first_raised() const {

@@ -1,5 +1,5 @@
 // convert, axpy, scale: pointwise ops in fp32 over F32/BF16 (and F16 for convert).
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/elementwise_map.cuh"
 
 namespace loft::ops {
@@ -22,12 +22,12 @@ struct Scale {
 };
 }  // namespace
 
-void CudaBackend::convert(const Tensor& src, Tensor& dst) {
+void cuda::convert(const Tensor& src, Tensor& dst) {
   const int dev = use_device(dst);
   if (src.dtype() == dst.dtype()) {
     if (src.data() != dst.data())
       LOFT_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(),
-                                      cudaMemcpyDeviceToDevice, cuda::stream(dev)));
+                                      cudaMemcpyDeviceToDevice, loft::cuda::stream(dev)));
     return;
   }
   dispatch_float(src.dtype(), "convert", [&](auto src_tag) {
@@ -40,7 +40,7 @@ void CudaBackend::convert(const Tensor& src, Tensor& dst) {
   });
 }
 
-void CudaBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
+void cuda::axpy(float alpha, const Tensor& x, Tensor& y) {
   const int dev = use_device(y);
   dispatch_activation(y.dtype(), "axpy", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -49,7 +49,7 @@ void CudaBackend::axpy(float alpha, const Tensor& x, Tensor& y) {
   });
 }
 
-void CudaBackend::scale(Tensor& x, float alpha) {
+void cuda::scale(Tensor& x, float alpha) {
   const int dev = use_device(x);
   dispatch_activation(x.dtype(), "scale", [&](auto tag) {
     using T = typename decltype(tag)::type;

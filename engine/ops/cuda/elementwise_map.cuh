@@ -59,8 +59,8 @@ void launch_map(const char* name, int device, Ptrs<const TIn, NIn> in, Ptrs<TOut
   constexpr int kThreads = 256;
   const int64_t work = vec ? std::max<int64_t>(n / kChunk, 1) : n;
   map_kernel<TIn, TOut, NIn, NOut, F>
-      <<<grid_for(work, kThreads, device), kThreads, 0, cuda::stream(device)>>>(in, out, n, vec, f);
-  cuda::check_launch(name);
+      <<<grid_for(work, kThreads, device), kThreads, 0, loft::cuda::stream(device)>>>(in, out, n, vec, f);
+  loft::cuda::check_launch(name);
 }
 
 }  // namespace loft::ops::cuda_kernels

@@ -1,6 +1,6 @@
 // Embedding lookup (one block per token, 16-byte row copies) and its backward (atomicAdd into
 // the F32 table gradient). Out-of-range ids raise a DeviceFlag that becomes an Error.
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/device_flag.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
@@ -55,7 +55,7 @@ __global__ void embedding_backward_kernel(const T* dout, const int32_t* ids, flo
 
 }  // namespace
 
-void CudaBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
+void cuda::embedding(const Tensor& table, const Tensor& ids, Tensor& out) {
   const int dev = use_device(table);
   const int64_t tokens = ids.size(0), vocab = table.size(0), d = table.size(1);
   if (tokens == 0) return;
@@ -66,14 +66,14 @@ void CudaBackend::embedding(const Tensor& table, const Tensor& ids, Tensor& out)
     using T = typename decltype(tag)::type;
     const int threads =
         int(std::clamp<int64_t>((d * int64_t(sizeof(T)) / 16 + 31) / 32 * 32, 32, 256));
-    embedding_kernel<T><<<unsigned(tokens), threads, 0, cuda::stream(dev)>>>(
+    embedding_kernel<T><<<unsigned(tokens), threads, 0, loft::cuda::stream(dev)>>>(
         table.ptr<const T>(), ids.ptr<const int32_t>(), out.ptr<T>(), vocab, d, bad.ptr());
-    cuda::check_launch("embedding");
+    loft::cuda::check_launch("embedding");
   });
   if (auto pos = bad.first_raised()) throw_bad_id("embedding", ids, *pos, vocab);
 }
 
-void CudaBackend::embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {
+void cuda::embedding_backward(const Tensor& dout, const Tensor& ids, Tensor& dtable) {
   const int dev = use_device(dout);
   const int64_t tokens = ids.size(0), vocab = dtable.size(0), d = dtable.size(1);
   if (tokens == 0 || d == 0) return;
@@ -83,9 +83,9 @@ void CudaBackend::embedding_backward(const Tensor& dout, const Tensor& ids, Tens
   dispatch_activation(dout.dtype(), "embedding_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int threads = int(std::clamp<int64_t>((d + 31) / 32 * 32, 32, 256));
-    embedding_backward_kernel<T><<<unsigned(tokens), threads, 0, cuda::stream(dev)>>>(
+    embedding_backward_kernel<T><<<unsigned(tokens), threads, 0, loft::cuda::stream(dev)>>>(
         dout.ptr<const T>(), ids.ptr<const int32_t>(), dtable.ptr<float>(), vocab, d, bad.ptr());
-    cuda::check_launch("embedding_backward");
+    loft::cuda::check_launch("embedding_backward");
   });
   if (auto pos = bad.first_raised()) throw_bad_id("embedding_backward", ids, *pos, vocab);
 }

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "engine/device/cuda_context.h"
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 
 namespace loft::ops {
 
@@ -93,7 +93,7 @@ std::unique_ptr<Plan> make_plan(const PlanKey& key, const Tensor& a, const Tenso
     cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
   });
   size_t ws_bytes = 0;
-  cuda::cublaslt_workspace(key.device, &ws_bytes);
+  loft::cuda::cublaslt_workspace(key.device, &ws_bytes);
   const uint32_t align_lt_a = key.align_b, align_lt_b = key.align_a, align_c = key.align_c;
   LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
@@ -109,7 +109,7 @@ std::unique_ptr<Plan> make_plan(const PlanKey& key, const Tensor& a, const Tenso
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a,
+      cublasLtMatmulAlgoGetHeuristic(loft::cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a,
                                      plan->lt_b, plan->lt_c, plan->lt_c, pref, 1, &result, &found);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw Error(cat("gemm: cuBLASLt found no algorithm for ", shape_text(key), ": ",
@@ -130,9 +130,9 @@ const Plan& plan_for(const PlanKey& key, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-void CudaBackend::gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
+void cuda::gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
   const int dev = c.device().index;
-  cuda::set_device(dev);
+  loft::cuda::set_device(dev);
   const int64_t m = c.size(0), n = c.size(1);
   const int64_t k = opt.trans_a ? a.size(0) : a.size(1);
   if (m == 0 || n == 0) return;
@@ -144,11 +144,11 @@ void CudaBackend::gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOp
                     alignment(a.data()), alignment(b.data()), alignment(c.data())};
   const Plan& plan = plan_for(key, a, b);
   size_t ws_bytes = 0;
-  void* ws = cuda::cublaslt_workspace(dev, &ws_bytes);
-  LOFT_CUBLAS_CHECK(cublasLtMatmul(cuda::cublaslt_handle(dev), plan.desc, &opt.alpha, b.data(),
+  void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
+  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan.desc, &opt.alpha, b.data(),
                                    plan.lt_a, a.data(), plan.lt_b, &opt.beta, c.data(), plan.lt_c,
                                    c.data(), plan.lt_c, &plan.algo, ws, plan.workspace,
-                                   cuda::stream(dev)));
+                                   loft::cuda::stream(dev)));
 }
 
 }  // namespace loft::ops

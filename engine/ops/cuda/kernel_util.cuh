@@ -158,10 +158,10 @@ void dispatch_float(DType dt, const char* op, F&& f) {
   dispatch_activation(dt, op, f);
 }
 
-// Makes the tensor's device current and returns its index; loft work runs on cuda::stream(index).
+// Makes the tensor's device current and returns its index; loft work runs on loft::cuda::stream(index).
 inline int use_device(const Tensor& t) {
   const int device = t.device().index;
-  cuda::set_device(device);
+  loft::cuda::set_device(device);
   return device;
 }
 

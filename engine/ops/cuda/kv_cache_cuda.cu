@@ -3,7 +3,7 @@
 #include "engine/ops/cuda/attention_paths.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
-namespace loft::ops::cuda_kv {
+namespace loft::ops::cuda {
 
 using namespace cuda_kernels;
 
@@ -147,10 +147,10 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
   const int threads = int(std::clamp<int64_t>((int64_t(c.hkv) * c.d + 31) / 32 * 32, 32, 256));
   dispatch_activation(k.dtype(), "kv_cache_write", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    write_kernel<T><<<unsigned(tokens), threads, 0, cuda::stream(dev)>>>(
+    write_kernel<T><<<unsigned(tokens), threads, 0, loft::cuda::stream(dev)>>>(
         k.ptr<const T>(), v.ptr<const T>(), slots.ptr<const int32_t>(), pos.ptr<const int32_t>(),
         k_cache.ptr<T>(), v_cache.ptr<T>(), c);
-    cuda::check_launch("kv_cache_write");
+    loft::cuda::check_launch("kv_cache_write");
   });
 }
 
@@ -171,20 +171,20 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
   const float scale_log2 = scale * 1.4426950408889634f;
   dispatch_activation(q.dtype(), "cached_attention", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    attend_kernel<T><<<unsigned(tokens * hq), kWarps * 32, shared, cuda::stream(dev)>>>(
+    attend_kernel<T><<<unsigned(tokens * hq), kWarps * 32, shared, loft::cuda::stream(dev)>>>(
         q.ptr<const T>(), k_cache.ptr<const T>(), v_cache.ptr<const T>(),
         slots.ptr<const int32_t>(), pos.ptr<const int32_t>(), out.ptr<T>(), int(hq), c,
         scale_log2);
-    cuda::check_launch("cached_attention");
+    loft::cuda::check_launch("cached_attention");
   });
 }
 
 void argmax_rows(const Tensor& x, Tensor& out) {
   const int dev = use_device(x);
   LOFT_CHECK(x.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX, "argmax_rows: ", x.str(), " too large for one launch");
-  argmax_kernel<<<unsigned(x.size(0)), kArgmaxThreads, 0, cuda::stream(dev)>>>(x.ptr<float>(), x.size(1),
+  argmax_kernel<<<unsigned(x.size(0)), kArgmaxThreads, 0, loft::cuda::stream(dev)>>>(x.ptr<float>(), x.size(1),
                                                                              out.ptr<int32_t>());
-  cuda::check_launch("argmax_rows");
+  loft::cuda::check_launch("argmax_rows");
 }
 
-}  // namespace loft::ops::cuda_kv
+}  // namespace loft::ops::cuda

@@ -20,9 +20,9 @@
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/adamw_element.cuh"
-#include "engine/ops/cuda/optim_cuda.h"
+#include "engine/ops/ops.h"
 
-namespace loft::ops::cuda_optim {
+namespace loft::ops::cuda {
 
 namespace {
 
@@ -178,17 +178,17 @@ struct SumAndNorm {
 // Σ g² over the plan's grads and its root; writes the clip factor to grad_scale when given.
 SumAndNorm norm_of(Plan& plan, double max_norm, float* grad_scale) {
   const int dev = plan.device;
-  cuda::set_device(dev);
+  loft::cuda::set_device(dev);
   double* partials = static_cast<double*>(plan.partials.data());
   if (plan.chunks > 0) {
-    chunk_sum_squares<<<unsigned(plan.chunks), kThreads, 0, cuda::stream(dev)>>>(
+    chunk_sum_squares<<<unsigned(plan.chunks), kThreads, 0, loft::cuda::stream(dev)>>>(
         static_cast<const Chunk*>(plan.table.data()), partials);
-    cuda::check_launch("chunk_sum_squares");
+    loft::cuda::check_launch("chunk_sum_squares");
   }
-  finish_norm<<<1, kThreads, 0, cuda::stream(dev)>>>(partials, plan.chunks, max_norm,
+  finish_norm<<<1, kThreads, 0, loft::cuda::stream(dev)>>>(partials, plan.chunks, max_norm,
                                                      static_cast<double*>(plan.result.data()),
                                                      grad_scale);
-  cuda::check_launch("finish_norm");
+  loft::cuda::check_launch("finish_norm");
   const Tensor host = plan.result.to(Device::cpu());
   SumAndNorm out;
   std::memcpy(&out.sum, static_cast<const char*>(host.data()), sizeof(double));
@@ -211,11 +211,11 @@ double grad_norm_clip(AdamWTensors& t, double max_norm, Tensor& grad_scale) {
 void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
   Plan& plan = plan_for(t, t.params[0].device());
   if (plan.chunks == 0) return;
-  cuda::set_device(plan.device);
-  chunk_adamw<<<unsigned(plan.chunks), kThreads, 0, cuda::stream(plan.device)>>>(
+  loft::cuda::set_device(plan.device);
+  chunk_adamw<<<unsigned(plan.chunks), kThreads, 0, loft::cuda::stream(plan.device)>>>(
       static_cast<const Chunk*>(plan.table.data()), grad_scale ? grad_scale->ptr<float>() : nullptr,
       adamw_consts(s));
-  cuda::check_launch("chunk_adamw");
+  loft::cuda::check_launch("chunk_adamw");
 }
 
-}  // namespace loft::ops::cuda_optim
+}  // namespace loft::ops::cuda

@@ -4,9 +4,9 @@
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/adamw_element.cuh"
-#include "engine/ops/cuda/optim_cuda.h"
+#include "engine/ops/ops.h"
 
-namespace loft::ops::cuda_optim {
+namespace loft::ops::cuda {
 
 namespace {
 
@@ -26,11 +26,11 @@ void adamw(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWS
   const int64_t n = param.numel();
   if (n == 0) return;
   const int dev = param.device().index;
-  cuda::set_device(dev);
+  loft::cuda::set_device(dev);
   const unsigned blocks = unsigned(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
-  adamw_kernel<<<blocks, kThreads, 0, cuda::stream(dev)>>>(
+  adamw_kernel<<<blocks, kThreads, 0, loft::cuda::stream(dev)>>>(
       param.ptr<float>(), grad.ptr<float>(), m.ptr<float>(), v.ptr<float>(), n, adamw_consts(s));
-  cuda::check_launch("adamw");
+  loft::cuda::check_launch("adamw");
 }
 
-}  // namespace loft::ops::cuda_optim
+}  // namespace loft::ops::cuda

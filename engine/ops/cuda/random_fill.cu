@@ -1,7 +1,7 @@
 // fill_random on CUDA: one thread per element (grid-stride), the same counter_rng formula as the
 // CPU, so F32 output matches it bit for bit and BF16 is that value rounded to nearest even.
 #include "engine/ops/counter_rng.h"
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
 namespace loft::ops {
@@ -17,7 +17,7 @@ __global__ void fill_random_kernel(T* out, int64_t n, uint64_t key, float scale)
 }
 }  // namespace
 
-void CudaBackend::fill_random(Tensor& x, uint64_t seed, float std) {
+void cuda::fill_random(Tensor& x, uint64_t seed, float std) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int dev = use_device(x);
@@ -26,9 +26,9 @@ void CudaBackend::fill_random(Tensor& x, uint64_t seed, float std) {
   dispatch_activation(x.dtype(), "fill_random", [&](auto tag) {
     using T = typename decltype(tag)::type;
     constexpr int kThreads = 256;
-    fill_random_kernel<T><<<grid_for(n, kThreads, dev), kThreads, 0, cuda::stream(dev)>>>(
+    fill_random_kernel<T><<<grid_for(n, kThreads, dev), kThreads, 0, loft::cuda::stream(dev)>>>(
         x.ptr<T>(), n, key, scale);
-    cuda::check_launch("fill_random");
+    loft::cuda::check_launch("fill_random");
   });
 }
 

@@ -2,7 +2,7 @@
 // rmsnorm_backward_add): one block per row, fp32 sums reduced with warp shuffles. The weight
 // gradient is reduced over rows by a separate column-tiled kernel (one atomicAdd per
 // column and row chunk) instead of one atomic per element.
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
 namespace loft::ops {
@@ -194,7 +194,7 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
     dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
       const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
-      cudaStream_t stream = cuda::stream(dev);
+      cudaStream_t stream = loft::cuda::stream(dev);
       if (residual)
         rmsnorm_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
             residual->ptr<const TX>(), x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr,
@@ -202,7 +202,7 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
       else
         rmsnorm_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
             nullptr, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps);
-      cuda::check_launch(op);
+      loft::cuda::check_launch(op);
     });
   });
 }
@@ -216,7 +216,7 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
   if (x.numel() == 0) return;
   const int64_t rows = x.numel() / d;
   LOFT_CHECK(rows <= INT32_MAX, op, ": too many rows (", rows, ") for one launch");
-  cudaStream_t stream = cuda::stream(dev);
+  cudaStream_t stream = loft::cuda::stream(dev);
   dispatch_activation(x.dtype(), op, [&](auto xt) {
     using TX = typename decltype(xt)::type;
     // dweight first: dx may alias dy or x, which it reads.
@@ -230,7 +230,7 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
       rmsnorm_dweight_kernel<TX><<<grid, dim3(kColTile, kRowLanes), 0, stream>>>(
           dy.ptr<const TX>(), x.ptr<const TX>(), rstd.ptr<const float>(), dweight->ptr<float>(),
           rows, d, rows_per_block);
-      cuda::check_launch("rmsnorm_dweight");
+      loft::cuda::check_launch("rmsnorm_dweight");
     }
     dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
@@ -243,29 +243,29 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
         rmsnorm_backward_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
             dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
             nullptr, dx.ptr<TX>(), d);
-      cuda::check_launch(op);
+      loft::cuda::check_launch(op);
     });
   });
 }
 
 }  // namespace
 
-void CudaBackend::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
+void cuda::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                           Tensor* rstd) {
   launch_rmsnorm("rmsnorm", nullptr, x, weight, eps, y, rstd);
 }
 
-void CudaBackend::add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps,
+void cuda::add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps,
                               Tensor& y, Tensor* rstd) {
   launch_rmsnorm("add_rmsnorm", &residual, x, weight, eps, y, rstd);
 }
 
-void CudaBackend::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+void cuda::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& rstd, Tensor& dx, Tensor* dweight) {
   launch_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, nullptr, dx, dweight);
 }
 
-void CudaBackend::rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
+void cuda::rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                        const Tensor& rstd, const Tensor& add, Tensor& dx,
                                        Tensor* dweight) {
   launch_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, &add, dx, dweight);

@@ -1,7 +1,7 @@
 // RoPE (rotate-half), in place. One block per token: the token's cos/sin table (head_dim/2
 // angles, θ = float(pos)·inv_freq[i] with full-precision sincosf) is built once in shared memory
 // and applied to every head.
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 
 namespace loft::ops {
@@ -36,7 +36,7 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
 
 }  // namespace
 
-void CudaBackend::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
   const int dev = use_device(x);
   if (x.numel() == 0) return;
   const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
@@ -47,10 +47,10 @@ void CudaBackend::rope(Tensor& x, const Tensor& positions, const Tensor& inv_fre
   LOFT_CHECK(shared <= 48 * 1024, "rope: head_dim ", 2 * half, " too large");
   dispatch_activation(x.dtype(), "rope", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    rope_kernel<T><<<unsigned(tokens), threads, shared, cuda::stream(dev)>>>(
+    rope_kernel<T><<<unsigned(tokens), threads, shared, loft::cuda::stream(dev)>>>(
         x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
         int(half), inverse);
-    cuda::check_launch("rope");
+    loft::cuda::check_launch("rope");
   });
 }
 

@@ -1,5 +1,5 @@
 // SwiGLU forward and backward, pointwise in fp32. silu(g) = g·σ(g) with σ(g) = 1/(1+e^−g).
-#include "engine/ops/cuda/cuda_backend.h"
+#include "engine/ops/ops.h"
 #include "engine/ops/cuda/elementwise_map.cuh"
 
 namespace loft::ops {
@@ -25,7 +25,7 @@ struct SwigluBackward {
 };
 }  // namespace
 
-void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+void cuda::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   const int dev = use_device(out);
   dispatch_activation(gate.dtype(), "swiglu", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -34,7 +34,7 @@ void CudaBackend::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   });
 }
 
-void CudaBackend::swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up,
+void cuda::swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up,
                                   Tensor& dgate, Tensor& dup) {
   const int dev = use_device(gate);
   dispatch_activation(gate.dtype(), "swiglu_backward", [&](auto tag) {

@@ -1,0 +1,180 @@
+// Parity rows of attention, its backward and the KV-cache ops.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "engine/ops/kv_cache_ops.h"
+#include "tests/common/test_util.h"
+#include "tests/ops/cases/op_cases.h"
+
+namespace loft::test::parity {
+namespace {
+
+// rows B, seq S, query heads, kv heads, head_dim, longest document. Head dims 64 and 128 in BF16
+// take CUDA's flash kernels, the others its GEMM path.
+const std::vector<Sizes> kAttentionSizes = {
+    {1, 1, 1, 1, 8, 1}, {2, 17, 4, 2, 16, 5}, {1, 70, 2, 1, 64, 70}, {2, 33, 4, 4, 128, 9}, {1, 130, 4, 2, 64, 40}};
+
+float attention_scale(const Tensor& q) { return 1.0f / std::sqrt(float(q.size(2))); }
+
+// q, k, v, doc_start, and the sequence length as I32 [1].
+Tensors attention_inputs(const Sizes& s, std::mt19937& rng) {
+  const int64_t t = s[0] * s[1];
+  return Tensors{random_tensor({t, s[2], s[4]}, rng), random_tensor({t, s[3], s[4]}, rng),
+                 random_tensor({t, s[3], s[4]}, rng), random_doc_start(s[0], s[1], s[5], rng),
+                 Tensor::from_vector(std::vector<int32_t>{int32_t(s[1])}, {1})};
+}
+
+// The forward's out and lse from inputs laid out as attention_inputs (starting at `i`).
+std::pair<Tensor, Tensor> attend(const Tensors& in, size_t i, Device d, DType dt) {
+  const Tensor& q = in[i];
+  Tensor out = out_like(q.shape(), d, dt), lse = out_like({q.size(0), q.size(1)}, d, DType::F32);
+  ops::attention(on(q, d, dt), on(in[i + 1], d, dt), on(in[i + 2], d, dt), on(in[i + 3], d, dt),
+                 in[i + 4].ptr<int32_t>()[0], attention_scale(q), out, lse);
+  return {out, lse};
+}
+
+std::vector<OpCase> attention_pair() {
+  OpCase f{"attention"};
+  f.sizes = kAttentionSizes;
+  f.make = attention_inputs;
+  f.run = [](const Tensors& in, Device d, DType dt) {
+    auto [out, lse] = attend(in, 0, d, dt);
+    return Tensors{host_f32(out), host_f32(lse)};
+  };
+  f.tol_f32 = 2e-5;
+  f.tol_bf16 = 2e-2;
+
+  OpCase b{"attention_backward"};
+  b.sizes = kAttentionSizes;
+  b.make = [](const Sizes& s, std::mt19937& rng) {  // dout, then attention's inputs
+    Tensors in = attention_inputs(s, rng);
+    in.insert(in.begin(), random_tensor(in[0].shape(), rng));
+    return in;
+  };
+  b.run = [](const Tensors& in, Device d, DType dt) {
+    auto [out, lse] = attend(in, 1, d, dt);
+    const Tensor& q = in[1];
+    Tensor dq = out_like(q.shape(), d, dt), dk = out_like(in[2].shape(), d, dt), dv = out_like(in[3].shape(), d, dt);
+    ops::attention_backward(on(in[0], d, dt), on(q, d, dt), on(in[2], d, dt), on(in[3], d, dt), out, lse,
+                            on(in[4], d, dt), in[5].ptr<int32_t>()[0], attention_scale(q), dq, dk, dv);
+    return Tensors{host_f32(dq), host_f32(dk), host_f32(dv)};
+  };
+  b.backward_of = "attention";
+  b.loss = [](const Tensors& in, Device d) { return dot(attend(in, 1, d, DType::F32).first, in[0]); };
+  b.grad_of = {1, 2, 3};
+  b.tol_f32 = 2e-5;
+  b.tol_bf16 = 3e-2;
+  return {f, b};
+}
+
+// slots, max_len, query heads, kv heads, head_dim, tokens, tiled (tokens as runs of consecutive
+// positions with cached_attention's tile table).
+const std::vector<Sizes> kCacheSizes = {
+    {1, 4, 1, 1, 8, 1, 0}, {3, 16, 4, 2, 16, 5, 0}, {2, 40, 8, 2, 64, 9, 0}, {3, 80, 4, 4, 128, 7, 0},
+    {2, 90, 4, 2, 64, 75, 1}, {3, 20, 2, 1, 16, 12, 1}};
+
+// Per token a (slot, position) pair, all different: `tiled` gives each slot one run of
+// consecutive positions.
+std::pair<std::vector<int32_t>, std::vector<int32_t>> places(const Sizes& s, std::mt19937& rng,
+                                                               std::vector<int32_t>* tiles) {
+  const int64_t slots = s[0], len = s[1], tokens = s[5];
+  std::vector<int32_t> slot, pos;
+  if (s[6]) {
+    std::vector<int32_t> rs, starts, counts;
+    int64_t left = tokens;
+    for (int32_t r = 0; r < slots && left > 0; ++r) {
+      const int64_t n = r + 1 == slots ? left : std::max<int64_t>(1, left / 2);
+      const int32_t start = int32_t(std::uniform_int_distribution<int64_t>(0, len - n)(rng));
+      for (int64_t i = 0; i < n; ++i) slot.push_back(r), pos.push_back(start + int32_t(i));
+      rs.push_back(r), starts.push_back(start), counts.push_back(int32_t(n));
+      left -= n;
+    }
+    *tiles = ops::make_query_tiles(rs, starts, counts);
+    return {slot, pos};
+  }
+  std::vector<int32_t> cells(size_t(slots * len));
+  std::iota(cells.begin(), cells.end(), 0);
+  std::shuffle(cells.begin(), cells.end(), rng);
+  for (int64_t t = 0; t < tokens; ++t) slot.push_back(cells[t] / int32_t(len)), pos.push_back(cells[t] % int32_t(len));
+  return {slot, pos};
+}
+
+OpCase kv_cache_write_case() {
+  OpCase c{"kv_cache_write"};
+  c.sizes = kCacheSizes;
+  c.make = [](const Sizes& s, std::mt19937& rng) {  // k, v, slots, pos, k_cache, v_cache
+    std::vector<int32_t> tiles;
+    auto [slot, pos] = places(s, rng, &tiles);
+    const int64_t t = s[5];
+    const Shape cache{s[0], s[1], s[3], s[4]};
+    return Tensors{random_tensor({t, s[3], s[4]}, rng), random_tensor({t, s[3], s[4]}, rng),
+                   Tensor::from_vector(slot, {t}), Tensor::from_vector(pos, {t}), random_tensor(cache, rng),
+                   random_tensor(cache, rng)};
+  };
+  c.run = [](const Tensors& in, Device d, DType dt) {
+    Tensor kc = on(in[4], d, dt), vc = on(in[5], d, dt);
+    ops::kv_cache_write(on(in[0], d, dt), on(in[1], d, dt), on(in[2], d, dt), on(in[3], d, dt), kc, vc);
+    return Tensors{host_f32(kc), host_f32(vc)};
+  };
+  c.tol_bf16 = 0;  // copies
+  return c;
+}
+
+OpCase cached_attention_case() {
+  OpCase c{"cached_attention"};
+  c.sizes = kCacheSizes;
+  c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles
+    std::vector<int32_t> tiles;
+    auto [slot, pos] = places(s, rng, &tiles);
+    const int64_t t = s[5];
+    const Shape cache{s[0], s[1], s[3], s[4]};
+    return Tensors{random_tensor({t, s[2], s[4]}, rng), random_tensor(cache, rng), random_tensor(cache, rng),
+                   Tensor::from_vector(slot, {t}), Tensor::from_vector(pos, {t}),
+                   Tensor::from_vector(tiles, {int64_t(tiles.size() / 4), 4})};
+  };
+  c.run = [](const Tensors& in, Device d, DType dt) {
+    const Tensor& q = in[0];
+    Tensor out = out_like(q.shape(), d, dt), tiles = on(in[5], d, dt);
+    ops::cached_attention(on(q, d, dt), on(in[1], d, dt), on(in[2], d, dt), on(in[3], d, dt), on(in[4], d, dt),
+                          attention_scale(q), out, tiles.size(0) > 0 ? &tiles : nullptr);
+    return Tensors{host_f32(out)};
+  };
+  c.tol_f32 = 2e-5;
+  c.tol_bf16 = 2e-2;
+  return c;
+}
+
+OpCase argmax_rows_case() {
+  OpCase c{"argmax_rows"};
+  c.sizes = {{1, 1}, {3, 17}, {64, 32000}, {5, 1031}};  // rows, vocab
+  c.make = [](const Sizes& s, std::mt19937& rng) {
+    Tensor x = random_tensor({s[0], s[1]}, rng);
+    if (s[0] > 2 && s[1] > 3) {  // a tie (the lower id wins) and a NaN (never chosen)
+      float* r = x.ptr<float>() + s[1];
+      r[1] = r[3] = 5.0f;
+      x.ptr<float>()[2 * s[1]] = std::nanf("");
+    }
+    return Tensors{x};
+  };
+  c.run = [](const Tensors& in, Device d, DType) {
+    Tensor out = out_like({in[0].size(0)}, d, DType::I32);
+    ops::argmax_rows(on(in[0], d, DType::F32), out);
+    return Tensors{host_f32(out)};
+  };
+  c.bf16 = false;
+  c.tol_f32 = 0;
+  return c;
+}
+
+}  // namespace
+
+std::vector<OpCase> attention_cases() {
+  std::vector<OpCase> v = attention_pair();
+  v.push_back(kv_cache_write_case());
+  v.push_back(cached_attention_case());
+  v.push_back(argmax_rows_case());
+  return v;
+}
+
+}  // namespace loft::test::parity
