@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/tensor/tensor.h"
@@ -18,6 +19,7 @@ using Tensors = std::vector<Tensor>;
 using Sizes = std::vector<int64_t>;
 
 struct OpCase {
+  explicit OpCase(std::string name) : op(std::move(name)) {}
   std::string op;           // its name in op_list.def
   std::vector<Sizes> sizes;  // what `make` reads, per case; awkward ones included
   // The inputs at one size: F32 (activations, drawn on the CPU) or I32 CPU tensors.

@@ -100,17 +100,26 @@ std::pair<std::vector<int32_t>, std::vector<int32_t>> places(const Sizes& s, std
   return {slot, pos};
 }
 
+// A draw of the cache ops' shared inputs at size s: slots, pos, k_cache, v_cache and the tile
+// table (I32 [runs, 4]; no rows unless s asks for tiles).
+struct CacheDraw {
+  Tensor slots, pos, k_cache, v_cache, tiles;
+};
+CacheDraw cache_draw(const Sizes& s, std::mt19937& rng) {
+  std::vector<int32_t> tiles;
+  auto [slot, pos] = places(s, rng, &tiles);
+  const Shape cache{s[0], s[1], s[3], s[4]};
+  return {Tensor::from_vector(slot, {s[5]}), Tensor::from_vector(pos, {s[5]}), random_tensor(cache, rng),
+          random_tensor(cache, rng), Tensor::from_vector(tiles, {int64_t(tiles.size() / 4), 4})};
+}
+
 OpCase kv_cache_write_case() {
   OpCase c{"kv_cache_write"};
   c.sizes = kCacheSizes;
   c.make = [](const Sizes& s, std::mt19937& rng) {  // k, v, slots, pos, k_cache, v_cache
-    std::vector<int32_t> tiles;
-    auto [slot, pos] = places(s, rng, &tiles);
-    const int64_t t = s[5];
-    const Shape cache{s[0], s[1], s[3], s[4]};
-    return Tensors{random_tensor({t, s[3], s[4]}, rng), random_tensor({t, s[3], s[4]}, rng),
-                   Tensor::from_vector(slot, {t}), Tensor::from_vector(pos, {t}), random_tensor(cache, rng),
-                   random_tensor(cache, rng)};
+    const CacheDraw draw = cache_draw(s, rng);
+    return Tensors{random_tensor({s[5], s[3], s[4]}, rng), random_tensor({s[5], s[3], s[4]}, rng), draw.slots, draw.pos,
+                   draw.k_cache, draw.v_cache};
   };
   c.run = [](const Tensors& in, Device d, DType dt) {
     Tensor kc = on(in[4], d, dt), vc = on(in[5], d, dt);
@@ -125,13 +134,8 @@ OpCase cached_attention_case() {
   OpCase c{"cached_attention"};
   c.sizes = kCacheSizes;
   c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles
-    std::vector<int32_t> tiles;
-    auto [slot, pos] = places(s, rng, &tiles);
-    const int64_t t = s[5];
-    const Shape cache{s[0], s[1], s[3], s[4]};
-    return Tensors{random_tensor({t, s[2], s[4]}, rng), random_tensor(cache, rng), random_tensor(cache, rng),
-                   Tensor::from_vector(slot, {t}), Tensor::from_vector(pos, {t}),
-                   Tensor::from_vector(tiles, {int64_t(tiles.size() / 4), 4})};
+    const CacheDraw draw = cache_draw(s, rng);
+    return Tensors{random_tensor({s[5], s[2], s[4]}, rng), draw.k_cache, draw.v_cache, draw.slots, draw.pos, draw.tiles};
   };
   c.run = [](const Tensors& in, Device d, DType dt) {
     const Tensor& q = in[0];
