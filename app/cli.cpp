@@ -77,7 +77,9 @@ int run_cli(int argc, const char* const* argv) {
   } catch (const CLI::CallForVersion& e) {
     return root.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "loft: error: " << e.what() << "\n(run 'loft --help' for usage)\n";
+    std::string what = e.what();
+    if (what.rfind(": ", 0) == 0) what.erase(0, 2);  // a hidden option's error (hidden_alias names it)
+    std::cerr << "loft: error: " << what << "\n(run 'loft --help' for usage)\n";
     return 2;
   } catch (const Interrupted& e) {  // finetune stopped on Ctrl-C/SIGTERM after its checkpoint
     std::cerr << "loft: " << e.what() << '\n';

@@ -522,8 +522,12 @@ void add_bench_command(CLI::App& root) {
   cmd->add_option("--profile-steps", o->profiled,
                   "profiled steps after the timed ones, for the per-part breakdown (0: none)")
       ->capture_default_str()->transform(int_in(0, kMaxBenchSteps));
-  cmd->add_option("--rank", o->rank, "LoRA rank")->capture_default_str()->transform(rank_bound());
-  cmd->add_option("--alpha", o->alpha, "LoRA alpha")->capture_default_str()->check(positive_finite());
+  auto* rank = cmd->add_option("--lora-rank", o->rank, "LoRA rank")->capture_default_str()->transform(rank_bound());
+  auto* alpha =
+      cmd->add_option("--lora-alpha", o->alpha, "LoRA alpha")->capture_default_str()->check(positive_finite());
+  // bench's names before it took finetune's, kept (hidden from --help) for one release.
+  auto* old_rank = hidden_alias(*cmd, "--rank", o->rank, rank_bound());
+  auto* old_alpha = hidden_alias(*cmd, "--alpha", o->alpha, positive_finite());
   cmd->add_option("--max-grad-norm", o->max_grad_norm,
                   "clip the global grad norm as finetune does; 0 = off (default: per method)")
       ->check(non_negative_finite());
@@ -552,7 +556,11 @@ void add_bench_command(CLI::App& root) {
       ->capture_default_str()->transform(int_in(1));
   cmd->add_option("--max-gen-toks", o->max_gen_toks, "--eval gsm8k/decode: new tokens per sequence")
       ->capture_default_str()->transform(int_in(1, data::kMaxSeq));
-  cmd->callback([o] { run_bench(*o); });
+  cmd->callback([o, rank, alpha, old_rank, old_alpha] {
+    not_both(old_rank, rank);
+    not_both(old_alpha, alpha);
+    run_bench(*o);
+  });
 }
 
 }  // namespace loft::app

@@ -42,6 +42,20 @@ CLI::Validator int_in(int64_t lo, int64_t hi) {
       range);
 }
 
+CLI::Validator named_check(const std::string& name, CLI::Validator check) {
+  return CLI::Validator(
+      [name, check](std::string& s) -> std::string {
+        const std::string err = check(s);
+        return err.empty() ? err : name + ": " + err;
+      },
+      "");
+}
+
+void not_both(const CLI::Option* alias, const CLI::Option* now) {
+  if (alias->count() > 0 && now->count() > 0)
+    throw UsageError(cat("--", alias->get_lnames().front(), " is the old name of ", now->get_name(), ": give one of them"));
+}
+
 CLI::Validator positive_finite() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

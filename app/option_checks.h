@@ -33,6 +33,19 @@ CLI::Validator fraction_below(double lo, double hi);
 // A finite number in (lo, hi] (half-open the other way: --top-p).
 CLI::Validator fraction_above(double lo, double hi);
 
+// `check` with `name` in front of its errors (CLI11 2.1 names no option hidden from help).
+CLI::Validator named_check(const std::string& name, CLI::Validator check);
+
+// An old spelling of an option that still works but --help leaves out (a renamed option's alias
+// for one release): it writes the same variable and its errors name it. `check` is added with
+// ->transform(). The command's callback calls not_both(alias, option).
+template <typename T>
+CLI::Option* hidden_alias(CLI::App& cmd, const std::string& old_name, T& variable, CLI::Validator check) {
+  return cmd.add_option(old_name, variable)->group("")->transform(named_check(old_name, std::move(check)));
+}
+// A usage error when both an option and its old spelling were given.
+void not_both(const CLI::Option* alias, const CLI::Option* now);
+
 // The training-step sizes, one check each wherever they are options (finetune, bench); like
 // int_in, added with ->transform().
 CLI::Validator seq_bound();   // 2 .. data::kMaxSeq tokens

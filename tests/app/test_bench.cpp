@@ -143,8 +143,8 @@ TEST(BenchCommand, PeaksDoNotAddAcrossMethods) {
 
 TEST(BenchCommand, StatisticsOverOddStepCountsAndRankOption) {
   const auto m = only_method(bench_json({"--shape", "tiny", "--batch", "2", "--seq", "24",
-                                         "--steps", "3", "--warmup", "0", "--rank", "4",
-                                         "--alpha", "8"}));
+                                         "--steps", "3", "--warmup", "0", "--lora-rank", "4",
+                                         "--lora-alpha", "8"}));
   auto times = m["step_times_s"].get<std::vector<double>>();
   ASSERT_EQ(times.size(), 3u);
   std::sort(times.begin(), times.end());
@@ -152,6 +152,26 @@ TEST(BenchCommand, StatisticsOverOddStepCountsAndRankOption) {
   EXPECT_NEAR(double(m["step_s_mean"]), (times[0] + times[1] + times[2]) / 3, 1e-12);
   EXPECT_EQ(m["trainable_parameters"], lora_params(*llama::bench_shape_config("tiny"), 4));
   EXPECT_EQ(m["options"]["alpha"], 8.0);
+}
+
+// bench takes finetune's --lora-rank/--lora-alpha; its earlier --rank/--alpha still work, hidden
+// from --help, and one name with its old spelling is refused.
+TEST(BenchCommand, OldRankAndAlphaSpellingsAreHiddenAliases) {
+  const std::vector<std::string> shape{"--shape", "tiny", "--batch", "1", "--seq", "16", "--steps", "1", "--warmup", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = shape;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return only_method(bench_json(a));
+  };
+  const auto now = with({"--lora-rank", "4", "--lora-alpha", "8"}), old = with({"--rank", "4", "--alpha", "8"});
+  EXPECT_EQ(now["options"], old["options"]);
+  EXPECT_EQ(now["trainable_parameters"], old["trainable_parameters"]);
+  const CliResult help = test::run_cli_captured({"bench", "--help"});
+  EXPECT_TRUE(test::contains(help.out, "--lora-rank"));
+  EXPECT_EQ(help.out.find("--rank"), std::string::npos) << help.out;
+  const CliResult both = test::run_cli_captured({"bench", "--shape", "tiny", "--rank", "4", "--lora-rank", "8"});
+  EXPECT_EQ(both.code, 2);
+  EXPECT_TRUE(test::contains(both.err, "--rank is the old name of --lora-rank")) << both.err;
 }
 
 TEST(BenchCommand, GradCheckpointingSavesMemoryAndKeepsTheMath) {
@@ -216,7 +236,7 @@ TEST(BenchCommand, ClipsTheGradNormAsFinetune) {
 TEST(BenchCommand, RealCheckpointFolder) {
   const std::string dir = data_path("models/stories260K-hf").string();
   const auto j = bench_json({"--model", dir, "--batch", "1", "--seq", "16", "--steps", "1",
-                             "--warmup", "0", "--rank", "8"});
+                             "--warmup", "0", "--lora-rank", "8"});
   const llama::LlamaConfig c = llama::load_llama_config(dir);
   EXPECT_EQ(j["model"], dir);
   EXPECT_TRUE(j["shape"].is_null());
@@ -246,6 +266,7 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--batch", "0"}, {"--batch"}},
       {{"--shape", "tiny", "--warmup", "-1"}, {"--warmup"}},
       {{"--shape", "tiny", "--profile-steps", "-1"}, {"--profile-steps"}},
+      {{"--shape", "tiny", "--lora-alpha", "0"}, {"--lora-alpha"}},
       {{"--shape", "tiny", "--alpha", "0"}, {"--alpha"}},
       {{"--shape", "tiny", "--max-grad-norm", "-1"}, {"--max-grad-norm"}},
       {{"--shape", "tiny", "--max-grad-norm", "nan"}, {"--max-grad-norm"}},

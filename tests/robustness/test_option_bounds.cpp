@@ -53,9 +53,11 @@ std::vector<std::string> bench(std::vector<std::string> extra) {
 
 TEST(Robustness, BenchSizesAreBoundedAsFinetuneBoundsThem) {
   expect_failure(bench({"--seq", "1"}), 2, {"--seq", "from 2 to 1048576"});
+  expect_failure(bench({"--lora-rank", "1000000"}), 2, {"--lora-rank", "from 1 to 65536"});
   expect_failure(bench({"--rank", "1000000"}), 2, {"--rank", "from 1 to 65536"});
   expect_failure(bench({"--batch", "0"}), 2, {"--batch", "from 1 to 1048576"});
   expect_failure({"bench", "--shape", "tiny", "--device", "cpu", "--warmup", "1e18"}, 2, {"--warmup"});
+  expect_failure(bench({"--lora-alpha", "nan"}), 2, {"--lora-alpha"});
   expect_failure(bench({"--alpha", "nan"}), 2, {"--alpha"});
   expect_failure(bench({"--seed", "-1"}), 2, {"--seed"});
   expect_failure({"bench", "--eval", "decode", "--shape", "tiny", "--tokenizer", stories(), "--device", "cpu",
