@@ -80,6 +80,26 @@ double fd_error(const OpCase& c, const Tensors& in, int input, const Tensor& gra
   return rel_error(got, want);
 }
 
+int expect_backward_matches_differences(Device device, uint32_t seed) {
+  int checked = 0;
+  for (const OpCase& c : op_cases()) {
+    if (c.backward_of.empty()) continue;
+    for (size_t i = 0; i < c.sizes.size(); ++i) {
+      std::mt19937 rng(seed + uint32_t(i));
+      const Tensors in = c.make(c.sizes[i], rng);
+      if (!fd_size(c, in)) continue;
+      const Tensors out = c.run(in, device, DType::F32);
+      for (size_t o = 0; o < c.grad_of.size(); ++o) {
+        if (c.grad_of[o] < 0) continue;
+        EXPECT_LT(fd_error(c, in, c.grad_of[o], out[o]), c.tol_fd)
+            << c.op << " on " << device.str() << ", size " << i << ": d/d input " << c.grad_of[o];
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
 bool fd_size(const OpCase& c, const Tensors& in) {
   for (const Tensor& t : in)
     if (t.numel() > c.fd_max_elements) return false;
