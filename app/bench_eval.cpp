@@ -46,7 +46,7 @@ std::unique_ptr<llama::LlamaModel> bench_model(const EvalBenchOptions& o, const 
 }
 
 json bench_mmlu(const EvalBenchOptions& o, llama::LlamaModel& model, const Tokenizer& tok, Device device) {
-  if (o.data.empty()) throw UsageError("--eval mmlu needs --data DIR (a folder with dev/ and test/)");
+  if (o.data.empty()) throw UsageError("bench eval --task mmlu needs --data DIR (a folder with dev/ and test/)");
   eval::MmluOptions mo;
   mo.data = o.data;
   mo.limit = o.limit;
@@ -65,7 +65,7 @@ json bench_mmlu(const EvalBenchOptions& o, llama::LlamaModel& model, const Token
 }
 
 json bench_gsm8k(const EvalBenchOptions& o, llama::LlamaModel& model, const Tokenizer& tok) {
-  if (o.data.empty()) throw UsageError("--eval gsm8k needs --data DIR (train.jsonl and a test JSONL)");
+  if (o.data.empty()) throw UsageError("bench eval --task gsm8k needs --data DIR (train.jsonl and a test JSONL)");
   eval::Gsm8kOptions go;
   const eval::Gsm8kFiles f = eval::gsm8k_files(o.data);
   go.train = f.train;
@@ -128,8 +128,8 @@ json bench_decode(const EvalBenchOptions& o, llama::LlamaModel& model, Device de
 
 void run_eval_bench(const EvalBenchOptions& o, Device device, std::ostream& out) {
   if (o.task != "mmlu" && o.task != "gsm8k" && o.task != "decode")
-    throw UsageError(cat("--eval ", o.task, " is not one of mmlu, gsm8k, decode"));
-  if (o.shape.empty() == o.model.empty()) throw UsageError("--eval needs --shape NAME or --model DIR");
+    throw UsageError(cat("--task ", o.task, " is not one of mmlu, gsm8k, decode"));
+  if (o.shape.empty() == o.model.empty()) throw UsageError("bench eval needs --shape NAME or --model DIR");
   if (o.slots < 1) throw UsageError(cat("--slots must be >= 1, not ", o.slots));
   if (o.max_gen_toks < 1) throw UsageError(cat("--max-gen-toks must be >= 1, not ", o.max_gen_toks));
   // decode times the steps after the prefill's first token: one token leaves none to time.
@@ -141,7 +141,7 @@ void run_eval_bench(const EvalBenchOptions& o, Device device, std::ostream& out)
     throw UsageError(cat("--batch and --seq must be >= 1, not ", o.batch, " and ", o.seq));
   const std::string tok_dir = o.tokenizer.empty() ? o.model : o.tokenizer;
   if (tok_dir.empty() && o.task != "decode")
-    throw UsageError(cat("--eval ", o.task, " with --shape needs --tokenizer DIR"));
+    throw UsageError(cat("--task ", o.task, " with --shape needs --tokenizer DIR"));
   std::unique_ptr<Tokenizer> tok;
   if (!tok_dir.empty()) tok = load_tokenizer(tok_dir);
   const auto t0 = Clock::now();

@@ -1,4 +1,4 @@
-// `loft bench --eval mmlu|gsm8k|decode`: how fast the evaluator runs, on a random-init Llama of a
+// `loft bench eval --task mmlu|gsm8k|decode`: how fast the evaluator runs, on a random-init Llama of a
 // named shape (or a checkpoint) with a real tokenizer and real task data, so the speed targets of
 // the evaluator (docs/perf.md) are measured without a 13 GB download. The scores of random weights
 // are meaningless; the prompts, their lengths, the prefix sharing and the decoding work are real.

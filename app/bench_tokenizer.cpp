@@ -45,7 +45,7 @@ std::vector<std::string> record_texts(const std::filesystem::path& data) {
 
 void run_tokenizer_bench(const std::filesystem::path& tokenizer_dir, const std::filesystem::path& data,
                          int64_t seq, int64_t batch_rows, std::ostream& out) {
-  if (data.empty()) throw UsageError("--tokenizer needs --data FILE.jsonl (the records to encode)");
+  if (data.empty()) throw UsageError("bench data needs --data FILE.jsonl (the records to encode)");
   auto t0 = std::chrono::steady_clock::now();
   const auto tok = load_tokenizer(tokenizer_dir);
   const double load_s = seconds_since(t0);

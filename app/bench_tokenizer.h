@@ -1,4 +1,4 @@
-// `loft bench --tokenizer DIR --data FILE`: how fast text becomes training input on the CPU, to
+// `loft bench data --tokenizer DIR --data FILE`: how fast text becomes training input on the CPU, to
 // compare with what a GPU step consumes. Reports the tokenizer's encode throughput on one thread
 // (MB/s of record text, first pass with a cold pre-token cache and a second, warm pass) and the
 // whole data pipeline's (records -> template -> ids -> packed rows through datasets' DataLoader,

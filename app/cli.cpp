@@ -65,6 +65,11 @@ void check_config_files(CLI::App& root, int argc, const char* const* argv) {
 }  // namespace
 
 int run_cli(int argc, const char* const* argv) {
+  const std::vector<std::string> args = legacy_bench_args({argv, argv + argc}, std::cerr);
+  std::vector<const char*> arg_ptrs;
+  for (const std::string& a : args) arg_ptrs.push_back(a.c_str());
+  argc = int(arg_ptrs.size());
+  argv = arg_ptrs.data();
   CLI::App root;
   build_cli(root);
   try {

@@ -1,509 +1,43 @@
-// loft bench: times LoRA-family training steps on a random-init Llama of a named shape (or a real
-// checkpoint) for one or more methods, each on a fresh model, and reports tokens/s, step time, peak
-// device memory, where a step's time goes (a profiled breakdown) and whether it fits the device,
-// as a table or one JSON object. The numerics live in engine/train/bench and models/llama/bench_model.
-// --gpus N|LIST times data-parallel steps instead (engine/train/bench_parallel): every GPU takes
-// the same batch, so the scaling over one GPU is tokens/s(N) / tokens/s(the same bench without it).
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <filesystem>
+// loft bench: how fast loft runs, one subcommand per part of the work —
+//   step     training steps per method (app/bench_step.cpp)
+//   kernels  each kernel of one layer alone (app/bench_kernels.cpp)
+//   eval     the evaluator: mmlu, gsm8k or decode (app/bench_eval.cpp)
+//   data     the tokenizer and the data pipeline (app/bench_tokenizer.cpp)
+// Each takes only its own options, so CLI11 refuses what does not go with it. The spellings of
+// the one command bench was before (`loft bench --shape`, `--kernels`, `--eval X`, `--tokenizer`)
+// are rewritten to these for one release (legacy_bench_args).
 #include <iostream>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <sstream>
 
 #include "app/bench_eval.h"
 #include "app/bench_kernels.h"
+#include "app/bench_step.h"
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
-#include "app/data_parallel_setup.h"
 #include "app/method_flags.h"
 #include "app/option_checks.h"
-#include "app/run_limits.h"
 #include "datasets/data_config.h"
-#include "engine/core/error.h"
 #include "engine/device/device_info.h"
-#include "engine/device/memory.h"
-#include "engine/io/safetensors_checkpoint.h"
-#include "engine/peft/method.h"
 #include "engine/peft/method_spec.h"
-#include "engine/train/bench.h"
-#include "engine/train/bench_parallel.h"
-#include "engine/train/rank_workers.h"
 #include "models/llama/bench_model.h"
-#include "models/llama/model.h"
 
 namespace loft::app {
 
 namespace {
 
-struct BenchOptions {
-  std::string shape, model, methods = default_method(), device;
-  std::string tokenizer, data;  // --tokenizer DIR --data FILE: the data-side bench instead
-  std::string eval;             // --eval mmlu|gsm8k|decode: the evaluator's bench instead
-  std::string gpus;             // --gpus N|LIST: data-parallel steps, the batch on every GPU
-  int64_t limit = -1, slots = 64, max_gen_toks = 256;  // --eval
-  MethodFlagValues method_flags;  // the methods' own options, as given
-  int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
-  int rank = 64;
-  float alpha = 16.0f;
-  double max_grad_norm = -1;  // -1: the method's default, as finetune
-  bool grad_checkpointing = false, json = false, kernels = false;
-  bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
-  uint64_t seed = 0;
-};
+const std::vector<std::string> kBenchSubcommands = {"step", "kernels", "eval", "data"};
 
-// Steps a bench may take (timed, untimed, profiled): far more than any timing needs, so a typo
-// such as --warmup 1e18 is refused instead of running for ever.
-constexpr int64_t kMaxBenchSteps = 100000;
-
-constexpr const char* kTargets = "q,k,v,o,gate,up,down";
-
-// A --method item is a method name with optional ':'-separated variants that override the
-// method's options for that item alone, so one call can compare, e.g.,
-// "halo,halo:int8,halo:nf4,halo:l1" (each method's variants: MethodSpec::apply_variant). The
-// item, as given, names the run in the table and the JSON.
-MethodOptions method_options(const BenchOptions& o, const std::string& item) {
-  MethodOptions m{"", {o.rank, o.alpha}, parse_lora_targets("all"), o.seed};
-  m.method = item.substr(0, item.find(':'));
-  apply_method_flags(o.method_flags, m);
-  apply_method_variants(item, m);
-  apply_method_invariants(m);
-  return m;
+// --shape NAME | --model DIR: a named shape's random weights, or a checkpoint.
+void add_model_choice(CLI::App& cmd, std::string& shape, std::string& model) {
+  auto* s = cmd.add_option("--shape", shape, "model shape: " + joined(llama::bench_shape_names()));
+  auto* m = cmd.add_option("--model", model, "Hugging Face Llama folder instead of a shape");
+  s->excludes(m);
 }
 
-// The grad-norm clip a step uses: --max-grad-norm, else the method's default, as finetune does.
-double max_grad_norm_for(const BenchOptions& o, const std::string& item) {
-  return o.max_grad_norm >= 0 ? o.max_grad_norm
-                              : method_defaults(item.substr(0, item.find(':'))).max_grad_norm;
-}
-
-// ...and reported here, so a run's JSON and plan say exactly what was built.
-nlohmann::ordered_json options_json(const BenchOptions& o, const std::string& item) {
-  const MethodOptions m = method_options(o, item);
-  nlohmann::ordered_json j{{"rank", m.lora.rank}, {"alpha", m.lora.alpha}};
-  method_spec(m.method).bench_options(m, j);
-  return j;
-}
-
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-// --method: one name or a comma list, each benchmarked in turn.
-std::vector<std::string> parse_methods(const std::string& spec) {
-  std::vector<std::string> out;
-  std::stringstream ss(spec);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!find_method_spec(item.substr(0, item.find(':'))))
-      throw UsageError(cat("--method ", item.empty() ? "''" : item, ": unknown method (known: ",
-                           joined(method_names()), "; give one or a comma list)"));
-    out.push_back(item);
-  }
-  if (out.empty() || spec.back() == ',')
-    throw UsageError(cat("--method '", spec, "': give a method or a comma list of them"));
-  return out;
-}
-
-// Checks every option before anything runs, so a bad value for the third method does not
-// surface after the first two have been timed.
-void check_options(const BenchOptions& o) {
-  if (o.shape.empty() == o.model.empty())
-    throw UsageError("give exactly one of --shape NAME (" + joined(llama::bench_shape_names()) +
-                     ") or --model DIR");
-  std::mt19937_64 unused;
-  for (const std::string& m : parse_methods(o.methods))
-    make_linear_factory(method_options(o, m), unused);  // validates the method's own options
-}
-
-llama::LlamaConfig config_for(const BenchOptions& o) {
-  if (!o.model.empty()) {
-    if (!std::filesystem::is_directory(o.model))
-      throw UsageError(cat("--model ", o.model, ": not a folder"));
-    return llama::load_llama_config(o.model);
-  }
-  auto cfg = llama::bench_shape_config(o.shape);
-  if (!cfg)
-    throw UsageError(cat("--shape ", o.shape, ": unknown shape (known: ",
-                         joined(llama::bench_shape_names()), ")"));
-  return *cfg;
-}
-
-llama::LlamaWeights weights_for(const BenchOptions& o, const llama::LlamaConfig& cfg, DType dtype,
-                                Device device) {
-  if (!o.model.empty())
-    return llama::load_llama_weights(SafetensorsCheckpoint::open(o.model), cfg, dtype, device);
-  return llama::random_llama_weights(cfg, dtype, device, o.seed);
-}
-
-ModelBatch random_batch(const BenchOptions& o, int64_t vocab, Device device) {
-  std::mt19937_64 rng(o.seed + 1);
-  std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
-  std::vector<int32_t> ids(size_t(o.batch * o.seq));
-  for (int32_t& t : ids) t = token(rng);
-  return make_batch(ids, ids, {}, o.batch, o.seq, device);
-}
-
-constexpr double kGiB = double(int64_t(1) << 30);
-
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
-// "r=64 alpha=16 halo_level=1 halo_format=fp8"
-std::string options_str(const nlohmann::ordered_json& j) {
-  std::string s;
-  for (const auto& [key, value] : j.items()) {
-    const std::string v = value.is_string()         ? value.get<std::string>()
-                          : value.is_number_float() ? fmt("%g", value.get<double>())
-                                                    : value.dump();
-    s += (s.empty() ? "" : " ") + (key == "rank" ? std::string("r") : key) + "=" + v;
-  }
-  return s;
-}
-
-struct Setup {
-  std::string name;  // the shape, or the --model folder
-  llama::LlamaConfig config;
-  Device device;                // with --gpus: rank 0's GPU
-  std::vector<Device> devices;  // --gpus: every rank's GPU, in rank order; else {device}
-  std::string parallel;         // --gpus: how the ranks run (DataParallelSetup::how)
-  DeviceInfo info;
-  DType dtype;
-  int64_t base_parameters = 0;
-};
-
-void print_plan(std::ostream& out, const BenchOptions& o, const Setup& s,
-                const std::vector<std::string>& methods) {
-  const llama::LlamaConfig& c = s.config;
-  char line[600];
-  std::snprintf(line, sizeof line,
-                "bench    %s: %lld layers, hidden %lld, intermediate %lld, %lld heads / %lld KV "
-                "heads, vocab %lld\n"
-                "methods  %s, each on a fresh model (AdamW, lr 2e-4, finetune's step)\n"
-                "batch    %lld x %lld = %lld tokens/step%s, grad checkpointing %s, %lld warm-up + "
-                "%lld timed + %lld profiled steps\n"
-                "device   %s (%s), %s weights: %lld parameters, %.3f GiB\n",
-                s.name.c_str(), (long long)c.num_layers, (long long)c.hidden_size,
-                (long long)c.intermediate_size, (long long)c.num_heads,
-                (long long)c.num_kv_heads, (long long)c.vocab_size, joined(methods).c_str(),
-                (long long)o.batch, (long long)o.seq, (long long)(o.batch * o.seq),
-                s.parallel.empty() ? "" : " per GPU", o.grad_checkpointing ? "on" : "off",
-                (long long)o.warmup, (long long)o.steps,
-                (long long)o.profiled, s.device.str().c_str(), s.info.name.c_str(),
-                std::string(dtype_name(s.dtype)).c_str(), (long long)s.base_parameters,
-                double(s.base_parameters) * double(dtype_size(s.dtype)) / kGiB);
-  out << line;
-  if (!s.parallel.empty())
-    out << "gpus     " << s.parallel << ": every GPU takes the batch, tokens/s counts all of them; "
-        << "scaling = these tokens/s / those of the same bench without --gpus (one GPU); no "
-           "profiled breakdown with --gpus\n";
-  out << std::flush;
-}
-
-// One method's result. A method that ran out of memory has `error` set and no times.
-struct MethodRun {
-  std::string method;
-  nlohmann::ordered_json options;
-  double max_grad_norm = 0;
-  int64_t trainable = 0;
-  int64_t estimated_peak = 0;  // models/llama/memory_estimate's total for this method and shape
-  BenchTimes times;
-  std::string error;
-};
-
-bool is_out_of_memory(const Error& e) {
-  const std::string m = e.what();
-  return m.rfind("out of GPU memory", 0) == 0 || m.rfind("out of host memory", 0) == 0;
-}
-
-// A fresh model for one method on `device`: the shape's random weights (or the checkpoint) and
-// the adapter from --seed, so every data-parallel replica starts identical.
-std::unique_ptr<llama::LlamaModel> build_model(const BenchOptions& o, const Setup& s,
-                                               const std::string& method, Device device) {
-  std::mt19937_64 adapter_rng(o.seed);
-  auto model = std::make_unique<llama::LlamaModel>(
-      s.config, weights_for(o, s.config, s.dtype, device),
-      make_linear_factory(method_options(o, method), adapter_rng));
-  model->set_grad_checkpointing(o.grad_checkpointing);
-  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
-  model->set_host_memory_share(int(s.devices.size()));
-  return model;
-}
-
-// --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
-// its copy of the batch and its rank's GradReducer, timed together.
-BenchTimes time_replicas(const BenchOptions& o, const Setup& s, const std::string& method,
-                         DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
-  const size_t n = s.devices.size();
-  std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
-  std::vector<std::unique_ptr<AdamW>> optimizers(n);
-  std::vector<ModelBatch> batches(n);
-  RankWorkers(s.devices).run([&](size_t i) {
-    models[i] = build_model(o, s, method, s.devices[i]);
-    optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
-    batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
-  });
-  for (const Param* p : models.front()->params()) trainable += p->value.numel();
-  std::vector<BenchRank> ranks;
-  for (size_t i = 0; i < n; ++i)
-    ranks.push_back(
-        {models[i].get(), optimizers[i].get(), &batches[i], dp.reducers[i].get(), s.devices[i]});
-  return time_parallel_training_steps(ranks, schedule);
-}
-
-MethodRun run_method(const BenchOptions& o, const Setup& s, const std::string& method,
-                     const ModelBatch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
-  MethodRun r;
-  r.method = method;
-  r.options = options_json(o, method);
-  r.max_grad_norm = max_grad_norm_for(o, method);
-  r.estimated_peak = method_estimate(s.config, method_options(o, method), o.batch, o.seq,
-                                     o.grad_checkpointing, s.device, !o.checkpoints_on_gpu)
-                         .total();
-  plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
-           << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
-           << std::endl;
-  const BenchSchedule schedule{.warmup = o.warmup,
-                                .steps = o.steps,
-                                .profiled = o.profiled,
-                                .lr = 2e-4,
-                                .max_grad_norm = r.max_grad_norm};
-  try {
-    if (dp.active()) {
-      r.times = time_replicas(o, s, method, dp, schedule, r.trainable);
-    } else {
-      auto model = build_model(o, s, method, s.device);
-      const std::vector<Param*> params = model->params();
-      for (const Param* p : params) r.trainable += p->value.numel();
-      AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
-      r.times = time_training_steps(*model, optimizer, batch, s.device, schedule);
-    }
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    if (!is_out_of_memory(e)) throw;
-    r.error = e.what();  // "will it fit" has its answer: no; the next method still runs
-    plan_out << "         " << method << " does not fit: " << r.error << std::endl;
-  }
-  // The model and optimizer are gone: hand their blocks back so the next method starts clean.
-  for (const Device& d : s.devices) release_cached_memory(d);
-  return r;
-}
-
-nlohmann::ordered_json breakdown_json(const BenchTimes& t) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (int p = 0; p < prof::kParts; ++p) j[prof::part_name(prof::Part(p))] = t.breakdown_s[size_t(p)];
-  return j;
-}
-
-nlohmann::ordered_json method_json(const BenchOptions& o, const Setup& s, const MethodRun& r) {
-  nlohmann::ordered_json j{{"method", r.method},
-                           {"options", r.options},
-                           {"max_grad_norm", r.max_grad_norm},
-                           {"fits", r.error.empty()}};
-  j["estimated_peak_bytes"] = r.estimated_peak;
-  if (!r.error.empty()) {
-    j["error"] = r.error;
-    return j;
-  }
-  const BenchTimes& t = r.times;
-  j["tokens_per_s"] = t.tokens_per_s;
-  j["tokens_per_step"] = t.tokens_per_step;
-  j["step_s"] = t.median_s;
-  j["step_s_mean"] = t.mean_s;
-  j["step_times_s"] = t.step_seconds;
-  j["peak_bytes"] = t.peak_bytes;
-  j["trainable_parameters"] = r.trainable;
-  j["parameters"] = s.base_parameters + r.trainable;
-  j["last_loss"] = t.last_loss;
-  if (o.profiled > 0) {
-    j["profiled_step_s"] = t.profiled_step_s;
-    j["breakdown_s"] = breakdown_json(t);
-  }
-  return j;
-}
-
-nlohmann::ordered_json report_json(const BenchOptions& o, const Setup& s,
-                                   const std::vector<MethodRun>& runs) {
-  nlohmann::ordered_json j{
-      {"shape", o.shape.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.shape)},
-      {"model", o.model.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.model)},
-      {"batch", o.batch},
-      {"seq", o.seq},
-      {"steps", o.steps},
-      {"warmup", o.warmup},
-      {"profiled_steps", o.profiled},
-      {"grad_checkpointing", o.grad_checkpointing},
-      {"device", s.device.str()},
-      {"gpus", nlohmann::ordered_json()},
-      {"world_size", s.devices.size()},
-      {"device_name", s.info.name},
-      {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
-                                                     : nlohmann::ordered_json()},
-      {"base_parameters", s.base_parameters},
-      {"methods", nlohmann::ordered_json::array()}};
-  if (!s.parallel.empty()) {
-    j["gpus"] = nlohmann::ordered_json::array();
-    for (const Device& d : s.devices) j["gpus"].push_back(d.index);
-  }
-  for (const MethodRun& r : runs) j["methods"].push_back(method_json(o, s, r));
-  return j;
-}
-
-void print_table(std::ostream& out, const BenchOptions& o, const Setup& s,
-                 const std::vector<MethodRun>& runs) {
-  // Columns: name and width; the breakdown's parts are ms per profiled step.
-  int name_width = 8;  // the widest method item, variants included ("halo:nf4:l1")
-  for (const MethodRun& r : runs) name_width = std::max(name_width, int(r.method.size()));
-  std::vector<std::pair<std::string, int>> cols = {
-      {"method", name_width}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"est. GiB", 9}, {"trainable", 11}, {"loss", 7}};
-  if (o.profiled > 0) {
-    for (int p = 0; p < prof::kParts; ++p) {
-      const std::string name = prof::part_name(prof::Part(p));
-      cols.emplace_back(name, std::max<int>(8, int(name.size())));
-    }
-    cols.emplace_back("profiled", 9);
-  }
-  auto row = [&](const std::vector<std::string>& cells) {
-    std::string line;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      const int w = cols[i].second;
-      std::string c = cells[i];
-      if (int(c.size()) < w) c.insert(i == 0 ? c.size() : 0, size_t(w - int(c.size())), ' ');
-      line += (i ? " " : "") + c;
-    }
-    out << line << '\n';
-  };
-  out << '\n' << s.name << ", batch " << o.batch << " x seq " << o.seq << ", grad checkpointing "
-      << (o.grad_checkpointing ? "on" : "off") << ", on "
-      << (s.parallel.empty() ? s.device.str() : s.parallel + ", the batch on each")
-      << " (" << s.info.name << ")";
-  if (o.profiled > 0) out << "; parts in ms per profiled step";
-  out << '\n';
-  std::vector<std::string> head;
-  for (const auto& c : cols) head.push_back(c.first);
-  row(head);
-  for (const MethodRun& r : runs) {
-    if (!r.error.empty()) {
-      out << r.method << "  does not fit: " << r.error << '\n';
-      continue;
-    }
-    const BenchTimes& t = r.times;
-    std::vector<std::string> cells = {r.method,
-                                      fmt("%.0f", t.tokens_per_s),
-                                      fmt("%.4f", t.median_s),
-                                      fmt("%.2f", double(t.peak_bytes) / kGiB),
-                                      fmt("%.2f", double(r.estimated_peak) / kGiB),
-                                      std::to_string(r.trainable),
-                                      fmt("%.3f", t.last_loss)};
-    if (o.profiled > 0) {
-      for (double v : t.breakdown_s) cells.push_back(fmt("%.2f", v * 1e3));
-      cells.push_back(fmt("%.2f", t.profiled_step_s * 1e3));
-    }
-    row(cells);
-  }
-  out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
-         "timed steps (weights included); est. = loft info's estimate of that peak\n";
-  if (!s.parallel.empty())
-    out << "with --gpus " << o.gpus << ": tokens/s = " << s.devices.size()
-        << " x the batch's tokens / the median step, from its start until every GPU is done; "
-           "peak = the largest GPU's; scaling = these tokens/s / those of the same bench without "
-           "--gpus (one GPU)\n";
-  if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
-  for (const MethodRun& r : runs) {
-    if (!r.error.empty()) continue;
-    const double peak = double(r.times.peak_bytes), total = double(s.info.total_bytes);
-    char line[300];
-    std::snprintf(line, sizeof line,
-                  "fit      %s: peak %.2f GiB of the %.2f GiB on %s (%.0f%%), %.2f GiB to spare "
-                  "(less the CUDA context and library workspaces)\n",
-                  r.method.c_str(), peak / kGiB, total / kGiB, s.info.name.c_str(),
-                  100 * peak / total, (total - peak) / kGiB);
-    out << line;
-  }
-}
-
-void run_bench(const BenchOptions& in) {
-  BenchOptions o = in;
-  if (!o.gpus.empty()) {
-    if (!o.eval.empty() || !o.tokenizer.empty() || o.kernels)
-      throw UsageError(cat("--gpus ", o.gpus, " times data-parallel training steps; it does not go "
-                           "with --eval, --tokenizer or --kernels"));
-    check_device_beside_ranks(o.device, "--gpus " + o.gpus);
-    o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
-  }
-  if (!o.eval.empty()) {
-    EvalBenchOptions e{o.eval, o.shape, o.model, o.tokenizer, o.data, o.limit, o.slots,
-                       o.batch, o.seq, o.max_gen_toks, o.seed, o.json};
-    run_eval_bench(e, resolve_device(o.device, &std::cerr), std::cout);
-    return;
-  }
-  if (!o.tokenizer.empty()) {
-    if (!o.shape.empty() || !o.model.empty())
-      throw UsageError("--tokenizer (the data-side bench) goes without --shape/--model, unless with --eval");
-    run_tokenizer_bench(o.tokenizer, o.data, o.seq, o.batch, std::cout);
-    return;
-  }
-  if (!o.data.empty()) throw UsageError("--data is for --tokenizer (the data-side bench)");
-  check_options(o);
-  const std::vector<std::string> methods = parse_methods(o.methods);
-  const auto timeout = kDefaultNcclTimeout;
-  DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
-  Setup s;
-  if (dp.active()) {
-    for (int g : dp.devices) s.devices.push_back(Device::cuda(g));
-    s.device = s.devices.front();
-    s.parallel = dp.how;
-  } else {
-    s.device = resolve_device(o.device, &std::cerr);
-    s.devices = {s.device};
-  }
-  s.info = device_info(s.device);
-  s.dtype = s.device.is_cpu() ? DType::F32 : DType::BF16;
-  s.config = config_for(o);
-  s.name = o.model.empty() ? o.shape : o.model;
-  s.base_parameters = llama::llama_parameter_count(s.config);
-  if (o.kernels) {
-    std::cout << "kernels  " << s.name << " at " << o.batch << " x " << o.seq << " tokens on "
-              << s.device.str() << " (" << s.info.name << "), 20 calls each\n";
-    run_kernel_bench(s.config, o.batch, o.seq, s.device, 20, std::cout);
-    return;
-  }
-  std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
-  print_plan(plan_out, o, s, methods);
-
-  // The one-device batch; data-parallel ranks make the same one on their own GPUs.
-  const ModelBatch batch = dp.active() ? ModelBatch{} : random_batch(o, s.config.vocab_size, s.device);
-  std::vector<MethodRun> runs;
-  for (const std::string& m : methods) {
-    runs.push_back(run_method(o, s, m, batch, dp, plan_out));
-    // A rank that ran out of memory aborted the communicators: fresh ones for the next method.
-    if (dp.active() && !runs.back().error.empty())
-      dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
-  }
-  if (o.json)
-    std::cout << report_json(o, s, runs).dump() << '\n';
-  else
-    print_table(std::cout, o, s, runs);
-  std::cout.flush();
-}
-
-}  // namespace
-
-void add_bench_command(CLI::App& root) {
-  CLI::App* cmd = root.add_subcommand(
-      "bench", "time training steps per method on a random-init Llama shape (or a checkpoint)");
-  auto o = std::make_shared<BenchOptions>();
-  auto* shape = cmd->add_option("--shape", o->shape,
-                                "model shape: " + joined(llama::bench_shape_names()));
-  auto* model = cmd->add_option("--model", o->model, "Hugging Face Llama folder instead of a shape");
-  shape->excludes(model);
+void add_step_bench(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand(
+      "step", "time training steps per method on a random-init Llama shape (or a checkpoint)");
+  auto o = std::make_shared<StepBenchOptions>();
+  add_model_choice(*cmd, o->shape, o->model);
   std::vector<std::string> examples;
   for (const MethodSpec* s : method_specs())
     for (const std::string& e : s->variant_examples()) examples.push_back(e);
@@ -540,27 +74,114 @@ void add_bench_command(CLI::App& root) {
                 "pinned host memory");
   add_device_option(*cmd, o->device);
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
-  cmd->add_flag("--kernels", o->kernels,
-                "time each kernel of one layer alone at the shape's sizes instead of whole steps");
-  cmd->add_option("--tokenizer", o->tokenizer,
-                  "model folder: time its tokenizer and the data pipeline on --data instead "
-                  "(with --eval: the tokenizer of a --shape)");
-  cmd->add_option("--data", o->data,
-                  "JSONL records for --tokenizer (e.g. GSM8K train.jsonl); --eval: the task's data folder");
-  cmd->add_option("--eval", o->eval,
-                  "time the evaluator instead: mmlu, gsm8k or decode (with --shape or --model; "
-                  "--tokenizer DIR for a shape's text)");
-  cmd->add_option("--limit", o->limit, "--eval mmlu: questions per subject; gsm8k: questions (default 1319)")
-      ->transform(int_in(1));
-  cmd->add_option("--slots", o->slots, "--eval: KV-cache slots (sequences scored/decoded at once)")
-      ->capture_default_str()->transform(int_in(1));
-  cmd->add_option("--max-gen-toks", o->max_gen_toks, "--eval gsm8k/decode: new tokens per sequence")
-      ->capture_default_str()->transform(int_in(1, data::kMaxSeq));
   cmd->callback([o, rank, alpha, old_rank, old_alpha] {
     not_both(old_rank, rank);
     not_both(old_alpha, alpha);
-    run_bench(*o);
+    run_step_bench(*o);
   });
+}
+
+struct KernelBenchOptions {
+  std::string shape, model, device;
+  int64_t batch = 4, seq = 512, repeats = 20;
+};
+
+void add_kernels_bench(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand(
+      "kernels", "time each kernel of one layer alone at a shape's sizes (tokens = batch x seq)");
+  auto o = std::make_shared<KernelBenchOptions>();
+  add_model_choice(*cmd, o->shape, o->model);
+  cmd->add_option("--batch", o->batch, "sequences")->capture_default_str()->transform(rows_bound());
+  cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str()->transform(seq_bound());
+  cmd->add_option("--repeats", o->repeats, "timed calls of each kernel")->capture_default_str()->transform(int_in(1, 100000));
+  add_device_option(*cmd, o->device);
+  cmd->callback([o] {
+    const llama::LlamaConfig cfg = bench_config(o->shape, o->model);
+    const Device device = resolve_device(o->device, &std::cerr);
+    std::cout << "kernels  " << (o->model.empty() ? o->shape : o->model) << " at " << o->batch << " x "
+              << o->seq << " tokens on " << device.str() << " (" << device_info(device).name << "), "
+              << o->repeats << " calls each\n";
+    run_kernel_bench(cfg, o->batch, o->seq, device, int(o->repeats), std::cout);
+  });
+}
+
+void add_eval_bench(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand(
+      "eval", "time the evaluator (mmlu, gsm8k or decode) on a shape's random weights or a checkpoint");
+  auto o = std::make_shared<EvalBenchOptions>();
+  auto device = std::make_shared<std::string>();
+  o->batch = 4;  // bench's batch before the subcommands: the decode bench's figures stay comparable
+  cmd->add_option("--task", o->task, "mmlu, gsm8k or decode")->required()
+      ->check(CLI::IsMember({"mmlu", "gsm8k", "decode"}));
+  add_model_choice(*cmd, o->shape, o->model);
+  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer folder for a --shape (default: --model's)");
+  cmd->add_option("--data", o->data, "mmlu: a folder with dev/ and test/; gsm8k: train.jsonl and a test JSONL");
+  cmd->add_option("--limit", o->limit, "mmlu: questions per subject; gsm8k: questions (default 1319)")
+      ->transform(int_in(1));
+  cmd->add_option("--slots", o->slots, "KV-cache slots (sequences scored/decoded at once)")
+      ->capture_default_str()->transform(int_in(1));
+  cmd->add_option("--batch", o->batch, "decode: prompts")->capture_default_str()->transform(rows_bound());
+  cmd->add_option("--seq", o->seq, "decode: tokens per prompt")->capture_default_str()->transform(seq_bound());
+  cmd->add_option("--max-gen-toks", o->max_gen_toks, "gsm8k/decode: new tokens per sequence")
+      ->capture_default_str()->transform(int_in(1, data::kMaxSeq));
+  cmd->add_option("--seed", o->seed, "seed of the random weights and prompts")->capture_default_str()->transform(seed_bound());
+  add_device_option(*cmd, *device);
+  cmd->add_flag("--json", o->json, "print one JSON object instead of the text");
+  cmd->callback([o, device] { run_eval_bench(*o, resolve_device(*device, &std::cerr), std::cout); });
+}
+
+struct DataBenchOptions {
+  std::string tokenizer, data;
+  int64_t batch = 4, seq = 512;
+};
+
+void add_data_bench(CLI::App& bench) {
+  CLI::App* cmd = bench.add_subcommand(
+      "data", "time a model's tokenizer and the data pipeline on records (CPU, one thread)");
+  auto o = std::make_shared<DataBenchOptions>();
+  cmd->add_option("--tokenizer", o->tokenizer, "model folder whose tokenizer to time")->required();
+  cmd->add_option("--data", o->data, "JSONL records (e.g. GSM8K's train.jsonl)")->required();
+  cmd->add_option("--batch", o->batch, "rows per packed batch")->capture_default_str()->transform(rows_bound());
+  cmd->add_option("--seq", o->seq, "tokens per packed row")->capture_default_str()->transform(seq_bound());
+  cmd->callback([o] { run_tokenizer_bench(o->tokenizer, o->data, o->seq, o->batch, std::cout); });
+}
+
+bool has(const std::vector<std::string>& args, const std::string& flag) {
+  for (const std::string& a : args)
+    if (a == flag || a.starts_with(flag + "=")) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> legacy_bench_args(std::vector<std::string> args, std::ostream& note) {
+  if (args.size() < 3 || args[1] != "bench" || args[2] == "-h" || args[2] == "--help") return args;
+  for (const std::string& s : kBenchSubcommands)
+    if (args[2] == s) return args;
+  std::string sub = "step";
+  if (has(args, "--kernels")) {
+    sub = "kernels";
+    std::erase(args, std::string("--kernels"));
+  } else if (has(args, "--eval")) {
+    sub = "eval";
+    for (std::string& a : args)
+      if (a == "--eval" || a.starts_with("--eval=")) a = "--task" + a.substr(6);
+  } else if (has(args, "--tokenizer") && !has(args, "--shape") && !has(args, "--model")) {
+    sub = "data";
+  }
+  note << "loft: note: 'loft bench' without a subcommand is 'loft bench " << sub
+       << "' now; the old form goes in the next release\n";
+  args.insert(args.begin() + 2, sub);
+  return args;
+}
+
+void add_bench_command(CLI::App& root) {
+  CLI::App* cmd = root.add_subcommand("bench", "time loft: training steps, kernels, the evaluator, the data pipeline");
+  cmd->require_subcommand(1);
+  add_step_bench(*cmd);
+  add_kernels_bench(*cmd);
+  add_eval_bench(*cmd);
+  add_data_bench(*cmd);
 }
 
 }  // namespace loft::app

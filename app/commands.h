@@ -2,7 +2,9 @@
 // (one file per command). Callbacks throw loft::UsageError (exit 2) or loft::Error (exit 1).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <ostream>
 #include <string>
+#include <vector>
 
 namespace loft::app {
 
@@ -13,6 +15,10 @@ void add_generate_command(CLI::App& root);
 void add_data_command(CLI::App& root);
 void add_tokenize_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
+// `loft bench --kernels ...` (the one command bench was) -> `loft bench kernels ...`, and so on
+// for --eval X (eval --task X), --tokenizer alone (data) and the rest (step), with a note on
+// `note`; other command lines unchanged. Kept for one release.
+std::vector<std::string> legacy_bench_args(std::vector<std::string> args, std::ostream& note);
 void add_export_command(CLI::App& root);
 void add_report_command(CLI::App& root);
 void add_studio_command(CLI::App& root);

@@ -20,7 +20,7 @@ for s in $shapes; do
   timeout "${PEFT_TIMEOUT:-150}" python3 scripts/dev/peft_baseline.py --shape "$shape" \
     --batch "$batch" --seq "$seq" $pgc --steps "$steps" --warmup 2 2>&1 | grep -v Warning \
     | tee -a "$OUT/round2.jsonl"
-  timeout "${LOFT_TIMEOUT:-240}" "$run/bin/loft" bench --shape "$shape" --batch "$batch" \
+  timeout "${LOFT_TIMEOUT:-240}" "$run/bin/loft" bench step --shape "$shape" --batch "$batch" \
     --seq "$seq" $lgc --steps "$steps" --warmup 2 --profile-steps 1 --method "$methods" --json \
     2>"$OUT/$shape.err" | tee -a "$OUT/round2.jsonl" | cut -c1-300
 done

@@ -36,7 +36,7 @@ for s in $shapes; do
     gpus=(); [ "$n" -gt 1 ] && gpus=(--gpus "$n")
     echo "== $shape $batch x $seq per GPU${lgc:+ $lgc} on $n GPU(s)"
     log=$OUT/scaling-$shape-$n.err
-    timeout "${LOFT_TIMEOUT:-600}" "$LOFT" bench --shape "$shape" --batch "$batch" --seq "$seq" $lgc \
+    timeout "${LOFT_TIMEOUT:-600}" "$LOFT" bench step --shape "$shape" --batch "$batch" --seq "$seq" $lgc \
       --steps "$steps" --warmup 3 --profile-steps 0 --method "$methods" "${gpus[@]}" --json \
       2>"$log" | tee -a "$OUT/scaling.jsonl" | cut -c1-300
     rc=${PIPESTATUS[0]}

@@ -11,8 +11,8 @@ run=$PWD/.gpurun
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 methods=${METHODS:-lora,qlora,halo}
 OUT=${OUT:-/tmp/loft-out}
-echo "== loft bench $shape batch $batch seq $seq methods $methods $gc ${LOFT_BENCH_ARGS:-}"
-"$run/bin/loft" bench --shape "$shape" --batch "$batch" --seq "$seq" --steps 8 --warmup 3 \
+echo "== loft bench step $shape batch $batch seq $seq methods $methods $gc ${LOFT_BENCH_ARGS:-}"
+"$run/bin/loft" bench step --shape "$shape" --batch "$batch" --seq "$seq" --steps 8 --warmup 3 \
   --method "$methods" ${LOFT_BENCH_ARGS:-} $gc --json \
   | tee -a "$OUT/bench.jsonl"
 peft_gc=""; [ -n "$gc" ] && peft_gc="--gc"

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "engine/device/profile.h"
 #include "engine/parallel/nccl_comm.h"
 #include "engine/tensor/device.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/config.h"
+#include "app/commands.h"
 #include "tests/common/cli_capture.h"
 #include "tests/common/test_util.h"
 
@@ -24,7 +26,7 @@ int64_t lora_params(const llama::LlamaConfig& c, int64_t r) {
 }
 
 nlohmann::json bench_json(std::vector<std::string> args) {
-  args.insert(args.begin(), {"bench", "--device", "cpu", "--json"});
+  args.insert(args.begin(), {"bench", "step", "--device", "cpu", "--json"});
   const CliResult r = test::run_cli_captured(args);
   EXPECT_EQ(r.code, 0) << r.err;
   return nlohmann::json::parse(r.out);  // exactly one JSON object, nothing else
@@ -37,7 +39,7 @@ nlohmann::json only_method(const nlohmann::json& j) {
 }
 
 TEST(BenchCommand, TinyShapeJson) {
-  const CliResult r = test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu",
+  const CliResult r = test::run_cli_captured({"bench", "step", "--shape", "tiny", "--device", "cpu",
                                               "--steps", "2", "--warmup", "1", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -166,10 +168,10 @@ TEST(BenchCommand, OldRankAndAlphaSpellingsAreHiddenAliases) {
   const auto now = with({"--lora-rank", "4", "--lora-alpha", "8"}), old = with({"--rank", "4", "--alpha", "8"});
   EXPECT_EQ(now["options"], old["options"]);
   EXPECT_EQ(now["trainable_parameters"], old["trainable_parameters"]);
-  const CliResult help = test::run_cli_captured({"bench", "--help"});
+  const CliResult help = test::run_cli_captured({"bench", "step", "--help"});
   EXPECT_TRUE(test::contains(help.out, "--lora-rank"));
   EXPECT_EQ(help.out.find("--rank"), std::string::npos) << help.out;
-  const CliResult both = test::run_cli_captured({"bench", "--shape", "tiny", "--rank", "4", "--lora-rank", "8"});
+  const CliResult both = test::run_cli_captured({"bench", "step", "--shape", "tiny", "--rank", "4", "--lora-rank", "8"});
   EXPECT_EQ(both.code, 2);
   EXPECT_TRUE(test::contains(both.err, "--rank is the old name of --lora-rank")) << both.err;
 }
@@ -188,7 +190,7 @@ TEST(BenchCommand, GradCheckpointingSavesMemoryAndKeepsTheMath) {
 
 TEST(BenchCommand, TextReportHasPlanAndTable) {
   const CliResult r =
-      test::run_cli_captured({"bench", "--shape", "tiny", "--device", "cpu", "--batch", "1",
+      test::run_cli_captured({"bench", "step", "--shape", "tiny", "--device", "cpu", "--batch", "1",
                               "--seq", "16", "--steps", "1", "--warmup", "0", "--method",
                               "lora,halo"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -226,7 +228,7 @@ TEST(BenchCommand, ClipsTheGradNormAsFinetune) {
   EXPECT_NE(double(only_method(off)["last_loss"]), double(only_method(tight)["last_loss"]));
 
   const CliResult r = test::run_cli_captured(
-      {"bench", "--device", "cpu", "--shape", "tiny", "--batch", "1", "--seq", "16", "--steps",
+      {"bench", "step", "--device", "cpu", "--shape", "tiny", "--batch", "1", "--seq", "16", "--steps",
        "1", "--warmup", "0", "--profile-steps", "0", "--method", "lora,halo"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down, grad-norm clip 0.3\n"));
@@ -273,18 +275,26 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--checkpoints-on-gpu=maybe"}, {"--checkpoints-on-gpu"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
-      {{"--shape", "tiny", "--eval", "hellaswag"}, {"--eval", "hellaswag"}},
-      {{"--shape", "tiny", "--eval", "decode", "--slots", "0"}, {"--slots", "0"}},
-      {{"--shape", "tiny", "--eval", "decode", "--max-gen-toks", "-2"}, {"--max-gen-toks", "-2"}},
-      {{"--shape", "tiny", "--eval", "gsm8k", "--limit", "-5"}, {"--limit", "-5"}},
-      {{"--shape", "tiny", "--eval", "decode", "--batch", "0"}, {"--batch", "0"}},
-      {{"--shape", "tiny", "--eval", "mmlu"}, {"--tokenizer"}},
+      {{"eval", "--shape", "tiny", "--task", "hellaswag"}, {"--task", "hellaswag"}},
+      {{"eval", "--shape", "tiny"}, {"--task"}},
+      {{"eval", "--task", "decode"}, {"--shape"}},
+      {{"eval", "--shape", "tiny", "--task", "decode", "--slots", "0"}, {"--slots", "0"}},
+      {{"eval", "--shape", "tiny", "--task", "decode", "--max-gen-toks", "-2"}, {"--max-gen-toks", "-2"}},
+      {{"eval", "--shape", "tiny", "--task", "gsm8k", "--limit", "-5"}, {"--limit", "-5"}},
+      {{"eval", "--shape", "tiny", "--task", "decode", "--batch", "0"}, {"--batch", "0"}},
+      {{"eval", "--shape", "tiny", "--task", "mmlu"}, {"--tokenizer"}},
+      {{"eval", "--shape", "tiny", "--task", "decode", "--method", "lora"}, {"--method"}},
+      {{"kernels", "--shape", "tiny", "--method", "lora"}, {"--method"}},
+      {{"kernels"}, {"--shape"}},
+      {{"kernels", "--shape", "tiny", "--repeats", "0"}, {"--repeats"}},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"bench"};
+    // A case names its subcommand first, else it is step's.
+    const bool sub = !c.args.empty() && !c.args.front().starts_with("--");
+    std::vector<std::string> args = {"bench", sub ? c.args.front() : "step"};
+    args.insert(args.end(), c.args.begin() + (sub ? 1 : 0), c.args.end());
     if (std::find(c.args.begin(), c.args.end(), "--device") == c.args.end())
       args.insert(args.end(), {"--device", "cpu"});
-    args.insert(args.end(), c.args.begin(), c.args.end());
     const CliResult r = test::run_cli_captured(args);
     EXPECT_EQ(r.code, 2) << c.says[0] << ": " << r.err;
     for (const char* s : c.says) EXPECT_TRUE(contains(r.err, s));
@@ -302,8 +312,8 @@ TEST(BenchCommand, GpusUsageErrors) {
   };
   std::vector<Case> cases = {
       {{"--gpus", "2", "--device", "cpu"}, {"--device cpu", "--gpus 2"}},
-      {{"--gpus", "2", "--kernels"}, {"--gpus 2", "--kernels"}},
-      {{"--gpus", "2", "--eval", "decode"}, {"--gpus 2", "--eval"}},
+      {{"kernels", "--gpus", "2"}, {"--gpus"}},
+      {{"eval", "--task", "decode", "--gpus", "2"}, {"--gpus"}},
       {{"--gpus", "2", "--batch", "0"}, {"--batch"}},  // the options are checked first
   };
   if (!nccl_compiled())
@@ -311,8 +321,9 @@ TEST(BenchCommand, GpusUsageErrors) {
   else if (cuda_device_count() < 64)
     cases.push_back({{"--gpus", "64"}, {"--gpus 64", "this machine has"}});
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"bench", "--shape", "tiny"};
-    args.insert(args.end(), c.args.begin(), c.args.end());
+    const bool sub = !c.args.front().starts_with("--");
+    std::vector<std::string> args = {"bench", sub ? c.args.front() : "step", "--shape", "tiny"};
+    args.insert(args.end(), c.args.begin() + (sub ? 1 : 0), c.args.end());
     const CliResult r = test::run_cli_captured(args);
     EXPECT_EQ(r.code, 2) << c.says[0] << ": " << r.err;
     for (const char* s : c.says) EXPECT_TRUE(contains(r.err, s)) << s << ": " << r.err;
@@ -333,7 +344,7 @@ TEST(BenchCommand, JsonSaysTheWorldSize) {
 // The data-side bench: encode throughput and the pipeline's tokens/s, reported per line (the
 // figures themselves are timings and not checked).
 TEST(BenchCommand, TokenizerAndDataPipeline) {
-  const CliResult r = test::run_cli_captured({"bench", "--tokenizer", data_path("models/stories260K-hf").string(),
+  const CliResult r = test::run_cli_captured({"bench", "data", "--tokenizer", data_path("models/stories260K-hf").string(),
                                               "--data", data_path("gsm8k/test_first1000.jsonl").string(),
                                               "--seq", "256", "--batch", "2"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -342,11 +353,63 @@ TEST(BenchCommand, TokenizerAndDataPipeline) {
   EXPECT_TRUE(contains(r.out, "MB/s"));
   EXPECT_TRUE(contains(r.out, "of 2 x 256"));
   EXPECT_TRUE(contains(r.out, "tokens/s (template, ids, packing; 1 thread)"));
-  const CliResult no_data = test::run_cli_captured({"bench", "--tokenizer", data_path("models/stories260K-hf").string()});
+  const CliResult no_data = test::run_cli_captured({"bench", "data", "--tokenizer", data_path("models/stories260K-hf").string()});
   EXPECT_EQ(no_data.code, 2);
-  EXPECT_TRUE(contains(no_data.err, "--tokenizer needs --data"));
-  const CliResult both = test::run_cli_captured({"bench", "--tokenizer", "x", "--shape", "tiny"});
+  EXPECT_TRUE(contains(no_data.err, "--data is required")) << no_data.err;
+  const CliResult both = test::run_cli_captured({"bench", "data", "--tokenizer", "x", "--data", "y", "--shape", "tiny"});
   EXPECT_EQ(both.code, 2);
+  EXPECT_TRUE(contains(both.err, "--shape")) << both.err;
+}
+
+// The one command bench was, spelled as before, runs the subcommand it is now (for one release)
+// and says so; a command line that names a subcommand, and other commands, are left alone.
+TEST(BenchCommand, OldSpellingsRunTheirSubcommand) {
+  std::ostringstream note;
+  using Args = std::vector<std::string>;
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--shape", "tiny"}, note), (Args{"loft", "bench", "step", "--shape", "tiny"}));
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--kernels", "--shape", "tiny"}, note),
+            (Args{"loft", "bench", "kernels", "--shape", "tiny"}));
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--shape", "tiny", "--eval", "decode"}, note),
+            (Args{"loft", "bench", "eval", "--shape", "tiny", "--task", "decode"}));
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--eval=mmlu"}, note), (Args{"loft", "bench", "eval", "--task=mmlu"}));
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--tokenizer", "t", "--data", "d"}, note),
+            (Args{"loft", "bench", "data", "--tokenizer", "t", "--data", "d"}));
+  EXPECT_EQ(app::legacy_bench_args({"loft", "bench", "--tokenizer", "t", "--shape", "tiny"}, note),
+            (Args{"loft", "bench", "step", "--tokenizer", "t", "--shape", "tiny"}));
+  EXPECT_TRUE(contains(note.str(), "'loft bench' without a subcommand is 'loft bench kernels' now")) << note.str();
+  std::ostringstream quiet;
+  for (const Args& same : {Args{"loft", "bench", "step", "--shape", "tiny"}, Args{"loft", "bench", "--help"},
+                           Args{"loft", "bench"}, Args{"loft", "info", "--kernels"}})
+    EXPECT_EQ(app::legacy_bench_args(same, quiet), same);
+  EXPECT_TRUE(quiet.str().empty()) << quiet.str();
+  // Through the CLI: the old spelling gives the new one's JSON, with the note on stderr.
+  const Args tiny{"--shape", "tiny", "--device", "cpu", "--batch", "1", "--seq", "16", "--steps", "1", "--warmup", "0",
+                  "--profile-steps", "0", "--lora-rank", "4", "--json"};
+  Args old_args{"bench"}, new_args{"bench", "step"};
+  old_args.insert(old_args.end(), tiny.begin(), tiny.end());
+  new_args.insert(new_args.end(), tiny.begin(), tiny.end());
+  const CliResult old_r = test::run_cli_captured(old_args), new_r = test::run_cli_captured(new_args);
+  ASSERT_EQ(old_r.code, 0) << old_r.err;
+  ASSERT_EQ(new_r.code, 0) << new_r.err;
+  EXPECT_TRUE(contains(old_r.err, "is 'loft bench step' now"));
+  EXPECT_FALSE(contains(new_r.err, "without a subcommand"));
+  EXPECT_EQ(nlohmann::json::parse(old_r.out)["methods"][0]["trainable_parameters"],
+            nlohmann::json::parse(new_r.out)["methods"][0]["trainable_parameters"]);
+}
+
+// Each subcommand runs: kernels prints its table, eval --task decode times a shape's decoding.
+TEST(BenchCommand, KernelsAndEvalSubcommands) {
+  const CliResult k = test::run_cli_captured({"bench", "kernels", "--shape", "tiny", "--device", "cpu", "--batch", "1",
+                                              "--seq", "16", "--repeats", "1"});
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_TRUE(contains(k.out, "kernels  tiny at 1 x 16 tokens on cpu (cpu), 1 calls each"));
+  EXPECT_TRUE(contains(k.out, "attention backward"));
+  const CliResult e = test::run_cli_captured({"bench", "eval", "--task", "decode", "--shape", "tiny", "--device", "cpu",
+                                              "--batch", "2", "--seq", "8", "--max-gen-toks", "3", "--json"});
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["task"], "decode");
+  EXPECT_EQ(j["decode_steps"], 2);
 }
 
 }  // namespace

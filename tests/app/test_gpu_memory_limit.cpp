@@ -28,7 +28,7 @@ constexpr int64_t kGiB = int64_t(1) << 30;
 TEST(GpuMemoryLimit, BadSizeIsAUsageErrorOnEveryCommandThatComputes) {
   const std::vector<std::vector<std::string>> commands{
       {"finetune", "--model", stories(), "--data", demo()},
-      {"bench", "--shape", "tiny"},
+      {"bench", "step", "--shape", "tiny"},
       {"evaluate", "--model", stories(), "--task", "ppl", "--data", demo()},
       {"generate", "--model", stories(), "--prompt", "Once"}};
   for (const auto& cmd : commands) {
@@ -52,8 +52,12 @@ TEST(GpuMemoryLimit, BadSizeIsAUsageErrorOnEveryCommandThatComputes) {
 }
 
 TEST(GpuMemoryLimit, HelpNamesTheOption) {
-  for (const char* cmd : {"finetune", "bench", "evaluate", "generate"})
-    EXPECT_TRUE(test::contains(run({cmd, "--help"}).out, "--gpu-memory-limit SIZE")) << cmd;
+  for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+           {"finetune"}, {"bench", "step"}, {"bench", "kernels"}, {"bench", "eval"}, {"evaluate"}, {"generate"}}) {
+    std::vector<std::string> args = cmd;
+    args.push_back("--help");
+    EXPECT_TRUE(test::contains(run(args).out, "--gpu-memory-limit SIZE")) << cmd.back();
+  }
 }
 
 TEST(GpuMemoryLimit, CpuRunSaysItAppliesToGpusOnlyAndTheNextCommandStartsUncapped) {

@@ -27,7 +27,7 @@ const std::vector<std::string> kShape = {"--shape", "tinyllama-1.1b", "--batch",
                                          "--json"};
 
 nlohmann::json bench(std::vector<std::string> extra) {
-  std::vector<std::string> args = {"bench"};
+  std::vector<std::string> args = {"bench", "step"};
   args.insert(args.end(), kShape.begin(), kShape.end());
   args.insert(args.end(), extra.begin(), extra.end());
   const CliResult r = run_cli_captured(args);

@@ -45,7 +45,7 @@ TEST(Robustness, FinetuneSeedAndWarmupAreBounded) {
 }
 
 std::vector<std::string> bench(std::vector<std::string> extra) {
-  std::vector<std::string> a{"bench", "--shape", "tiny", "--device", "cpu", "--steps", "1", "--warmup", "0",
+  std::vector<std::string> a{"bench", "step", "--shape", "tiny", "--device", "cpu", "--steps", "1", "--warmup", "0",
                              "--profile-steps", "0"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
@@ -56,11 +56,11 @@ TEST(Robustness, BenchSizesAreBoundedAsFinetuneBoundsThem) {
   expect_failure(bench({"--lora-rank", "1000000"}), 2, {"--lora-rank", "from 1 to 65536"});
   expect_failure(bench({"--rank", "1000000"}), 2, {"--rank", "from 1 to 65536"});
   expect_failure(bench({"--batch", "0"}), 2, {"--batch", "from 1 to 1048576"});
-  expect_failure({"bench", "--shape", "tiny", "--device", "cpu", "--warmup", "1e18"}, 2, {"--warmup"});
+  expect_failure({"bench", "step", "--shape", "tiny", "--device", "cpu", "--warmup", "1e18"}, 2, {"--warmup"});
   expect_failure(bench({"--lora-alpha", "nan"}), 2, {"--lora-alpha"});
   expect_failure(bench({"--alpha", "nan"}), 2, {"--alpha"});
   expect_failure(bench({"--seed", "-1"}), 2, {"--seed"});
-  expect_failure({"bench", "--eval", "decode", "--shape", "tiny", "--tokenizer", stories(), "--device", "cpu",
+  expect_failure({"bench", "eval", "--task", "decode", "--shape", "tiny", "--tokenizer", stories(), "--device", "cpu",
                   "--max-gen-toks", "1"},
                  2, {"--max-gen-toks must be >= 2 for --eval decode"});
 }

@@ -1,0 +1,453 @@
+// `loft bench step`: times LoRA-family training steps on a random-init Llama of a named shape (or
+// a real checkpoint) for one or more methods, each on a fresh model, and reports tokens/s, step
+// time, peak device memory, where a step's time goes (a profiled breakdown) and whether it fits
+// the device, as a table or one JSON object. The numerics live in engine/train/bench and
+// models/llama/bench_model. --gpus N|LIST times data-parallel steps instead
+// (engine/train/bench_parallel): every GPU takes the same batch, so the scaling over one GPU is
+// tokens/s(N) / tokens/s(the same bench without it).
+#include "app/bench_step.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "app/data_parallel_setup.h"
+#include "app/run_limits.h"
+#include "engine/core/error.h"
+#include "engine/device/device_info.h"
+#include "engine/device/memory.h"
+#include "engine/io/safetensors_checkpoint.h"
+#include "engine/peft/method_spec.h"
+#include "engine/train/bench.h"
+#include "engine/train/bench_parallel.h"
+#include "engine/train/rank_workers.h"
+#include "models/llama/bench_model.h"
+#include "models/llama/model.h"
+
+namespace loft::app {
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+llama::LlamaConfig bench_config(const std::string& shape, const std::string& model) {
+  if (shape.empty() == model.empty())
+    throw UsageError("give exactly one of --shape NAME (" + joined(llama::bench_shape_names()) +
+                     ") or --model DIR");
+  if (!model.empty()) {
+    if (!std::filesystem::is_directory(model))
+      throw UsageError(cat("--model ", model, ": not a folder"));
+    return llama::load_llama_config(model);
+  }
+  auto cfg = llama::bench_shape_config(shape);
+  if (!cfg)
+    throw UsageError(cat("--shape ", shape, ": unknown shape (known: ",
+                         joined(llama::bench_shape_names()), ")"));
+  return *cfg;
+}
+
+namespace {
+
+constexpr const char* kTargets = "q,k,v,o,gate,up,down";
+
+// A --method item is a method name with optional ':'-separated variants that override the
+// method's options for that item alone, so one call can compare, e.g.,
+// "halo,halo:int8,halo:nf4,halo:l1" (each method's variants: MethodSpec::apply_variant). The
+// item, as given, names the run in the table and the JSON.
+MethodOptions method_options(const StepBenchOptions& o, const std::string& item) {
+  MethodOptions m{"", {o.rank, o.alpha}, parse_lora_targets("all"), o.seed};
+  m.method = item.substr(0, item.find(':'));
+  apply_method_flags(o.method_flags, m);
+  apply_method_variants(item, m);
+  apply_method_invariants(m);
+  return m;
+}
+
+// The grad-norm clip a step uses: --max-grad-norm, else the method's default, as finetune does.
+double max_grad_norm_for(const StepBenchOptions& o, const std::string& item) {
+  return o.max_grad_norm >= 0 ? o.max_grad_norm
+                              : method_defaults(item.substr(0, item.find(':'))).max_grad_norm;
+}
+
+// ...and reported here, so a run's JSON and plan say exactly what was built.
+nlohmann::ordered_json options_json(const StepBenchOptions& o, const std::string& item) {
+  const MethodOptions m = method_options(o, item);
+  nlohmann::ordered_json j{{"rank", m.lora.rank}, {"alpha", m.lora.alpha}};
+  method_spec(m.method).bench_options(m, j);
+  return j;
+}
+
+// --method: one name or a comma list, each benchmarked in turn.
+std::vector<std::string> parse_methods(const std::string& spec) {
+  std::vector<std::string> out;
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!find_method_spec(item.substr(0, item.find(':'))))
+      throw UsageError(cat("--method ", item.empty() ? "''" : item, ": unknown method (known: ",
+                           joined(method_names()), "; give one or a comma list)"));
+    out.push_back(item);
+  }
+  if (out.empty() || spec.back() == ',')
+    throw UsageError(cat("--method '", spec, "': give a method or a comma list of them"));
+  return out;
+}
+
+// Checks every option before anything runs, so a bad value for the third method does not
+// surface after the first two have been timed.
+void check_options(const StepBenchOptions& o) {
+  (void)bench_config(o.shape, o.model);
+  std::mt19937_64 unused;
+  for (const std::string& m : parse_methods(o.methods))
+    make_linear_factory(method_options(o, m), unused);  // validates the method's own options
+}
+
+llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaConfig& cfg, DType dtype,
+                                Device device) {
+  if (!o.model.empty())
+    return llama::load_llama_weights(SafetensorsCheckpoint::open(o.model), cfg, dtype, device);
+  return llama::random_llama_weights(cfg, dtype, device, o.seed);
+}
+
+ModelBatch random_batch(const StepBenchOptions& o, int64_t vocab, Device device) {
+  std::mt19937_64 rng(o.seed + 1);
+  std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
+  std::vector<int32_t> ids(size_t(o.batch * o.seq));
+  for (int32_t& t : ids) t = token(rng);
+  return make_batch(ids, ids, {}, o.batch, o.seq, device);
+}
+
+constexpr double kGiB = double(int64_t(1) << 30);
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+// "r=64 alpha=16 halo_level=1 halo_format=fp8"
+std::string options_str(const nlohmann::ordered_json& j) {
+  std::string s;
+  for (const auto& [key, value] : j.items()) {
+    const std::string v = value.is_string()         ? value.get<std::string>()
+                          : value.is_number_float() ? fmt("%g", value.get<double>())
+                                                    : value.dump();
+    s += (s.empty() ? "" : " ") + (key == "rank" ? std::string("r") : key) + "=" + v;
+  }
+  return s;
+}
+
+struct Setup {
+  std::string name;  // the shape, or the --model folder
+  llama::LlamaConfig config;
+  Device device;                // with --gpus: rank 0's GPU
+  std::vector<Device> devices;  // --gpus: every rank's GPU, in rank order; else {device}
+  std::string parallel;         // --gpus: how the ranks run (DataParallelSetup::how)
+  DeviceInfo info;
+  DType dtype;
+  int64_t base_parameters = 0;
+};
+
+void print_plan(std::ostream& out, const StepBenchOptions& o, const Setup& s,
+                const std::vector<std::string>& methods) {
+  const llama::LlamaConfig& c = s.config;
+  char line[600];
+  std::snprintf(line, sizeof line,
+                "bench    %s: %lld layers, hidden %lld, intermediate %lld, %lld heads / %lld KV "
+                "heads, vocab %lld\n"
+                "methods  %s, each on a fresh model (AdamW, lr 2e-4, finetune's step)\n"
+                "batch    %lld x %lld = %lld tokens/step%s, grad checkpointing %s, %lld warm-up + "
+                "%lld timed + %lld profiled steps\n"
+                "device   %s (%s), %s weights: %lld parameters, %.3f GiB\n",
+                s.name.c_str(), (long long)c.num_layers, (long long)c.hidden_size,
+                (long long)c.intermediate_size, (long long)c.num_heads,
+                (long long)c.num_kv_heads, (long long)c.vocab_size, joined(methods).c_str(),
+                (long long)o.batch, (long long)o.seq, (long long)(o.batch * o.seq),
+                s.parallel.empty() ? "" : " per GPU", o.grad_checkpointing ? "on" : "off",
+                (long long)o.warmup, (long long)o.steps,
+                (long long)o.profiled, s.device.str().c_str(), s.info.name.c_str(),
+                std::string(dtype_name(s.dtype)).c_str(), (long long)s.base_parameters,
+                double(s.base_parameters) * double(dtype_size(s.dtype)) / kGiB);
+  out << line;
+  if (!s.parallel.empty())
+    out << "gpus     " << s.parallel << ": every GPU takes the batch, tokens/s counts all of them; "
+        << "scaling = these tokens/s / those of the same bench without --gpus (one GPU); no "
+           "profiled breakdown with --gpus\n";
+  out << std::flush;
+}
+
+// One method's result. A method that ran out of memory has `error` set and no times.
+struct MethodRun {
+  std::string method;
+  nlohmann::ordered_json options;
+  double max_grad_norm = 0;
+  int64_t trainable = 0;
+  int64_t estimated_peak = 0;  // models/llama/memory_estimate's total for this method and shape
+  BenchTimes times;
+  std::string error;
+};
+
+bool is_out_of_memory(const Error& e) {
+  const std::string m = e.what();
+  return m.rfind("out of GPU memory", 0) == 0 || m.rfind("out of host memory", 0) == 0;
+}
+
+// A fresh model for one method on `device`: the shape's random weights (or the checkpoint) and
+// the adapter from --seed, so every data-parallel replica starts identical.
+std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const Setup& s,
+                                               const std::string& method, Device device) {
+  std::mt19937_64 adapter_rng(o.seed);
+  auto model = std::make_unique<llama::LlamaModel>(
+      s.config, weights_for(o, s.config, s.dtype, device),
+      make_linear_factory(method_options(o, method), adapter_rng));
+  model->set_grad_checkpointing(o.grad_checkpointing);
+  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
+  model->set_host_memory_share(int(s.devices.size()));
+  return model;
+}
+
+// --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
+// its copy of the batch and its rank's GradReducer, timed together.
+BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const std::string& method,
+                         DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
+  const size_t n = s.devices.size();
+  std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
+  std::vector<std::unique_ptr<AdamW>> optimizers(n);
+  std::vector<ModelBatch> batches(n);
+  RankWorkers(s.devices).run([&](size_t i) {
+    models[i] = build_model(o, s, method, s.devices[i]);
+    optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
+    batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
+  });
+  for (const Param* p : models.front()->params()) trainable += p->value.numel();
+  std::vector<BenchRank> ranks;
+  for (size_t i = 0; i < n; ++i)
+    ranks.push_back(
+        {models[i].get(), optimizers[i].get(), &batches[i], dp.reducers[i].get(), s.devices[i]});
+  return time_parallel_training_steps(ranks, schedule);
+}
+
+MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::string& method,
+                     const ModelBatch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
+  MethodRun r;
+  r.method = method;
+  r.options = options_json(o, method);
+  r.max_grad_norm = max_grad_norm_for(o, method);
+  r.estimated_peak = method_estimate(s.config, method_options(o, method), o.batch, o.seq,
+                                     o.grad_checkpointing, s.device, !o.checkpoints_on_gpu)
+                         .total();
+  plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
+           << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
+           << std::endl;
+  const BenchSchedule schedule{.warmup = o.warmup,
+                                .steps = o.steps,
+                                .profiled = o.profiled,
+                                .lr = 2e-4,
+                                .max_grad_norm = r.max_grad_norm};
+  try {
+    if (dp.active()) {
+      r.times = time_replicas(o, s, method, dp, schedule, r.trainable);
+    } else {
+      auto model = build_model(o, s, method, s.device);
+      const std::vector<Param*> params = model->params();
+      for (const Param* p : params) r.trainable += p->value.numel();
+      AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
+      r.times = time_training_steps(*model, optimizer, batch, s.device, schedule);
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    if (!is_out_of_memory(e)) throw;
+    r.error = e.what();  // "will it fit" has its answer: no; the next method still runs
+    plan_out << "         " << method << " does not fit: " << r.error << std::endl;
+  }
+  // The model and optimizer are gone: hand their blocks back so the next method starts clean.
+  for (const Device& d : s.devices) release_cached_memory(d);
+  return r;
+}
+
+nlohmann::ordered_json breakdown_json(const BenchTimes& t) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (int p = 0; p < prof::kParts; ++p) j[prof::part_name(prof::Part(p))] = t.breakdown_s[size_t(p)];
+  return j;
+}
+
+nlohmann::ordered_json method_json(const StepBenchOptions& o, const Setup& s, const MethodRun& r) {
+  nlohmann::ordered_json j{{"method", r.method},
+                           {"options", r.options},
+                           {"max_grad_norm", r.max_grad_norm},
+                           {"fits", r.error.empty()}};
+  j["estimated_peak_bytes"] = r.estimated_peak;
+  if (!r.error.empty()) {
+    j["error"] = r.error;
+    return j;
+  }
+  const BenchTimes& t = r.times;
+  j["tokens_per_s"] = t.tokens_per_s;
+  j["tokens_per_step"] = t.tokens_per_step;
+  j["step_s"] = t.median_s;
+  j["step_s_mean"] = t.mean_s;
+  j["step_times_s"] = t.step_seconds;
+  j["peak_bytes"] = t.peak_bytes;
+  j["trainable_parameters"] = r.trainable;
+  j["parameters"] = s.base_parameters + r.trainable;
+  j["last_loss"] = t.last_loss;
+  if (o.profiled > 0) {
+    j["profiled_step_s"] = t.profiled_step_s;
+    j["breakdown_s"] = breakdown_json(t);
+  }
+  return j;
+}
+
+nlohmann::ordered_json report_json(const StepBenchOptions& o, const Setup& s,
+                                   const std::vector<MethodRun>& runs) {
+  nlohmann::ordered_json j{
+      {"shape", o.shape.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.shape)},
+      {"model", o.model.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.model)},
+      {"batch", o.batch},
+      {"seq", o.seq},
+      {"steps", o.steps},
+      {"warmup", o.warmup},
+      {"profiled_steps", o.profiled},
+      {"grad_checkpointing", o.grad_checkpointing},
+      {"device", s.device.str()},
+      {"gpus", nlohmann::ordered_json()},
+      {"world_size", s.devices.size()},
+      {"device_name", s.info.name},
+      {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
+                                                     : nlohmann::ordered_json()},
+      {"base_parameters", s.base_parameters},
+      {"methods", nlohmann::ordered_json::array()}};
+  if (!s.parallel.empty()) {
+    j["gpus"] = nlohmann::ordered_json::array();
+    for (const Device& d : s.devices) j["gpus"].push_back(d.index);
+  }
+  for (const MethodRun& r : runs) j["methods"].push_back(method_json(o, s, r));
+  return j;
+}
+
+void print_table(std::ostream& out, const StepBenchOptions& o, const Setup& s,
+                 const std::vector<MethodRun>& runs) {
+  // Columns: name and width; the breakdown's parts are ms per profiled step.
+  int name_width = 8;  // the widest method item, variants included ("halo:nf4:l1")
+  for (const MethodRun& r : runs) name_width = std::max(name_width, int(r.method.size()));
+  std::vector<std::pair<std::string, int>> cols = {
+      {"method", name_width}, {"tokens/s", 10}, {"s/step", 9}, {"peak GiB", 9}, {"est. GiB", 9}, {"trainable", 11}, {"loss", 7}};
+  if (o.profiled > 0) {
+    for (int p = 0; p < prof::kParts; ++p) {
+      const std::string name = prof::part_name(prof::Part(p));
+      cols.emplace_back(name, std::max<int>(8, int(name.size())));
+    }
+    cols.emplace_back("profiled", 9);
+  }
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const int w = cols[i].second;
+      std::string c = cells[i];
+      if (int(c.size()) < w) c.insert(i == 0 ? c.size() : 0, size_t(w - int(c.size())), ' ');
+      line += (i ? " " : "") + c;
+    }
+    out << line << '\n';
+  };
+  out << '\n' << s.name << ", batch " << o.batch << " x seq " << o.seq << ", grad checkpointing "
+      << (o.grad_checkpointing ? "on" : "off") << ", on "
+      << (s.parallel.empty() ? s.device.str() : s.parallel + ", the batch on each")
+      << " (" << s.info.name << ")";
+  if (o.profiled > 0) out << "; parts in ms per profiled step";
+  out << '\n';
+  std::vector<std::string> head;
+  for (const auto& c : cols) head.push_back(c.first);
+  row(head);
+  for (const MethodRun& r : runs) {
+    if (!r.error.empty()) {
+      out << r.method << "  does not fit: " << r.error << '\n';
+      continue;
+    }
+    const BenchTimes& t = r.times;
+    std::vector<std::string> cells = {r.method,
+                                      fmt("%.0f", t.tokens_per_s),
+                                      fmt("%.4f", t.median_s),
+                                      fmt("%.2f", double(t.peak_bytes) / kGiB),
+                                      fmt("%.2f", double(r.estimated_peak) / kGiB),
+                                      std::to_string(r.trainable),
+                                      fmt("%.3f", t.last_loss)};
+    if (o.profiled > 0) {
+      for (double v : t.breakdown_s) cells.push_back(fmt("%.2f", v * 1e3));
+      cells.push_back(fmt("%.2f", t.profiled_step_s * 1e3));
+    }
+    row(cells);
+  }
+  out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
+         "timed steps (weights included); est. = loft info's estimate of that peak\n";
+  if (!s.parallel.empty())
+    out << "with --gpus " << o.gpus << ": tokens/s = " << s.devices.size()
+        << " x the batch's tokens / the median step, from its start until every GPU is done; "
+           "peak = the largest GPU's; scaling = these tokens/s / those of the same bench without "
+           "--gpus (one GPU)\n";
+  if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
+  for (const MethodRun& r : runs) {
+    if (!r.error.empty()) continue;
+    const double peak = double(r.times.peak_bytes), total = double(s.info.total_bytes);
+    char line[300];
+    std::snprintf(line, sizeof line,
+                  "fit      %s: peak %.2f GiB of the %.2f GiB on %s (%.0f%%), %.2f GiB to spare "
+                  "(less the CUDA context and library workspaces)\n",
+                  r.method.c_str(), peak / kGiB, total / kGiB, s.info.name.c_str(),
+                  100 * peak / total, (total - peak) / kGiB);
+    out << line;
+  }
+}
+
+}  // namespace
+
+void run_step_bench(const StepBenchOptions& in) {
+  StepBenchOptions o = in;
+  if (!o.gpus.empty()) {
+    check_device_beside_ranks(o.device, "--gpus " + o.gpus);
+    o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
+  }
+  check_options(o);
+  const std::vector<std::string> methods = parse_methods(o.methods);
+  const auto timeout = kDefaultNcclTimeout;
+  DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
+  Setup s;
+  if (dp.active()) {
+    for (int g : dp.devices) s.devices.push_back(Device::cuda(g));
+    s.device = s.devices.front();
+    s.parallel = dp.how;
+  } else {
+    s.device = resolve_device(o.device, &std::cerr);
+    s.devices = {s.device};
+  }
+  s.info = device_info(s.device);
+  s.dtype = s.device.is_cpu() ? DType::F32 : DType::BF16;
+  s.config = bench_config(o.shape, o.model);
+  s.name = o.model.empty() ? o.shape : o.model;
+  s.base_parameters = llama::llama_parameter_count(s.config);
+  std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
+  print_plan(plan_out, o, s, methods);
+
+  // The one-device batch; data-parallel ranks make the same one on their own GPUs.
+  const ModelBatch batch = dp.active() ? ModelBatch{} : random_batch(o, s.config.vocab_size, s.device);
+  std::vector<MethodRun> runs;
+  for (const std::string& m : methods) {
+    runs.push_back(run_method(o, s, m, batch, dp, plan_out));
+    // A rank that ran out of memory aborted the communicators: fresh ones for the next method.
+    if (dp.active() && !runs.back().error.empty())
+      dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
+  }
+  if (o.json)
+    std::cout << report_json(o, s, runs).dump() << '\n';
+  else
+    print_table(std::cout, o, s, runs);
+  std::cout.flush();
+}
+
+}  // namespace loft::app

@@ -1,0 +1,38 @@
+// `loft bench step`: training steps timed per method (app/bench_step.cpp).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/method_flags.h"
+#include "engine/peft/method.h"
+#include "models/llama/config.h"
+
+namespace loft::app {
+
+struct StepBenchOptions {
+  std::string shape, model, methods = default_method(), device;
+  std::string gpus;               // --gpus N|LIST: data-parallel steps, the batch on every GPU
+  MethodFlagValues method_flags;  // the methods' own options, as given
+  int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
+  int rank = 64;
+  float alpha = 16.0f;
+  double max_grad_norm = -1;  // -1: the method's default, as finetune
+  bool grad_checkpointing = false, json = false;
+  bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
+  uint64_t seed = 0;
+};
+
+// Steps a bench may take (timed, untimed, profiled): far more than any timing needs, so a typo
+// such as --warmup 1e18 is refused instead of running for ever.
+constexpr int64_t kMaxBenchSteps = 100000;
+
+void run_step_bench(const StepBenchOptions& o);
+
+// The config of --shape NAME or --model DIR (exactly one given); UsageError naming the option.
+llama::LlamaConfig bench_config(const std::string& shape, const std::string& model);
+
+// "a, b, c": the names a bench option's help and errors list.
+std::string joined(const std::vector<std::string>& v);
+
+}  // namespace loft::app
