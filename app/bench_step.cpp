@@ -17,7 +17,7 @@
 #include <sstream>
 
 #include "app/data_parallel_setup.h"
-#include "app/run_limits.h"
+#include "app/run_plan.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
@@ -60,25 +60,27 @@ constexpr const char* kTargets = "q,k,v,o,gate,up,down";
 // A --method item is a method name with optional ':'-separated variants that override the
 // method's options for that item alone, so one call can compare, e.g.,
 // "halo,halo:int8,halo:nf4,halo:l1" (each method's variants: MethodSpec::apply_variant). The
-// item, as given, names the run in the table and the JSON.
-MethodOptions method_options(const StepBenchOptions& o, const std::string& item) {
-  MethodOptions m{"", {o.rank, o.alpha}, parse_lora_targets("all"), o.seed};
-  m.method = item.substr(0, item.find(':'));
-  apply_method_flags(o.method_flags, m);
-  apply_method_variants(item, m);
-  apply_method_invariants(m);
-  return m;
-}
-
-// The grad-norm clip a step uses: --max-grad-norm, else the method's default, as finetune does.
-double max_grad_norm_for(const StepBenchOptions& o, const std::string& item) {
-  return o.max_grad_norm >= 0 ? o.max_grad_norm
-                              : method_defaults(item.substr(0, item.find(':'))).max_grad_norm;
+// item, as given, names the run in the table and the JSON. Its plan is the one finetune makes
+// (app/run_plan.h) at bench's rank and alpha: the same method options, the method's grad-norm
+// clip unless --max-grad-norm says otherwise, the same memory estimate.
+RunPlan plan_for(const StepBenchOptions& o, const std::string& item) {
+  RunRequest r;
+  r.method = item;
+  r.variants = true;
+  r.rank = o.rank;
+  r.alpha = o.alpha;
+  r.method_flags = o.method_flags;
+  r.seed = o.seed;
+  r.batch = r.micro_batch = o.batch;
+  r.seq = o.seq;
+  r.max_grad_norm = o.max_grad_norm;
+  r.grad_checkpointing = o.grad_checkpointing;
+  r.checkpoint_offload = !o.checkpoints_on_gpu;
+  return plan_run(r, Device::cpu());  // the micro-batch is given: the device does not choose it
 }
 
 // ...and reported here, so a run's JSON and plan say exactly what was built.
-nlohmann::ordered_json options_json(const StepBenchOptions& o, const std::string& item) {
-  const MethodOptions m = method_options(o, item);
+nlohmann::ordered_json options_json(const MethodOptions& m) {
   nlohmann::ordered_json j{{"rank", m.lora.rank}, {"alpha", m.lora.alpha}};
   method_spec(m.method).bench_options(m, j);
   return j;
@@ -103,9 +105,7 @@ std::vector<std::string> parse_methods(const std::string& spec) {
 // surface after the first two have been timed.
 void check_options(const StepBenchOptions& o) {
   (void)bench_config(o.shape, o.model);
-  std::mt19937_64 unused;
-  for (const std::string& m : parse_methods(o.methods))
-    make_linear_factory(method_options(o, m), unused);  // validates the method's own options
+  for (const std::string& m : parse_methods(o.methods)) (void)plan_for(o, m);  // validates each method's options
 }
 
 llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaConfig& cfg, DType dtype,
@@ -205,7 +205,7 @@ std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const 
   std::mt19937_64 adapter_rng(o.seed);
   auto model = std::make_unique<llama::LlamaModel>(
       s.config, weights_for(o, s.config, s.dtype, device),
-      make_linear_factory(method_options(o, method), adapter_rng));
+      make_linear_factory(plan_for(o, method).method, adapter_rng));
   model->set_grad_checkpointing(o.grad_checkpointing);
   model->set_checkpoint_offload(!o.checkpoints_on_gpu);
   model->set_host_memory_share(int(s.devices.size()));
@@ -237,11 +237,10 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                      const ModelBatch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
   MethodRun r;
   r.method = method;
-  r.options = options_json(o, method);
-  r.max_grad_norm = max_grad_norm_for(o, method);
-  r.estimated_peak = method_estimate(s.config, method_options(o, method), o.batch, o.seq,
-                                     o.grad_checkpointing, s.device, !o.checkpoints_on_gpu)
-                         .total();
+  const RunPlan plan = plan_for(o, method);
+  r.options = options_json(plan.method);
+  r.max_grad_norm = plan.max_grad_norm;
+  r.estimated_peak = plan.memory(s.config, s.device).total();
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;

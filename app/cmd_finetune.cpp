@@ -15,6 +15,7 @@
 #include "app/run_outputs.h"
 #include "datasets/data_loader.h"
 #include "app/run_limits.h"
+#include "app/run_plan.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
@@ -33,17 +34,14 @@ namespace fs = std::filesystem;
 namespace {
 
 struct FinetuneOptions {
-  std::string model, out = "runs/latest", method, device;  // method "": the default or the init adapter's
+  std::string model, out = "runs/latest", device;
   DataOptions data;
-  int64_t steps = 0, batch = 0, micro_batch = 0, warmup = -1, save_every = 0, log_every = 1;
-  double lr = 0, max_grad_norm = -1, weight_decay = 0;
-  std::string schedule, targets = "all", init_adapter;
-  MethodFlagValues method_flags;  // the methods' own options, as given (else their defaults or the init adapter's)
-  int rank = 0;
-  float alpha = 0;
-  uint64_t seed = 0;
-  bool resume = false, overwrite = false, grad_checkpointing = false;
+  RunRequest run;  // method, hyper-parameters and sizes as given (app/run_plan.h resolves them)
+  int64_t save_every = 0, log_every = 1;
+  double weight_decay = 0;
+  bool resume = false, overwrite = false;
   bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
+  bool plan_only = false;           // --plan: print the resolved plan as JSON and stop
   std::string gpus;                 // --gpus N|LIST: data-parallel in this process
   int64_t nccl_timeout = 300;       // seconds a rank waits for its peers
   int64_t check_replicas_every = 0;
@@ -74,8 +72,9 @@ std::string gib(int64_t bytes) {
 }
 
 void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaConfig& cfg,
-                const MethodOptions& m, const TrainerConfig& tc, int64_t micro, Device device,
-                int64_t trainable, const DataParallelSetup& dp) {
+                const RunPlan& plan, const TrainerConfig& tc, Device device, int64_t trainable,
+                const DataParallelSetup& dp) {
+  const MethodOptions& m = plan.method;
   os << "loft finetune plan\n"
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
      << ", vocab " << cfg.vocab_size << ")\n"
@@ -88,9 +87,9 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
   if (dp.active())
     os << "  ranks      " << dp.how << "; each takes " << tc.grad_accum / dp.world << " of the "
        << tc.grad_accum << " micro-batches of a step\n";
-  os << "  batch      " << micro * tc.grad_accum << " rows = " << micro << " x " << tc.grad_accum
-     << " accumulation, seq " << o.data.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
-     << "  schedule   " << o.schedule << " lr " << tc.schedule.base_lr << ", warmup "
+  os << "  batch      " << plan.batch << " rows = " << plan.micro_batch << " x " << tc.grad_accum
+     << " accumulation, seq " << plan.seq << (o.data.packing ? ", packed" : ", padded") << "\n"
+     << "  schedule   " << plan.schedule << " lr " << tc.schedule.base_lr << ", warmup "
      << tc.schedule.warmup_steps << ", " << tc.steps << " steps, clip ";
   if (tc.max_grad_norm > 0)
     os << tc.max_grad_norm;
@@ -98,17 +97,14 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     os << "off";
   os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
-  {
-    const llama::MethodMemory e = method_estimate(cfg, m, micro, o.data.seq, o.grad_checkpointing, device,
-                                                  !o.checkpoints_on_gpu);
-    os << "  memory     ~" << gib(e.total()) << " estimated peak on " << (dp.active() ? "each GPU" : device.str()) << ": frozen weights "
-       << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
-       << gib(e.adapter) << ", activations " << gib(e.activations)
-       << (o.grad_checkpointing ? " (checkpointed block inputs)" : "") << ", step working set "
-       << gib(e.working);
-    if (e.host_embeddings > 0) os << "; embedding table in host memory " << gib(e.host_embeddings);
-    os << "\n";
-  }
+  const llama::MethodMemory e = plan.memory(cfg, device);
+  os << "  memory     ~" << gib(e.total()) << " estimated peak on " << (dp.active() ? "each GPU" : device.str()) << ": frozen weights "
+     << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
+     << gib(e.adapter) << ", activations " << gib(e.activations)
+     << (plan.grad_checkpointing ? " (checkpointed block inputs)" : "") << ", step working set "
+     << gib(e.working);
+  if (e.host_embeddings > 0) os << "; embedding table in host memory " << gib(e.host_embeddings);
+  os << "\n";
 }
 
 // A model trained with a template learns to end its turns with that template's end-of-turn token,
@@ -129,28 +125,6 @@ void print_data_plan(std::ostream& os, const data::DataLoader& loader, const lla
   os << (gen.stops.empty() ? " none\n" : "\n");
 }
 
-// The method: an --init-adapter's record (or LoRA for a PEFT-made one) unless --method names
-// another; the methods' options given explicitly override the recorded ones.
-MethodOptions resolve_method(const FinetuneOptions& o, std::optional<PeftAdapter>& init) {
-  MethodOptions m;
-  if (!o.init_adapter.empty()) {
-    init = load_peft_adapter(o.init_adapter);
-    m = llama::method_options_for(*init, o.method, o.init_adapter, std::cerr);
-    if ((o.rank && o.rank != m.lora.rank) || (o.alpha && o.alpha != m.lora.alpha))
-      throw UsageError(cat("--init-adapter ", o.init_adapter, " has r=", m.lora.rank,
-                           " alpha=", m.lora.alpha, ", which --lora-rank/--lora-alpha contradict"));
-  } else {
-    if (!o.method.empty()) m.method = o.method;  // else the default method
-    const MethodDefaults d = method_defaults(m.method);
-    m.lora = {o.rank ? o.rank : d.rank, o.alpha ? o.alpha : d.alpha};
-    m.targets = parse_lora_targets(o.targets);
-  }
-  apply_method_flags(o.method_flags, m);
-  m.seed = o.seed;
-  apply_method_invariants(m);
-  return m;
-}
-
 // --resume rebuilds the model from this command line; it must be the method the run was trained
 // with (run_config.json records it), or the checkpoint's tensors would land on another model.
 void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
@@ -166,24 +140,40 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
 // Each local rank's model: loaded on its GPU (in parallel, one thread per GPU), the same init
 // on every rank (each with its own generator from --seed).
 // `host_share`: the replicas on this host (threads and processes), which share its pinned memory.
-std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const MethodOptions& m,
+std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const RunPlan& plan,
                                                               const std::vector<Device>& devices,
-                                                              const std::optional<PeftAdapter>& init,
                                                               int host_share) {
   std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
   RankWorkers(devices).run([&](size_t i) {
-    std::mt19937_64 rng(o.seed);
-    models[i] = llama::load_model(o.model, devices[i], make_linear_factory(m, rng));
-    models[i]->set_grad_checkpointing(o.grad_checkpointing);
-    models[i]->set_checkpoint_offload(!o.checkpoints_on_gpu);
+    std::mt19937_64 rng(o.run.seed);
+    models[i] = llama::load_model(o.model, devices[i], make_linear_factory(plan.method, rng));
+    models[i]->set_grad_checkpointing(plan.grad_checkpointing);
+    models[i]->set_checkpoint_offload(plan.checkpoint_offload);
     models[i]->set_host_memory_share(host_share);
-    if (init) llama::apply_adapter(*models[i], *init, o.init_adapter);
+    if (plan.init) llama::apply_adapter(*models[i], *plan.init, plan.init_adapter);
   });
   return models;
 }
 
+// --plan: what this command line would run, as JSON on stdout; nothing is loaded but the
+// config (and an --init-adapter), the run folder is not touched and no data is read.
+// With --gpus, the plan is each GPU's (every rank holds a replica and its share of the micro-batches).
+void print_plan_json(const FinetuneOptions& o) {
+  const Device device = o.gpus.empty() ? resolve_device(o.device, &std::cerr) : Device::cuda(0);
+  const RunPlan plan = plan_run(o.run, device);
+  const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
+  nlohmann::ordered_json j = plan.to_json(cfg, device);
+  j["model"] = o.model;
+  j["out"] = o.out;
+  j["gpus"] = o.gpus.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.gpus);
+  std::cout << j.dump() << std::endl;
+}
+
 void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs) {
   FinetuneOptions o = in;
+  o.run.seq = o.data.seq;
+  o.run.checkpoint_offload = !o.checkpoints_on_gpu;
+  if (o.plan_only) return print_plan_json(o);
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
@@ -195,20 +185,11 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
     lock.emplace(claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
                                          : o.overwrite ? RunFolderUse::overwrite
                                                        : RunFolderUse::fresh));
-  std::optional<PeftAdapter> init;
-  const MethodOptions m = resolve_method(o, init);
-  const MethodDefaults d = method_defaults(m.method);
-  if (o.batch == 0) o.batch = d.batch;
-  if (o.micro_batch == 0) o.micro_batch = std::min<int64_t>(o.batch, first_device.is_cpu() ? o.batch : 4);
-  if (o.batch % o.micro_batch != 0)
-    throw UsageError(cat("--batch ", o.batch, " is not a multiple of --micro-batch ", o.micro_batch));
-  if (o.lr == 0) o.lr = d.lr;
-  if (o.schedule.empty()) o.schedule = d.schedule;
-  if (o.warmup < 0) o.warmup = d.warmup;
-  if (o.max_grad_norm < 0) o.max_grad_norm = d.max_grad_norm;
+  const RunPlan plan = plan_run(o.run, first_device);
+  const MethodOptions& m = plan.method;
 
   auto tok = load_tokenizer(o.model);
-  data::DataConfig dc = resolve_data_config(o.data, o.micro_batch, o.seed, o.steps > 0);
+  data::DataConfig dc = resolve_data_config(o.data, plan.micro_batch, o.run.seed, plan.steps > 0);
   use_model_chat_template(dc, o.model);
   llama::GenerationSettings gen = llama::load_generation_settings(o.model, *tok);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
@@ -222,19 +203,19 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   if (dp.active()) {
     devices.clear();
     for (int g : dp.devices) devices.push_back(Device::cuda(g));
-    const int64_t micro_batches = o.batch / o.micro_batch;
+    const int64_t micro_batches = plan.grad_accum();
     if (micro_batches % dp.world != 0)
-      throw UsageError(cat("--batch ", o.batch, " / --micro-batch ", o.micro_batch, " = ", micro_batches,
+      throw UsageError(cat("--batch ", plan.batch, " / --micro-batch ", plan.micro_batch, " = ", micro_batches,
                            " micro-batches a step cannot be shared evenly by ", dp.world, " GPUs"));
   }
   const Device device = devices.front();  // local rank 0's: evaluation, checkpoints, the plan
   for (const Device& dev : devices)
-    check_run_fits(cfg, m, o.micro_batch, o.data.seq, o.grad_checkpointing, dev, !o.checkpoints_on_gpu);
+    plan.check_fits(cfg, dev);
   std::ostream* out = dp.writes() ? &std::cout : nullptr;  // the other ranks stay quiet
 
   TrainerConfig tc;
-  tc.grad_accum = o.batch / o.micro_batch;
-  tc.steps = o.steps;
+  tc.grad_accum = plan.grad_accum();
+  tc.steps = plan.steps;
   if (tc.steps == 0) {  // one pass over the data decides the length (and the schedule's end)
     if (out) std::cerr << "counting batches for " << dc.epochs << " epoch(s)...\n";
     auto counter = data::DataLoader::training(dc, *tok);
@@ -243,11 +224,11 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
     tc.steps = (n + tc.grad_accum - 1) / tc.grad_accum;
     if (tc.steps == 0) throw Error("--data holds no trainable example");
   }
-  if (in.warmup > tc.steps)  // given (a method's default may exceed a short run: the schedule copes)
-    throw UsageError(cat("--warmup ", in.warmup, " is more than the run's ", tc.steps,
+  if (o.run.warmup > tc.steps)  // given (a method's default may exceed a short run: the schedule copes)
+    throw UsageError(cat("--warmup ", o.run.warmup, " is more than the run's ", tc.steps,
                          " steps: the learning rate would never reach --lr"));
-  tc.schedule = {parse_schedule(o.schedule), o.lr, o.warmup, tc.steps};
-  tc.max_grad_norm = o.max_grad_norm;
+  tc.schedule = {parse_schedule(plan.schedule), plan.lr, plan.warmup, tc.steps};
+  tc.max_grad_norm = plan.max_grad_norm;
   tc.adamw.weight_decay = o.weight_decay;
   tc.save_every = o.save_every;
   tc.log_every = o.log_every;
@@ -259,11 +240,11 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::optional<StopSignals> stop;
   if (!env) tc.stop = &stop.emplace().flag();
 
-  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, m, devices, init, env ? env->local_world_size : int(devices.size()));
+  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, devices, env ? env->local_world_size : int(devices.size()));
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();
-  if (out) print_plan(*out, o, cfg, m, tc, o.micro_batch, device, trainable, dp);
+  if (out) print_plan(*out, o, cfg, plan, tc, device, trainable, dp);
 
   // Several local ranks take their micro-batches from the host; one takes them on its device.
   LoaderSource source(data::DataLoader::training(dc, *tok), devices.size() > 1 ? Device::cpu() : device);
@@ -298,19 +279,19 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   write_file_atomic(
       tc.run_dir / "run_config.json",
       nlohmann::json{{"model", o.model},       {"method", m.method},   {"rank", m.lora.rank},
-                     {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", o.lr},
-                     {"schedule", o.schedule}, {"warmup", o.warmup},   {"steps", tc.steps},
-                     {"batch", o.batch},       {"micro_batch", o.micro_batch},
-                     {"seq", o.data.seq},      {"seed", o.seed},       {"device", device.str()},
+                     {"alpha", m.lora.alpha},  {"targets", m.targets}, {"lr", plan.lr},
+                     {"schedule", plan.schedule}, {"warmup", plan.warmup}, {"steps", tc.steps},
+                     {"batch", plan.batch},       {"micro_batch", plan.micro_batch},
+                     {"seq", plan.seq},           {"seed", o.run.seed},       {"device", device.str()},
                      {"data_parallel_ranks", dp.world},
                      {"stop_ids", gen.stop_ids()}, {"method_record", method_options_to_json(m)},
                      // what `generate --chat` renders prompts with for this run's adapter
                      {"chat_template", std::string(chat_template_name(source.loader().sources().front()->chat_template()))}}
               .dump(2) + "\n");
   RunOutputs outputs(run_outputs, tc.run_dir);
-  outputs.write_config({{"lr", o.lr}, {"schedule", o.schedule}, {"warmup", o.warmup}, {"batch", o.batch},
-                        {"max-grad-norm", o.max_grad_norm}, {"lora-rank", m.lora.rank}, {"lora-alpha", m.lora.alpha},
-                        {"method", o.init_adapter.empty() ? nlohmann::json(m.method) : nlohmann::json()}});
+  outputs.write_config({{"lr", plan.lr}, {"schedule", plan.schedule}, {"warmup", plan.warmup}, {"batch", plan.batch},
+                        {"max-grad-norm", plan.max_grad_norm}, {"lora-rank", m.lora.rank}, {"lora-alpha", m.lora.alpha},
+                        {"method", plan.init_adapter.empty() ? nlohmann::json(m.method) : nlohmann::json()}});
   trainer.run([&](const StepMetrics& s) { outputs.on_step(s); });
   if (trainer.stopped() && trainer.step() == 0)
     throw Interrupted("stopped before the first step; nothing was trained", stop->flag());
@@ -335,33 +316,37 @@ void add_finetune_command(CLI::App& root) {
       ->required();
   add_data_options(*cmd, o->data, DataUse::training);
   cmd->add_option("--out", o->out, "run folder: metrics.jsonl, checkpoints/, adapter/")->capture_default_str();
-  cmd->add_option("--method", o->method,
+  cmd->add_option("--method", o->run.method,
                   cat(method_name_list(" or "), "; default ", default_method(),
                       ", or the --init-adapter's recorded method"));
-  add_method_flags(*cmd, o->method_flags, MethodFlagUse::finetune);
-  cmd->add_option("--steps", o->steps, "optimizer steps (default: one pass of --epochs over the data)")->transform(int_in(1));
-  cmd->add_option("--batch", o->batch, "rows per optimizer step (default: per method)")->transform(rows_bound());
-  cmd->add_option("--micro-batch", o->micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->transform(rows_bound());
-  cmd->add_option("--lr", o->lr, "peak learning rate (default: per method)")->check(positive_finite());
-  cmd->add_option("--schedule", o->schedule, "constant, linear or cosine (default: per method)");
-  cmd->add_option("--warmup", o->warmup, "linear warm-up steps (default: per method)")->transform(int_in(0));
-  cmd->add_option("--max-grad-norm", o->max_grad_norm, "clip the global grad norm; 0 = off (default: per method)")->check(non_negative_finite());
+  add_method_flags(*cmd, o->run.method_flags, MethodFlagUse::finetune);
+  cmd->add_option("--steps", o->run.steps, "optimizer steps (default: one pass of --epochs over the data)")->transform(int_in(1));
+  cmd->add_option("--batch", o->run.batch, "rows per optimizer step (default: per method)")->transform(rows_bound());
+  cmd->add_option("--micro-batch", o->run.micro_batch, "rows per forward/backward; --batch/--micro-batch accumulate")->transform(rows_bound());
+  cmd->add_option("--lr", o->run.lr, "peak learning rate (default: per method)")->check(positive_finite());
+  cmd->add_option("--schedule", o->run.schedule, "constant, linear or cosine (default: per method)");
+  cmd->add_option("--warmup", o->run.warmup, "linear warm-up steps (default: per method)")->transform(int_in(0));
+  cmd->add_option("--max-grad-norm", o->run.max_grad_norm, "clip the global grad norm; 0 = off (default: per method)")->check(non_negative_finite());
   cmd->add_option("--weight-decay", o->weight_decay, "AdamW decoupled weight decay")->capture_default_str()->check(non_negative_finite());
-  cmd->add_option("--lora-rank", o->rank, "adapter rank r (default: per method)")->transform(rank_bound());
-  cmd->add_option("--lora-alpha", o->alpha, "adapter alpha (scale alpha/r; default: per method)")->check(positive_finite());
-  cmd->add_option("--lora-targets", o->targets, "projections to adapt: all or a comma list of q_proj,...")
+  cmd->add_option("--lora-rank", o->run.rank, "adapter rank r (default: per method)")->transform(rank_bound());
+  cmd->add_option("--lora-alpha", o->run.alpha, "adapter alpha (scale alpha/r; default: per method)")->check(positive_finite());
+  cmd->add_option("--lora-targets", o->run.targets, "projections to adapt: all or a comma list of q_proj,...")
       ->capture_default_str();
-  cmd->add_option("--init-adapter", o->init_adapter,
+  cmd->add_option("--init-adapter", o->run.init_adapter,
                   "start from a PEFT adapter folder (and, unless --method says otherwise, its recorded method)");
-  cmd->add_option("--seed", o->seed, "seed for adapter init and data order")->capture_default_str()->transform(seed_bound());
+  cmd->add_option("--seed", o->run.seed, "seed for adapter init and data order")->capture_default_str()->transform(seed_bound());
   cmd->add_option("--save-every", o->save_every, "checkpoint every N steps (0: only the final adapter)")->transform(int_in(0));
   cmd->add_flag("--resume", o->resume, "continue from the newest checkpoint in --out");
   cmd->add_flag("--overwrite", o->overwrite,
                 "replace the run already in --out (its metrics, checkpoints and adapter)");
-  cmd->add_flag("--grad-checkpointing", o->grad_checkpointing, "keep only block inputs; recompute in backward");
+  cmd->add_flag("--grad-checkpointing", o->run.grad_checkpointing, "keep only block inputs; recompute in backward");
   cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
                 "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
                 "pinned host memory");
+  cmd->add_flag("--plan", o->plan_only,
+                "print what this command line would run as one JSON object (the method, every "
+                "default filled in, the memory estimate and whether it fits the device) and stop; "
+                "touches no run folder and reads no data");
   cmd->add_option("--log-every", o->log_every, "progress line every N steps")->capture_default_str()->transform(int_in(1));
   add_device_option(*cmd, o->device);
   cmd->add_option("--gpus", o->gpus,

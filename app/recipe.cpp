@@ -293,7 +293,7 @@ std::optional<YAML::Mark> second_document(const std::string& text) {
 }  // namespace
 
 bool is_run_control(std::string_view name) {
-  return name == "help" || name == "config" || name == "resume" || name == "overwrite";
+  return name == "help" || name == "config" || name == "resume" || name == "overwrite" || name == "plan";
 }
 
 bool is_yaml_config(std::string_view path) { return path.ends_with(".yaml") || path.ends_with(".yml"); }

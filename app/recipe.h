@@ -30,7 +30,7 @@ bool is_yaml_config(std::string_view path);
 // The key a recipe uses for the option of long name `long_name` ("lora-rank" -> "lora_rank").
 std::string recipe_key(std::string_view long_name);
 // Options a recipe neither sets nor records: how this process runs, not what the run is
-// (help, config, resume, overwrite).
+// (help, config, resume, overwrite, plan).
 bool is_run_control(std::string_view long_name);
 
 }  // namespace loft::app

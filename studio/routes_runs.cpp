@@ -150,7 +150,7 @@ void add_run_routes(StudioContext& ctx) {
   ctx.http.Post("/api/runs", [&ctx](const httplib::Request& req, httplib::Response& res) {
     const json body = json_body(req);
     std::lock_guard lock(ctx.runs_mutex);
-    const RunPlan plan = plan_run(body, ctx.paths, fresh_run_name(ctx.paths.runs()));
+    const CheckedRun plan = check_run_request(body, ctx.paths, fresh_run_name(ctx.paths.runs()));
     check_free(ctx, plan.dir);
     const RunFolder existing = read_run_folder(plan.dir);
     if (existing.config.is_object() || existing.last_metrics.is_object() || existing.newest_checkpoint >= 0 ||
@@ -165,6 +165,14 @@ void add_run_routes(StudioContext& ctx) {
     fs::remove(plan.dir / "studio-job.json");  // a failed earlier attempt's outcome
     ctx.jobs->submit({"run", {"finetune", "--config", recipe.string()}, plan.devices, plan.dir / kStudioLog, plan.dir, {{"run", plan.dir.filename().string()}}});
     send_run(ctx, plan.dir, res, 201);
+  });
+  // What POST /api/runs would start, without starting it: the recipe checked the same way, then
+  // `loft finetune --plan` (app/run_plan.h) — the method, every default filled in, the memory
+  // estimate and whether it fits. The run folder is neither claimed nor written.
+  ctx.http.Post("/api/runs/plan", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    const CheckedRun run = check_run_request(json_body(req), ctx.paths, fresh_run_name(ctx.paths.runs()));
+    const ScratchRecipe recipe(ctx.paths.runs(), run.recipe_yaml);
+    send_json(res, run_loft_json(ctx, {"finetune", "--config", recipe.path().string(), "--plan"}, 120));
   });
   ctx.http.Get("/api/runs", [&ctx](const httplib::Request&, httplib::Response& res) {
     json out = json::array();

@@ -40,27 +40,6 @@ void emit(YAML::Emitter& out, const json& v) {
   }
 }
 
-// A recipe file for the parse, removed again; in the runs folder, which the studio may write.
-class ScratchRecipe {
- public:
-  ScratchRecipe(const fs::path& dir, const std::string& text) {
-    std::string name = (dir / ".studio-check-XXXXXX.yaml").string();
-    const int fd = mkstemps(name.data(), 5);
-    if (fd < 0) throw Error(cat("cannot write a scratch recipe in ", dir.string()));
-    close(fd);
-    path_ = name;
-    std::ofstream(path_, std::ios::binary) << text;
-  }
-  ~ScratchRecipe() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // Every path the run reads must be under the roots (403 naming it otherwise).
 void check_inputs(const ParsedCommand& p, const PathPolicy& paths) {
   for (const char* option : {"model", "init-adapter"})
@@ -107,7 +86,21 @@ std::vector<std::string> job_devices(const std::string& device, const std::strin
   return {gpu_count > 0 ? "cuda:0" : "cpu"};
 }
 
-RunPlan plan_run(const json& body, const PathPolicy& paths, const std::string& fresh_name) {
+ScratchRecipe::ScratchRecipe(const fs::path& dir, const std::string& text) {
+  std::string name = (dir / ".studio-check-XXXXXX.yaml").string();
+  const int fd = mkstemps(name.data(), 5);
+  if (fd < 0) throw Error(cat("cannot write a scratch recipe in ", dir.string()));
+  close(fd);
+  path_ = name;
+  std::ofstream(path_, std::ios::binary) << text;
+}
+
+ScratchRecipe::~ScratchRecipe() {
+  std::error_code ec;
+  fs::remove(path_, ec);
+}
+
+CheckedRun check_run_request(const json& body, const PathPolicy& paths, const std::string& fresh_name) {
   json recipe = body;
   std::optional<std::string> out;
   for (const char* key : {"output_dir", "out"})
@@ -117,7 +110,7 @@ RunPlan plan_run(const json& body, const PathPolicy& paths, const std::string& f
       out = recipe[key].get<std::string>();
       recipe.erase(key);
     }
-  RunPlan plan;
+  CheckedRun plan;
   plan.dir = out ? paths.resolve_in_runs(*out) : paths.runs() / fresh_name;
   if (plan.dir.parent_path() != paths.runs())
     throw HttpError(400, cat("output_dir ", brief(plan.dir.string()), ": a run folder lies directly in --runs ",

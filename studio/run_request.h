@@ -13,14 +13,28 @@
 
 namespace loft::studio {
 
-struct RunPlan {
+struct CheckedRun {
   std::filesystem::path dir;         // the run folder (output_dir)
   std::string recipe_yaml;           // what studio-recipe.yaml holds
   std::vector<std::string> devices;  // what the run computes on
 };
 
 // `fresh_name` picks the folder under --runs when the body has no output_dir (or out).
-RunPlan plan_run(const nlohmann::json& body, const PathPolicy& paths, const std::string& fresh_name);
+CheckedRun check_run_request(const nlohmann::json& body, const PathPolicy& paths, const std::string& fresh_name);
+
+// A recipe file for a parse or a plan, removed again; in `dir` (the runs folder, which the
+// studio may write).
+class ScratchRecipe {
+ public:
+  ScratchRecipe(const std::filesystem::path& dir, const std::string& text);
+  ~ScratchRecipe();
+  ScratchRecipe(const ScratchRecipe&) = delete;
+  ScratchRecipe& operator=(const ScratchRecipe&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // Checks a recipe file already in a run folder (for --resume) and returns the devices it runs on.
 std::vector<std::string> recipe_devices(const std::filesystem::path& recipe, const PathPolicy& paths);

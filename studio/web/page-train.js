@@ -1,7 +1,8 @@
-// Train page: every finetune option (grouped, defaults shown), a YAML recipe in or out, start a
-// run (POST /api/runs) and follow it live; stop and resume it.
+// Train page: every finetune option (grouped, defaults shown), a YAML recipe in or out, check
+// what the options resolve to (POST /api/runs/plan: `loft finetune --plan`), start a run
+// (POST /api/runs) and follow it live; stop and resume it.
 import { get, post } from './api.js';
-import { h, fill, notice } from './dom.js';
+import { h, fill, notice, bytes, num } from './dom.js';
 import { state, on, emit, baseName } from './state.js';
 import { OptionsForm } from './train-options.js';
 import { RunView } from './run-view.js';
@@ -16,6 +17,8 @@ export function trainPage() {
   const runBox = h('div#train-run', h('div.card.empty-run', h('p.muted', 'Start a run, or open one from the Runs page, to follow it here.')));
   const fileInput = h('input#recipe-file', { type: 'file', accept: '.yaml,.yml', hidden: true, onchange: () => importRecipe() });
   const startBtn = h('button.primary#train-start', { type: 'button', onclick: () => start() }, 'Start training');
+  const planBtn = h('button#train-plan', { type: 'button', onclick: () => checkPlan() }, 'Check plan');
+  const planBox = h('div#train-plan-box');
   const summary = h('p.hint#train-summary');
   let form = null, view = null;
 
@@ -25,9 +28,9 @@ export function trainPage() {
       h('div.card-head', h('h2', 'Finetune options'), h('div.spacer'),
         h('button#recipe-import', { type: 'button', onclick: () => fileInput.click() }, 'Import recipe…'),
         h('button#recipe-export', { type: 'button', onclick: () => exportRecipe() }, 'Export recipe'),
-        h('button.link#train-reset', { type: 'button', onclick: () => form && (form.clear(), prefill()) }, 'reset'), fileInput),
-      summary, formBox,
-      h('div.actions', startBtn)),
+        h('button.link#train-reset', { type: 'button', onclick: () => form && (form.clear(), prefill(), fill(planBox)) }, 'reset'), fileInput),
+      summary, formBox, planBox,
+      h('div.actions', planBtn, startBtn)),
     runBox);
 
   const key = (keys) => keys.find((k) => form && form.has(k)) || keys[0];
@@ -78,6 +81,39 @@ export function trainPage() {
     } finally {
       startBtn.disabled = false;
     }
+  }
+
+  // The plan finetune makes of these options: every default it fills in and the memory check.
+  async function checkPlan() {
+    if (!form) return;
+    notice(msg, '');
+    planBtn.disabled = true;
+    try {
+      showPlan(await post('/api/runs/plan', body()));
+    } catch (e) {
+      fill(planBox);
+      notice(msg, e.message);
+    } finally {
+      planBtn.disabled = false;
+    }
+  }
+
+  function showPlan(p) {
+    const me = p.memory_estimate || {};
+    const rows = [
+      ['method', `${p.method} r=${p.lora_rank} alpha=${num(p.lora_alpha)} on ${p.targets.length} projection kinds` +
+        (p.init_adapter ? ` from ${baseName(p.init_adapter)}` : '')],
+      ['trainable', `${p.trainable_parameters.toLocaleString()} parameters`],
+      ['batch', `${p.batch} rows = ${p.micro_batch} × ${p.grad_accum} accumulation, seq ${p.seq}`],
+      ['schedule', `${p.schedule}, lr ${num(p.lr)}, warmup ${p.warmup}, ` +
+        `${p.steps === null ? 'steps: one pass over the data' : `${p.steps} steps`}, clip ${p.max_grad_norm > 0 ? num(p.max_grad_norm) : 'off'}`],
+      ['device', `${p.device}${p.gpus ? ` (each of --gpus ${p.gpus})` : ''}${p.grad_checkpointing ? ', grad checkpointing' : ''}`],
+      ['memory', `~${bytes(me.total_bytes)} estimated peak: frozen ${bytes(me.frozen_weights_bytes)}, ` +
+        `adapter+AdamW ${bytes(me.adapter_bytes)}, activations ${bytes(me.activations_bytes)}, working ${bytes(me.working_bytes)}`],
+    ];
+    fill(planBox, h('div.plan',
+      h('dl.kv#train-plan-table', rows.map(([k, v]) => [h('dt', k), h('dd', v)])),
+      h(`p.plan-fits#train-plan-fits.${p.fits ? 'yes' : 'no'}`, p.fits ? 'fits this device' : `does not fit: ${p.fit_error}`)));
   }
 
   function follow(id) {

@@ -184,3 +184,46 @@ TEST_F(StudioTest, KilledStudioLeavesRunsConsistent) {
 
 }  // namespace
 }  // namespace loft
+
+namespace loft {
+namespace {
+
+using nlohmann::json;
+using test::StudioTest;
+
+// POST /api/runs/plan: what the run would be (`loft finetune --plan`), checked as a start is
+// (unknown keys 400, paths outside the roots 403), and nothing started or written.
+TEST_F(StudioTest, PlanSaysWhatARunWouldBeAndStartsNothing) {
+  auto body = run_body(3);
+  body["output_dir"] = (runs() / "planned").string();
+  int status = 0;
+  const json plan = post("/api/runs/plan", body, &status);
+  ASSERT_EQ(status, 200) << plan.dump();
+  EXPECT_EQ(plan["method"], "lora");
+  EXPECT_EQ(plan["lora_rank"], 8);
+  EXPECT_EQ(plan["lr"], 5e-3);
+  EXPECT_EQ(plan["micro_batch"], 4);
+  EXPECT_EQ(plan["seq"], 128);
+  EXPECT_EQ(plan["steps"], 3);
+  EXPECT_EQ(plan["device"], "cpu");
+  EXPECT_EQ(plan["fits"], true);
+  EXPECT_FALSE(std::filesystem::exists(runs() / "planned"));
+  EXPECT_TRUE(get("/api/jobs").empty());
+  for (const auto& entry : std::filesystem::directory_iterator(runs()))
+    ADD_FAILURE() << "left behind: " << entry.path();
+  body["bogus_key"] = 1;
+  post("/api/runs/plan", body, &status);
+  EXPECT_EQ(status, 400);
+  body.erase("bogus_key");
+  body["datasets"] = {"/etc/passwd"};
+  post("/api/runs/plan", body, &status);
+  EXPECT_EQ(status, 403);
+  body = run_body(3);
+  body["micro_batch_size"] = 3;
+  body["batch"] = 8;
+  const json bad = post("/api/runs/plan", body, &status);
+  EXPECT_EQ(status, 400) << bad.dump();
+}
+
+}  // namespace
+}  // namespace loft

@@ -76,6 +76,14 @@ async function startRun({ steps, validate = false }) {
     await setOption(['val_fraction'], 0.2);
     await setOption(['eval_every'], 10);
   }
+  // The plan first: what finetune makes of these options (POST /api/runs/plan), nothing started.
+  await page.click('#train-plan');
+  const fits = await until(page, 'the plan', () => document.querySelector('#train-plan-fits')?.textContent || '');
+  assert.equal(fits, 'fits this device');
+  const plan = await text('#train-plan-table');
+  assert.match(plan, /batch8 rows = /, plan);
+  assert.match(plan, /lr 0\.005/, plan);
+  assert.match(plan, new RegExp(`${steps} steps`), plan);
   const before = await page.evaluate(() => document.querySelector('#run-view')?.dataset.run || '');
   await page.click('#train-start');
   return until(page, 'the new run to appear', (b) => {

@@ -1,0 +1,155 @@
+// The run plan (app/run_plan.h): what a finetune command line resolves to, the same for finetune,
+// `finetune --plan` (the studio's preview) and bench. Checked against the registry's own defaults,
+// so a method that changes its defaults changes what is expected here too.
+#include <nlohmann/json.hpp>
+
+#include "app/run_plan.h"
+#include "engine/core/error.h"
+#include "engine/peft/method_spec.h"
+#include "models/llama/bench_model.h"
+#include "models/llama/loading.h"
+#include "tests/common/cli_capture.h"
+#include "tests/common/every_method.h"
+#include "tests/common/test_util.h"
+
+namespace loft::test {
+namespace {
+
+using app::plan_run;
+using app::RunPlan;
+using app::RunRequest;
+
+std::string stories() { return (source_dir() / "examples" / "stories260K").string(); }
+std::string demo() { return (source_dir() / "examples" / "demo.jsonl").string(); }
+
+class RunPlanEveryMethod : public ::testing::TestWithParam<std::string> {};
+
+// Left out, every value is the method's default; the micro-batch is the whole batch on the CPU
+// and at most 4 rows on a GPU.
+TEST_P(RunPlanEveryMethod, FillsTheMethodsDefaults) {
+  const MethodDefaults d = method_defaults(GetParam());
+  RunRequest r;
+  r.method = GetParam();
+  const RunPlan cpu = plan_run(r, Device::cpu()), gpu = plan_run(r, Device::cuda(0));
+  EXPECT_EQ(cpu.method.method, GetParam());
+  EXPECT_EQ(cpu.method.lora.rank, d.rank);
+  if (GetParam() != "falqon") EXPECT_EQ(cpu.method.lora.alpha, d.alpha);  // FALQON fixes alpha = r
+  EXPECT_EQ(cpu.lr, d.lr);
+  EXPECT_EQ(cpu.schedule, d.schedule);
+  EXPECT_EQ(cpu.warmup, d.warmup);
+  EXPECT_EQ(cpu.max_grad_norm, d.max_grad_norm);
+  EXPECT_EQ(cpu.batch, d.batch);
+  EXPECT_EQ(cpu.micro_batch, d.batch);
+  EXPECT_EQ(gpu.micro_batch, std::min<int64_t>(d.batch, 4));
+  EXPECT_EQ(gpu.grad_accum() * gpu.micro_batch, d.batch);
+  // Given, each value is kept.
+  r.rank = 3;
+  r.lr = 1e-3;
+  r.schedule = "cosine";
+  r.warmup = 2;
+  r.max_grad_norm = 0;
+  r.batch = 6;
+  r.micro_batch = 2;
+  const RunPlan given = plan_run(r, Device::cpu());
+  EXPECT_EQ(given.method.lora.rank, 3);
+  EXPECT_EQ(given.lr, 1e-3);
+  EXPECT_EQ(given.schedule, "cosine");
+  EXPECT_EQ(given.warmup, 2);
+  EXPECT_EQ(given.max_grad_norm, 0);
+  EXPECT_EQ(given.grad_accum(), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, RunPlanEveryMethod, every_method());
+
+TEST(RunPlan, RefusesWhatCannotRun) {
+  RunRequest r;
+  r.method = "bogus";
+  EXPECT_THROW(plan_run(r, Device::cpu()), UsageError);
+  r.method = "lora";
+  r.batch = 8;
+  r.micro_batch = 3;
+  try {
+    plan_run(r, Device::cpu());
+    ADD_FAILURE() << "8 rows in micro-batches of 3";
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "--batch 8 is not a multiple of --micro-batch 3")) << e.what();
+  }
+  r = {};
+  r.method = "halo:nf4";  // a variant is bench's; finetune names the option
+  EXPECT_THROW(plan_run(r, Device::cpu()), UsageError);
+  r.variants = true;
+  EXPECT_EQ(plan_run(r, Device::cpu()).method.method, "halo");
+}
+
+// A plan that does not fit says why instead of throwing: --seq beyond the model's positions.
+TEST(RunPlan, JsonSaysWhetherItFits) {
+  const llama::LlamaConfig cfg = llama::load_llama_config(stories());
+  RunRequest r;
+  r.seq = 64;
+  const nlohmann::ordered_json ok = plan_run(r, Device::cpu()).to_json(cfg, Device::cpu());
+  EXPECT_EQ(ok["fits"], true);
+  EXPECT_TRUE(ok["fit_error"].is_null());
+  EXPECT_GT(int64_t(ok["memory_estimate"]["total_bytes"]), 0);
+  r.seq = cfg.max_position_embeddings + 1;
+  const nlohmann::ordered_json no = plan_run(r, Device::cpu()).to_json(cfg, Device::cpu());
+  EXPECT_EQ(no["fits"], false);
+  EXPECT_TRUE(contains(no["fit_error"].get<std::string>(), "max_position_embeddings")) << no.dump();
+}
+
+// `finetune --plan` prints the plan the run would use and touches nothing: no run folder.
+TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
+  TempDir dir;
+  const std::string out = (dir / "run").string();
+  const CliResult r = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--out", out,
+                                        "--device", "cpu", "--method", "qlora", "--lora-rank", "4",
+                                        "--seq", "256", "--plan"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const MethodDefaults d = method_defaults("qlora");
+  EXPECT_EQ(j["method"], "qlora");
+  EXPECT_EQ(j["lora_rank"], 4);
+  EXPECT_EQ(j["lr"], d.lr);
+  EXPECT_EQ(j["batch"], d.batch);
+  EXPECT_EQ(j["seq"], 256);
+  EXPECT_TRUE(j["steps"].is_null());
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["fits"], true);
+  EXPECT_EQ(j["out"], out);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // The trainable count is the model's: a run with the same options reports the same one.
+  const CliResult run = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--out", out,
+                                          "--device", "cpu", "--method", "qlora", "--lora-rank", "4",
+                                          "--seq", "256", "--steps", "1", "--no-report"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, std::to_string(j["trainable_parameters"].get<int64_t>()) + " trainable parameters"))
+      << run.out;
+  // A bad option is the usage error a run would give.
+  const CliResult bad = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--device", "cpu",
+                                          "--batch", "8", "--micro-batch", "3", "--plan"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(contains(bad.err, "--micro-batch 3")) << bad.err;
+}
+
+// bench plans each method as finetune does (at bench's r=64, alpha 16): the grad-norm clip and
+// the memory estimate it reports are the plan's.
+TEST(RunPlan, BenchUsesThePlan) {
+  const CliResult b = run_cli_captured({"bench", "step", "--shape", "tiny", "--device", "cpu", "--batch", "1",
+                                        "--seq", "16", "--steps", "1", "--warmup", "0", "--profile-steps", "0",
+                                        "--method", "falqon", "--json"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  const auto m = nlohmann::json::parse(b.out)["methods"][0];
+  RunRequest r;
+  r.method = "falqon";
+  r.variants = true;
+  r.rank = 64;
+  r.alpha = 16;
+  r.batch = r.micro_batch = 1;
+  r.seq = 16;
+  const RunPlan p = plan_run(r, Device::cpu());
+  EXPECT_EQ(m["max_grad_norm"], p.max_grad_norm);
+  EXPECT_EQ(m["estimated_peak_bytes"], p.memory(*llama::bench_shape_config("tiny"), Device::cpu()).total());
+  EXPECT_EQ(m["trainable_parameters"], p.memory(*llama::bench_shape_config("tiny"), Device::cpu()).adapter_params);
+}
+
+}  // namespace
+}  // namespace loft::test
