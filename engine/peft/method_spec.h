@@ -153,8 +153,9 @@ const MethodSpec& method_spec(const std::string& name);
 // "lora, qlora, falqon, halo", or with " or " before the last.
 std::string method_name_list(const char* last_separator = ", ");
 
-// The LoRA family's factory: each projection's frozen weight stored by `store` (given the module
-// name, e.g. for a per-projection seed), and a LoraLinear on the targets.
+// The LoRA family's factory (engine/peft/lora_family.cpp): each projection's frozen weight stored
+// by `store` (given the module name, e.g. for a per-projection seed), and a LoraLinear on the
+// targets.
 using FrozenStore =
     std::function<std::unique_ptr<FrozenWeight>(const std::string& name, const WeightSource&)>;
 LinearFactory lora_family_factory(const MethodOptions& opt, std::mt19937_64& rng, FrozenStore store);
