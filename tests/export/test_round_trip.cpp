@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "engine/io/safetensors_checkpoint.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "tests/export/export_fixture.h"
 #include "tests/common/every_method.h"
 

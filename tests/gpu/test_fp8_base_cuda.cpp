@@ -11,7 +11,7 @@
 
 #include "engine/peft/halo_weight.h"
 #include "engine/io/safetensors_reader.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/method.h"
 #include "models/llama/loading.h"
 #include "tests/common/cli_capture.h"

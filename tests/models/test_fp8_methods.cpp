@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "engine/peft/halo_weight.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/lora_linear.h"
 #include "engine/peft/method.h"
 #include "engine/quant/fp8.h"
