@@ -7,8 +7,8 @@
 
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/methods/falqon/falqon_linear.h"
-#include "tests/export/export_fixture.h"
 #include "tests/common/every_method.h"
+#include "tests/export/export_fixture.h"
 
 namespace loft {
 namespace {

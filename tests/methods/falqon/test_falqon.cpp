@@ -5,10 +5,10 @@
 // bit-identical.
 #include <cmath>
 
-#include "engine/ops/ops.h"
-#include "engine/optim/adamw.h"
 #include "engine/methods/falqon/falqon_linear.h"
 #include "engine/methods/falqon/falqon_ops.h"
+#include "engine/ops/ops.h"
+#include "engine/optim/adamw.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/method.h"
 #include "engine/quant/quantize.h"

@@ -4,8 +4,8 @@
 // __fmul_rn for the IEEE division and product), so the results are bit-identical.
 #include <cuda_fp8.h>
 
-#include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/methods/falqon/cuda/falqon_cuda.h"
+#include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/fp8.h"
 
 namespace loft::falqon::cuda {

@@ -8,9 +8,9 @@
 #include <bit>
 #include <cmath>
 
-#include "engine/ops/ops.h"
 #include "engine/methods/falqon/falqon_linear.h"
 #include "engine/methods/falqon/falqon_ops.h"
+#include "engine/ops/ops.h"
 #include "engine/quant/quantize.h"
 #include "tests/common/test_util.h"
 #include "tests/engine/test_quant_fp8_reference.h"
