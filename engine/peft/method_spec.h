@@ -1,7 +1,7 @@
 // The method registry: each fine-tuning method is one MethodSpec, defined beside its numerics
-// (engine/methods/<name>/<name>_spec.cpp, or engine/peft/methods/<name>_spec.cpp for the methods
-// not moved yet: docs/methods-layout.md) and listed once in engine/peft/method_registry.cpp. The
-// app, the model loader, the memory estimate and the exporters ask the spec; none names a method.
+// (engine/methods/<name>/<name>_spec.cpp: docs/methods-layout.md) and listed once in
+// engine/peft/method_registry.cpp. The app, the model loader, the memory estimate and the exporters
+// ask the spec; none names a method.
 #pragma once
 #include <cstdint>
 #include <functional>
