@@ -16,12 +16,12 @@
 #include <string>
 
 #include "engine/device/memory.h"
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/methods/hot/hot_gemm.h"
 #include "engine/methods/hot/hot_quant.h"
 #include "engine/methods/hot/hot_weight.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
-#include "engine/peft/falqon_ops.h"
 #include "engine/quant/code_transpose.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"

@@ -10,6 +10,8 @@
 // device's shared scratch, quant::TransposeScratch), or NF4-DQ and decoded straight into the codes
 // each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
 // dtype, unrotated and unquantized (LoraLinear).
+// Shared, so it lives here rather than in engine/methods/halo/: HOT's --backbone fp8 is this store
+// at level 0 in E4M3 (engine/methods/hot/hot_weight.cpp).
 #pragma once
 #include <string>
 

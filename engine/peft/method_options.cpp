@@ -1,6 +1,6 @@
 // What every method shares: the registry's names and defaults, the projection targets, and the
 // checks that run before a model is built. Each method's own options live in its spec
-// (engine/methods/<name>/, engine/peft/methods/).
+// (engine/methods/<name>/).
 #include <sstream>
 
 #include "engine/core/error.h"

@@ -7,8 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/peft/method_spec.h"
 
-// Each entry X(name) is a spec defined as name_spec() in engine/methods/name/name_spec.cpp (or
-// engine/peft/methods/name_spec.cpp).
+// Each entry X(name) is a spec defined as name_spec() in engine/methods/name/name_spec.cpp.
 #define LOFT_METHODS(X) \
   X(lora)               \
   X(qlora)              \

@@ -1,7 +1,7 @@
 // The method registry: each fine-tuning method is one MethodSpec, defined beside its numerics
-// (engine/methods/<name>/<name>_spec.cpp, or engine/peft/methods/<name>_spec.cpp for the methods
-// not moved yet: docs/methods-layout.md) and listed once in engine/peft/method_registry.cpp. The
-// app, the model loader, the memory estimate and the exporters ask the spec; none names a method.
+// (engine/methods/<name>/<name>_spec.cpp: docs/methods-layout.md) and listed once in
+// engine/peft/method_registry.cpp. The app, the model loader, the memory estimate and the exporters
+// ask the spec; none names a method.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -153,8 +153,9 @@ const MethodSpec& method_spec(const std::string& name);
 // "lora, qlora, falqon, halo", or with " or " before the last.
 std::string method_name_list(const char* last_separator = ", ");
 
-// The LoRA family's factory: each projection's frozen weight stored by `store` (given the module
-// name, e.g. for a per-projection seed), and a LoraLinear on the targets.
+// The LoRA family's factory (engine/peft/lora_family.cpp): each projection's frozen weight stored
+// by `store` (given the module name, e.g. for a per-projection seed), and a LoraLinear on the
+// targets.
 using FrozenStore =
     std::function<std::unique_ptr<FrozenWeight>(const std::string& name, const WeightSource&)>;
 LinearFactory lora_family_factory(const MethodOptions& opt, std::mt19937_64& rng, FrozenStore store);

@@ -7,9 +7,9 @@
 #include <random>
 
 #include "datasets/data_loader.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/methods/hot/hot_weight.h"
 #include "engine/optim/adamw.h"
-#include "engine/peft/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/train/trainer.h"
 #include "models/llama/loading.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/weight_source.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/quantize.h"

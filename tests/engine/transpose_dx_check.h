@@ -8,8 +8,8 @@
 #include <memory>
 #include <random>
 
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/ops/ops.h"
-#include "engine/peft/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/quantize.h"

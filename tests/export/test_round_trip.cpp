@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "engine/io/safetensors_checkpoint.h"
-#include "engine/peft/falqon_linear.h"
-#include "tests/export/export_fixture.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "tests/common/every_method.h"
+#include "tests/export/export_fixture.h"
 
 namespace loft {
 namespace {

@@ -9,15 +9,15 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/peft/halo_weight.h"
 #include "engine/io/safetensors_reader.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
+#include "engine/peft/halo_weight.h"
 #include "engine/peft/method.h"
 #include "models/llama/loading.h"
 #include "tests/common/cli_capture.h"
+#include "tests/common/every_method.h"
 #include "tests/common/fp8_folder.h"
 #include "tests/common/test_util.h"
-#include "tests/common/every_method.h"
 
 namespace loft {
 namespace {

@@ -10,12 +10,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/io/safetensors_reader.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/halo_weight.h"
-#include "engine/peft/falqon_linear.h"
 #include "engine/peft/lora_linear.h"
 #include "engine/peft/method.h"
 #include "engine/quant/fp8.h"
-#include "engine/io/safetensors_reader.h"
 #include "models/llama/loading.h"
 #include "tests/common/fp8_folder.h"
 #include "tests/common/test_util.h"

@@ -3,7 +3,7 @@
 // written again byte for byte; another method's option is refused where it would be ignored; a
 // PEFT pair is imported through AdaptedLinear's hook; resume refreshes copies without applying an
 // update (FALQON's row merge).
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/frozen_linear.h"
 #include "engine/peft/halo_weight.h"
 #include "engine/peft/method_record.h"

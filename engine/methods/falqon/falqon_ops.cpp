@@ -1,5 +1,5 @@
 // Validation, the CPU references, and dispatch to the CUDA kernels.
-#include "engine/peft/falqon_ops.h"
+#include "engine/methods/falqon/falqon_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "engine/quant/fp8.h"
 #include "engine/quant/scaled_fp8.h"
 #ifdef LOFT_WITH_CUDA
-#include "engine/peft/cuda/falqon_cuda.h"
+#include "engine/methods/falqon/cuda/falqon_cuda.h"
 #endif
 
 namespace loft::falqon {

@@ -1,13 +1,14 @@
-// FalqonLinear (engine/peft/falqon_linear.h) on the CPU: the melded GEMM's split and the backward
-// products against references computed from the layer's own codes, the initial adapter against
-// the quantization error's best rank-r approximation, the after-step update, and on stories260K:
-// the loss falls, and a model rebuilt from the base checkpoint + method_state is bit-identical.
+// FalqonLinear (engine/methods/falqon/falqon_linear.h) on the CPU: the melded GEMM's split and the
+// backward products against references computed from the layer's own codes, the initial adapter
+// against the quantization error's best rank-r approximation, the after-step update, and on
+// stories260K: the loss falls, and a model rebuilt from the base checkpoint + method_state is
+// bit-identical.
 #include <cmath>
 
+#include "engine/methods/falqon/falqon_linear.h"
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
-#include "engine/peft/falqon_linear.h"
-#include "engine/peft/falqon_ops.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/method.h"
 #include "engine/quant/quantize.h"

@@ -1,7 +1,7 @@
-// CUDA halves of engine/peft/falqon_ops (built only with the CUDA backend). Callers have
+// CUDA halves of engine/methods/falqon/falqon_ops (built only with the CUDA backend). Callers have
 // validated dtypes, shapes and devices; results are bit-identical to the CPU references there.
 #pragma once
-#include "engine/peft/falqon_ops.h"
+#include "engine/methods/falqon/falqon_ops.h"
 
 namespace loft::falqon::cuda {
 

@@ -1,11 +1,11 @@
 // FALQON's kernels: the scaled E4M3 encode of A and the after-step row update (scores, top-k
 // select, code update, buffer bookkeeping). Each mirrors its CPU reference in
-// engine/peft/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma, __fdiv_rn /
+// engine/methods/falqon/falqon_ops.cpp operation for operation (__fmaf_rn for std::fma, __fdiv_rn /
 // __fmul_rn for the IEEE division and product), so the results are bit-identical.
 #include <cuda_fp8.h>
 
+#include "engine/methods/falqon/cuda/falqon_cuda.h"
 #include "engine/ops/cuda/kernel_util.cuh"
-#include "engine/peft/cuda/falqon_cuda.h"
 #include "engine/quant/fp8.h"
 
 namespace loft::falqon::cuda {

@@ -1,4 +1,4 @@
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <random>
 
 #include "engine/device/profile.h"
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/ops/ops.h"
-#include "engine/peft/falqon_ops.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/shared_input.h"
 #include "engine/quant/code_transpose.h"

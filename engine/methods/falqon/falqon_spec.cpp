@@ -1,8 +1,9 @@
-// falqon: melded FP8 LoRA (docs/methods.md, "FALQON"; engine/peft/falqon_linear.h). Its targets are
-// FalqonLinear, its other projections dense; the trained model is rebuilt from method state.
+// falqon: melded FP8 LoRA (docs/methods.md, "FALQON"; engine/methods/falqon/falqon_linear.h). Its
+// targets are FalqonLinear, its other projections dense; the trained model is rebuilt from method
+// state.
 #include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
-#include "engine/peft/falqon_linear.h"
+#include "engine/methods/falqon/falqon_linear.h"
 #include "engine/peft/frozen_linear.h"
 #include "engine/peft/method_spec.h"
 

@@ -1,5 +1,5 @@
-// FALQON's CUDA kernels against the CPU references (engine/peft/falqon_ops.h), bit for bit: the
-// scaled encode, row scores, the top-k select (ties, NaN, odd and large sizes),
+// FALQON's CUDA kernels against the CPU references (engine/methods/falqon/falqon_ops.h), bit for
+// bit: the scaled encode, row scores, the top-k select (ties, NaN, odd and large sizes),
 // and the row update in both buffer modes; then the whole FalqonLinear on the GPU against
 // products computed from its own codes, and its after-step update against the CPU's.
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <bit>
 #include <cmath>
 
+#include "engine/methods/falqon/falqon_linear.h"
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/ops/ops.h"
-#include "engine/peft/falqon_linear.h"
-#include "engine/peft/falqon_ops.h"
 #include "engine/quant/quantize.h"
 #include "tests/common/test_util.h"
 #include "tests/engine/test_quant_fp8_reference.h"

@@ -1,10 +1,10 @@
-// FALQON's element-level pieces on the CPU (engine/peft/falqon_ops.h) against hand-written
-// references: the scaled E4M3 encode, row scores, the top-k select with ties,
+// FALQON's element-level pieces on the CPU (engine/methods/falqon/falqon_ops.h) against
+// hand-written references: the scaled E4M3 encode, row scores, the top-k select with ties,
 // and the row update with saturation at ±448·s, ties-to-even rounding, and both buffer modes.
 #include <algorithm>
 #include <cmath>
 
-#include "engine/peft/falqon_ops.h"
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/quant/quantize.h"
 #include "tests/common/test_util.h"
 #include "tests/engine/test_quant_fp8_reference.h"

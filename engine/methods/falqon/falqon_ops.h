@@ -1,7 +1,8 @@
 // The element-level pieces of FALQON (docs/methods.md, "FALQON: melded FP8 LoRA"), each with a CPU
-// reference and a CUDA kernel (engine/peft/cuda/falqon_kernels.cu) that give bit-identical results:
-// the same fp32 operations in the same order, fused multiply-adds spelled out (std::fma /
-// __fmaf_rn) so no compiler contracts differently, and the shared E4M3 encoder (engine/quant/fp8.h).
+// reference and a CUDA kernel (engine/methods/falqon/cuda/falqon_kernels.cu) that give
+// bit-identical results: the same fp32 operations in the same order, fused multiply-adds spelled
+// out (std::fma / __fmaf_rn) so no compiler contracts differently, and the shared E4M3 encoder
+// (engine/quant/fp8.h).
 // Every function validates its tensors (one device, dtypes, shapes) and throws Error naming them.
 #pragma once
 #include "engine/tensor/tensor.h"
