@@ -29,6 +29,7 @@ void one_device(const char* op, std::initializer_list<const Tensor*> ts) {
 bool cuda_dispatch(const Tensor& t, const char* op) {
   if (t.device().is_cpu()) return false;
 #ifdef LOFT_WITH_CUDA
+  (void)op;  // named only in the error of a build without CUDA
   return true;
 #else
   throw Error(cat("falqon ", op, ": ", t.str(), " is on a device this build cannot run on"));
