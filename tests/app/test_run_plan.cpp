@@ -33,7 +33,9 @@ TEST_P(RunPlanEveryMethod, FillsTheMethodsDefaults) {
   const RunPlan cpu = plan_run(r, Device::cpu()), gpu = plan_run(r, Device::cuda(0));
   EXPECT_EQ(cpu.method.method, GetParam());
   EXPECT_EQ(cpu.method.lora.rank, d.rank);
-  if (GetParam() != "falqon") EXPECT_EQ(cpu.method.lora.alpha, d.alpha);  // FALQON fixes alpha = r
+  if (GetParam() != "falqon") {  // FALQON fixes alpha = r
+    EXPECT_EQ(cpu.method.lora.alpha, d.alpha);
+  }
   EXPECT_EQ(cpu.lr, d.lr);
   EXPECT_EQ(cpu.schedule, d.schedule);
   EXPECT_EQ(cpu.warmup, d.warmup);
