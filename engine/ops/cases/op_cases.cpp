@@ -36,7 +36,7 @@ double tolerance(const OpCase& c, DType dt, size_t o) {
 std::string label(const OpCase& c, const Sizes& s) {
   std::string out = c.op;
   for (size_t i = 0; i < s.size(); ++i)
-    out += " " + (i < c.dims.size() ? c.dims[i] : "?") + "=" + std::to_string(s[i]);
+    if (s[i] != 0) out.append(" ").append(i < c.dims.size() ? c.dims[i] : "?").append("=").append(std::to_string(s[i]));
   return out;
 }
 

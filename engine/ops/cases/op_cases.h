@@ -85,7 +85,8 @@ std::vector<std::string> op_table_names();
 Tensors run_once(const OpCase& c, const Tensors& in, Device device, DType dt);
 // The tolerance of output `o` of a CUDA run in `dt` against the CPU's.
 double tolerance(const OpCase& c, DType dt, size_t o);
-// "op d0=v0 d1=v1 ...": a row at one size, as the bench names it.
+// "op d0=v0 d1=v1 ...": a row at one size, as the bench names it (entries that are 0, flags off,
+// left out).
 std::string label(const OpCase& c, const Sizes& s);
 
 // `t` (F32 or I32, on the CPU) on `device`; F32 converted to `dt` there.
