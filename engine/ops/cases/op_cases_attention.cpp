@@ -137,10 +137,17 @@ CacheDraw cache_draw(const Sizes& s, std::mt19937& rng) {
           random_tensor(cache, rng), Tensor::from_vector(tiles, {int64_t(tiles.size() / 4), 4})};
 }
 
-OpCase kv_cache_write_case() {
-  OpCase c{"kv_cache_write"};
+// A cache op's row: its sizes, timed at a decode step.
+OpCase cache_case(const char* op) {
+  OpCase c{op};
   c.dims = kCacheDims;
   c.sizes = kCacheSizes;
+  c.layer_sizes = decode_step;
+  return c;
+}
+
+OpCase kv_cache_write_case() {
+  OpCase c = cache_case("kv_cache_write");
   c.make = [](const Sizes& s, std::mt19937& rng) {  // k, v, slots, pos, k_cache, v_cache
     const CacheDraw draw = cache_draw(s, rng);
     return Tensors{random_tensor({s[5], s[3], s[4]}, rng), random_tensor({s[5], s[3], s[4]}, rng), draw.slots, draw.pos,
@@ -153,15 +160,12 @@ OpCase kv_cache_write_case() {
     return Tensors{host_f32(kc), host_f32(vc)};
   };
   c.tol_bf16 = 0;  // copies
-  c.layer_sizes = decode_step;
   c.cost = [](const Sizes& s, double act) { return Cost{4.0 * double(s[5] * s[3] * s[4]) * act, 0}; };
   return c;
 }
 
 OpCase cached_attention_case() {
-  OpCase c{"cached_attention"};
-  c.dims = kCacheDims;
-  c.sizes = kCacheSizes;
+  OpCase c = cache_case("cached_attention");
   c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles
     const CacheDraw draw = cache_draw(s, rng);
     return Tensors{random_tensor({s[5], s[2], s[4]}, rng), draw.k_cache, draw.v_cache, draw.slots, draw.pos, draw.tiles};
@@ -176,7 +180,6 @@ OpCase cached_attention_case() {
   };
   c.tol_f32 = 2e-5;
   c.tol_bf16 = 2e-2;
-  c.layer_sizes = decode_step;
   // q read, out written, and on average half of each query's cached keys and values read.
   c.cost = [](const Sizes& s, double act) {
     return Cost{(2.0 * double(s[5] * s[2] * s[4]) + double(s[5] * s[1] * s[3] * s[4])) * act, 0};

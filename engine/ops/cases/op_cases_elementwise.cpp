@@ -12,8 +12,15 @@ namespace {
 
 const std::vector<Sizes> kSizes = {{1}, {7}, {172}, {4099}, {(1 << 16) + 3}};
 
-std::vector<Sizes> flat_layer(const LayerSizes& l) {
-  return {{l.tokens() * l.hidden}, {l.tokens() * l.intermediate}};
+// A row of one tensor of n elements, timed at a layer's [tokens, hidden] and [tokens, intermediate].
+OpCase flat_case(const char* op) {
+  OpCase c{op};
+  c.dims = {"n"};
+  c.sizes = kSizes;
+  c.layer_sizes = [](const LayerSizes& l) {
+    return std::vector<Sizes>{{l.tokens() * l.hidden}, {l.tokens() * l.intermediate}};
+  };
+  return c;
 }
 
 // convert's source and destination dtypes, F32 → BF16 first (the conversion the bench times).
@@ -67,15 +74,12 @@ Exact convert_specials() {
 }
 
 OpCase convert_case() {
-  OpCase c{"convert"};
-  c.dims = {"n"};
-  c.sizes = kSizes;
+  OpCase c = flat_case("convert");
   c.make = [](const Sizes& s, std::mt19937& rng) { return Tensors{random_tensor({s[0]}, rng, -1000, 1000)}; };
   c.run = convert_run;
   c.bf16 = false;  // the row converts between every pair itself
   c.tol_f32 = 0;
   c.exact = {convert_specials()};
-  c.layer_sizes = flat_layer;
   c.cost = [](const Sizes& s, double) { return Cost{6.0 * double(s[0]), 0}; };  // F32 in, BF16 out
   return c;
 }
@@ -108,9 +112,7 @@ OpCase axpy_case() {
 }
 
 OpCase scale_case() {
-  OpCase c{"scale"};
-  c.dims = {"n"};
-  c.sizes = kSizes;
+  OpCase c = flat_case("scale");
   c.make = [](const Sizes& s, std::mt19937& rng) { return Tensors{random_tensor({s[0]}, rng, -100, 100)}; };
   c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     Tensor y = on(in[0], d, dt);
@@ -118,15 +120,12 @@ OpCase scale_case() {
     return Tensors{host_f32(y)};
   };
   c.tol_bf16 = 1e-2;
-  c.layer_sizes = flat_layer;
   c.cost = [](const Sizes& s, double act) { return Cost{2.0 * double(s[0]) * act, 0}; };
   return c;
 }
 
 OpCase fill_random_case() {
-  OpCase c{"fill_random"};
-  c.dims = {"n"};
-  c.sizes = kSizes;
+  OpCase c = flat_case("fill_random");
   c.make = [](const Sizes& s, std::mt19937&) { return Tensors{Tensor::zeros({s[0]}, DType::F32)}; };
   c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     Tensor y = out_like(in[0].shape(), d, dt);
@@ -134,7 +133,6 @@ OpCase fill_random_case() {
     return Tensors{host_f32(y)};
   };
   c.tol_f32 = 0;  // the same fp32 values on every backend
-  c.layer_sizes = flat_layer;
   c.cost = [](const Sizes& s, double act) { return Cost{double(s[0]) * act, 0}; };
   return c;
 }
