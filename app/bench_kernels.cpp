@@ -1,8 +1,11 @@
-// `loft bench --kernels`: each kernel of a training step timed alone on random inputs at the
-// sizes one layer of the shape gives it. A row reports the time per call and the rate it reaches:
-// GB/s over the bytes the kernel must move at least (each input read once, each output written
-// once), or TFLOP/s for GEMMs and attention. Timing: a warm-up call, then `repeats` calls between
-// two device synchronisations.
+// `loft bench kernels`: each kernel of a training step timed alone on random inputs at the
+// sizes one layer of the shape gives it. The ops of the op table are its case rows
+// (engine/ops/cases: each row's layer_sizes and cost), so a new op is timed by its row; the rows
+// below are the kernels outside the table (quantization, Hadamard, FP8 GEMMs, NF4, FALQON, HOT)
+// and the whole optimizer step. A row reports the time per call and the rate it reaches: GB/s
+// over the bytes the kernel must move at least (each input read once, each output written once),
+// or TFLOP/s for GEMMs and attention. Timing: a warm-up call, then `repeats` calls between two
+// device synchronisations.
 #include "app/bench_kernels.h"
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include "engine/methods/hot/hot_gemm.h"
 #include "engine/methods/hot/hot_quant.h"
 #include "engine/methods/hot/hot_weight.h"
+#include "engine/ops/cases/op_cases.h"
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/quant/code_transpose.h"
@@ -29,6 +33,7 @@
 #include "engine/quant/nf4_lowp.h"
 #include "engine/quant/quantize.h"
 #include "engine/quant/rotate_quantize.h"
+#include "models/llama/memory_estimate.h"
 
 namespace loft::app {
 
@@ -40,13 +45,41 @@ struct Row {
   std::function<void()> call;
 };
 
-double seconds_per_call(const Row& r, Device device, int repeats) {
-  r.call();
+// A row of the op table: it draws its inputs and times itself.
+struct TableRow {
+  std::string name;
+  double bytes = 0, flops = 0;
+  std::function<double()> seconds;
+};
+
+double seconds_per_call(const std::function<void()>& call, Device device, int repeats) {
+  call();
   synchronize(device);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < repeats; ++i) r.call();
+  for (int i = 0; i < repeats; ++i) call();
   synchronize(device);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / repeats;
+}
+
+// Every op of the table at the layer's sizes, in BF16 on a GPU where the op takes it (F32 on the
+// CPU): the row's inputs drawn, its run called, the first op it calls timed.
+void add_table_rows(const cases::LayerSizes& layer, Device device, int repeats, std::vector<TableRow>& rows) {
+  for (const cases::OpCase& c : cases::op_cases()) {
+    if (!c.layer_sizes) continue;  // c.not_timed says why
+    const DType dt = device.is_cpu() || !c.bf16 ? DType::F32 : DType::BF16;
+    for (const cases::Sizes& s : c.layer_sizes(layer)) {
+      const cases::Cost cost = c.cost(s, double(dtype_size(dt)));
+      rows.push_back({cases::label(c, s), cost.bytes, cost.flops, [&c, s, dt, device, repeats] {
+                        std::mt19937 rng(1);
+                        double seconds = -1;
+                        c.run(c.make(s, rng), device, dt, [&](const std::function<void()>& op) {
+                          if (seconds >= 0) return op();
+                          seconds = seconds_per_call(op, device, repeats);
+                        });
+                        return seconds;
+                      }});
+    }
+  }
 }
 
 Tensor random(Shape shape, DType dtype, Device device, uint64_t seed) {
@@ -64,9 +97,14 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
   const double act = double(dtype_size(dt));
   const auto fmt = quant::LowpFormat::E4M3;
   std::vector<Row> rows;
+  const cases::LayerSizes layer{.batch = batch, .seq = seq, .hidden = d, .intermediate = f, .heads = cfg.num_heads,
+                                .kv_heads = cfg.num_kv_heads, .head_dim = cfg.head_dim, .vocab = cfg.vocab_size,
+                                .loss_rows = std::min(T, llama::default_loss_chunk_tokens(cfg.vocab_size))};
+  std::vector<TableRow> table;
+  add_table_rows(layer, device, repeats, table);
 
   for (int64_t n : {d, f}) {
-    const std::string w = "[" + std::to_string(T) + "," + std::to_string(n) + "]";
+    const std::string w = std::string("[") + std::to_string(T) + "," + std::to_string(n) + "]";
     Tensor x = random({T, n}, dt, device, 1), y = Tensor::empty({T, n}, dt, device);
     const quant::HadamardPlan plan = quant::plan_for(n), tok = quant::token_plan(T);
     const double io = double(T * n) * act;
@@ -82,55 +120,19 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                     [=] { quant::hadamard_transform(plan, x, y, true); }});
     rows.push_back({"hadamard tokens inverse " + w, 2 * io, 0,
                     [=] { quant::token_transform(tok, x, y, true); }});
-    rows.push_back({"axpy " + w, 3 * io, 0, [=] { Tensor yy = y; ops::axpy(1.0f, x, yy); }});
   }
-  // The norms at the hidden width: the plain ops, and the fused forms the block runs around its
-  // residual adds (add_rmsnorm = axpy + rmsnorm, rmsnorm_backward_add = rmsnorm_backward + axpy).
-  {
-    const std::string w = "[" + std::to_string(T) + "," + std::to_string(d) + "]";
-    const float eps = float(cfg.rms_norm_eps);
-    Tensor res = random({T, d}, dt, device, 12), x = random({T, d}, dt, device, 13);
-    Tensor dy = random({T, d}, dt, device, 14), add = random({T, d}, dt, device, 15);
-    Tensor weight = random({d}, dt, device, 16), rstd = Tensor::empty({T}, DType::F32, device);
-    Tensor y = Tensor::empty({T, d}, dt, device), dx = Tensor::empty({T, d}, dt, device);
-    ops::rmsnorm(x, weight, eps, y, &rstd);
-    const double io = double(T * d) * act;  // weight and rstd are negligible beside [T, d]
-    rows.push_back({"rmsnorm " + w, 2 * io, 0, [=] {
-                      Tensor yy = y, rr = rstd;
-                      ops::rmsnorm(x, weight, eps, yy, &rr);
-                    }});
-    // x grows by the residual each call, far from overflow over a benchmark's calls.
-    rows.push_back({"add_rmsnorm " + w, 4 * io, 0, [=] {
-                      Tensor xx = x, yy = y, rr = rstd;
-                      ops::add_rmsnorm(res, xx, weight, eps, yy, &rr);
-                    }});
-    rows.push_back({"rmsnorm_backward " + w, 3 * io, 0, [=] {
-                      Tensor g = dx;
-                      ops::rmsnorm_backward(dy, x, weight, rstd, g);
-                    }});
-    rows.push_back({"rmsnorm_backward_add " + w, 4 * io, 0, [=] {
-                      Tensor g = dx;
-                      ops::rmsnorm_backward_add(dy, x, weight, rstd, add, g);
-                    }});
-  }
-  // The frozen products of one layer: bf16 and FP8 E4M3, forward Y = X·Wᵀ and backward dX = dY·W.
-  for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
-    const std::string s = std::to_string(T) + "x" + std::to_string(out_f) + "x" + std::to_string(in_f);
-    Tensor x = random({T, in_f}, dt, device, 2), w = random({out_f, in_f}, dt, device, 3);
-    Tensor y = Tensor::empty({T, out_f}, dt, device);
-    const double fl = 2.0 * double(T) * double(out_f) * double(in_f);
-    rows.push_back({"gemm bf16 " + s, 0, fl, [=] {
-                      Tensor yy = y;
-                      ops::gemm(x, w, yy, {.trans_b = true});
-                    }});
-    if (!device.is_cpu()) {
-      const quant::QuantizedTensor xq = quant::quantize(x, fmt), wq = quant::quantize(w, fmt);
-      rows.push_back({"gemm e4m3 " + s, 0, fl, [=] {
+  // The frozen products of one layer in FP8 E4M3, Y = X·Wᵀ (the table's gemm row times bf16).
+  if (!device.is_cpu())
+    for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
+      const std::string s = std::to_string(T) + "x" + std::to_string(out_f) + "x" + std::to_string(in_f);
+      const quant::QuantizedTensor xq = quant::quantize(random({T, in_f}, dt, device, 2), fmt);
+      const quant::QuantizedTensor wq = quant::quantize(random({out_f, in_f}, dt, device, 3), fmt);
+      Tensor y = Tensor::empty({T, out_f}, dt, device);
+      rows.push_back({"gemm e4m3 " + s, 0, 2.0 * double(T) * double(out_f) * double(in_f), [=] {
                         Tensor yy = y;
                         quant::gemm_lowp(xq.codes, xq.scale, wq.codes, wq.scale, yy);
                       }});
     }
-  }
   // HALO's NF4 backbone: a projection's weight decoded to E4M3 codes, as for the forward GEMM
   // and transposed for dX (halo_weight.cpp, --backbone nf4). Bytes: 4-bit codes in, codes out.
   if (!device.is_cpu())
@@ -165,7 +167,7 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
   std::set<int64_t> oa_widths;  // the O_A GEMM depends on `in` alone: time it once per width
   for (auto [out_f, in_f] : {std::pair{d, d}, std::pair{f, d}, std::pair{d, f}}) {
     const int64_t r = 64, k = std::min<int64_t>(64, out_f);
-    const std::string s = "[" + std::to_string(out_f) + "x" + std::to_string(in_f) + " r64]";
+    const std::string s = std::string("[") + std::to_string(out_f) + "x" + std::to_string(in_f) + " r64]";
     Tensor wm = Tensor::empty({out_f + r, in_f}, DType::F8_E4M3, device);
     Tensor scale = Tensor::empty({1}, DType::F32, device), codes = wm.slice(0, out_f);
     quant::quantize_into(random({out_f, in_f}, dt, device, 7), codes, nullptr, scale);
@@ -248,31 +250,8 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                       hw->backward_input(dy, g, false);
                     }});
   }
-  {
-    const int64_t hq = cfg.num_heads, hk = cfg.num_kv_heads, D = cfg.head_dim;
-    Tensor q = random({T, hq, D}, dt, device, 4), k = random({T, hk, D}, dt, device, 5);
-    Tensor v = random({T, hk, D}, dt, device, 6), o = Tensor::empty({T, hq, D}, dt, device);
-    Tensor lse = Tensor::empty({T, hq}, DType::F32, device);
-    Tensor doc = Tensor::zeros({T}, DType::I32, device);
-    Tensor dq = Tensor::empty(q.shape(), dt, device), dk = Tensor::empty(k.shape(), dt, device);
-    Tensor dv = Tensor::empty(v.shape(), dt, device);
-    const float sc = 1.0f / std::sqrt(float(D));
-    // Causal: half of the S×S scores; forward 2 GEMMs, backward 5 (as FlashAttention counts).
-    const double fl = 2.0 * double(batch) * double(hq) * double(seq) * double(seq) * double(D);
-    const std::string s = "B" + std::to_string(batch) + " S" + std::to_string(seq) + " H" +
-                          std::to_string(hq) + " D" + std::to_string(D);
-    rows.push_back({"attention forward " + s, 0, fl, [=] {
-                      Tensor oo = o, ll = lse;
-                      ops::attention(q, k, v, doc, seq, sc, oo, ll);
-                    }});
-    rows.push_back({"attention backward " + s, 0, 2.5 * fl, [=] {
-                      Tensor a = dq, b = dk, c = dv;
-                      ops::attention_backward(o, q, k, v, o, lse, doc, seq, sc, a, b, c);
-                    }});
-  }
-
   // The optimizer step over every adapter tensor of the model (A and B of all projections at r=64,
-  // LoRA's default): the grad norm with its clip factor and the fused AdamW that zeroes the grads
+  // LoRA's default; the table's grad_norm_clip and adamw_all rows time one layer's): the grad norm with its clip factor and the fused AdamW that zeroes the grads
   // (engine/optim/adamw.h), as train_step runs them. At least 36 B per param: g read twice (norm,
   // update), p, m, v read and written, g written. After the first call the grads are zero, which
   // changes no traffic.
@@ -295,17 +274,21 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                     optimizer->step(2e-4);
                   }});
 
-  char line[200];
-  std::snprintf(line, sizeof line, "%-46s %10s %10s %10s\n", "kernel", "us/call", "GB/s", "TFLOP/s");
+  int width = 46;  // the longest name's
+  for (const TableRow& r : table) width = std::max(width, int(r.name.size()));
+  for (const Row& r : rows) width = std::max(width, int(r.name.size()));
+  char line[300];
+  std::snprintf(line, sizeof line, "%-*s %10s %10s %10s\n", width, "kernel", "us/call", "GB/s", "TFLOP/s");
   out << line;
-  for (const Row& r : rows) {
-    const double s = seconds_per_call(r, device, repeats);
+  const auto print = [&](const std::string& name, double bytes, double flops, double s) {
     char rate[32] = "";
-    if (r.bytes > 0) std::snprintf(rate, sizeof rate, "%10.1f %10s", r.bytes / s / 1e9, "");
-    if (r.flops > 0) std::snprintf(rate, sizeof rate, "%10s %10.1f", "", r.flops / s / 1e12);
-    std::snprintf(line, sizeof line, "%-46s %10.1f %s\n", r.name.c_str(), s * 1e6, rate);
+    if (bytes > 0) std::snprintf(rate, sizeof rate, "%10.1f %10s", bytes / s / 1e9, "");
+    if (flops > 0) std::snprintf(rate, sizeof rate, "%10s %10.1f", "", flops / s / 1e12);
+    std::snprintf(line, sizeof line, "%-*s %10.1f %s\n", width, name.c_str(), s * 1e6, rate);
     out << line << std::flush;
-  }
+  };
+  for (const TableRow& r : table) print(r.name, r.bytes, r.flops, r.seconds());
+  for (const Row& r : rows) print(r.name, r.bytes, r.flops, seconds_per_call(r.call, device, repeats));
 }
 
 }  // namespace loft::app

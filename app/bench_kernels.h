@@ -1,4 +1,4 @@
-// `loft bench --kernels`: times the kernels a training step is made of, one at a time, at the
+// `loft bench kernels`: times the kernels a training step is made of, one at a time, at the
 // sizes a model shape gives them (tokens = batch·seq), so a slow part of the step breakdown can be
 // traced to one kernel and compared with what the memory system or tensor cores allow.
 #pragma once

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "engine/ops/cases/random_inputs.h"
 #include "engine/tensor/tensor.h"
 
 namespace loft::test {
@@ -43,13 +44,10 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// F32 tensor on the CPU with entries uniform in [lo, hi).
-Tensor random_tensor(const Shape& shape, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f);
-// I32 tensor on the CPU with entries uniform in [0, n).
-Tensor random_ids(const Shape& shape, int32_t n, std::mt19937& rng);
-// Attention doc_start [rows·seq] I32 on the CPU: each row packed with documents of random lengths
-// in [1, max_doc_len]; every token holds the row-local index of its document's first token.
-Tensor random_doc_start(int64_t rows, int64_t seq, int64_t max_doc_len, std::mt19937& rng);
+// The random inputs every suite draws (engine/ops/cases/random_inputs.h).
+using cases::random_doc_start;
+using cases::random_ids;
+using cases::random_tensor;
 
 // ‖a − b‖ / ‖b‖ over the float values of two tensors of equal numel (any float dtype, any device).
 // Returns +inf when either holds a NaN/Inf, so NaN never passes a tolerance.

@@ -1,6 +1,6 @@
 // The CUDA byte transpose against the CPU reference, bit for bit: the vector kernel's shapes
 // (multiples of 16, whole and partial 64×128 tiles, Llama projections) and the fallback's (odd
-// shapes, one row or column, misaligned views) and the projection sizes (`loft bench --kernels`
+// shapes, one row or column, misaligned views) and the projection sizes (`loft bench kernels`
 // times them); and FALQON's and HALO's dX through the shared scratch
 // on the GPU, bit-identical to the GEMM on the transposed copy they used to keep (issue 15).
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // (2^m >= 512: 24576, 28672), two mix rounds per block (24576, 28672), H' staged in chunks
 // (k = 252), and more rows than one wave of resident blocks (blocks loop over segments).
 // Forward and inverse, F32 and BF16 (the CPU's F32 result rounded to BF16), plus rotate_quantize
-// against the CPU, and the inverse at llama-3-8b / llama-13b shapes (`loft bench --kernels` times
+// against the CPU, and the inverse at llama-3-8b / llama-13b shapes (`loft bench kernels` times
 // these kernels).
 #include <cuda_runtime.h>
 

@@ -146,7 +146,7 @@ TEST(MultiTensorAdamWCuda, NonFiniteGradGivesNonFiniteNorm) {
 
 // llama-7b at r=64: A [64, in] and B [out, 64] of the 7 projections of 32 layers (448 tensors,
 // ~160M params). The fused norm against the per-tensor sums, its clip, and the fused step (norm +
-// clip factor + AdamW with zeroing) leaving every grad zero. `loft bench --kernels` times the step.
+// clip factor + AdamW with zeroing) leaving every grad zero. `loft bench kernels` times the step.
 TEST(MultiTensorAdamWCuda, Llama7bRank64NormClipAndStep) {
   LOFT_REQUIRE_GPU();
   const int64_t r = 64, d = 4096, f = 11008, layers = 32;

@@ -1,7 +1,8 @@
 // CUDA add_rmsnorm and rmsnorm_backward_add: bit-identical to the separate CUDA ops they replace
 // (axpy then rmsnorm; rmsnorm_backward then axpy) for every activation × weight dtype, at odd
 // widths and row counts, with unaligned operands (scalar paths, and a residual whose alignment
-// differs from x's); close to the CPU. `loft bench --kernels` times both forms.
+// differs from x's). The parity harness (tests/ops/gpu) compares both with the CPU at these
+// shapes and offsets; `loft bench kernels` times both forms.
 #include "engine/device/memory.h"
 #include "tests/gpu/test_ops_cuda_util.h"
 
@@ -58,14 +59,6 @@ TEST(RmsnormFusedCuda, AddRmsnormMatchesSeparateOps) {
           Tensor xn = placed(x0, xt, xoff), yn = Tensor::empty(s, xt, kGpu);  // rstd optional
           ops::add_rmsnorm(res, xn, w, kEps, yn);
           EXPECT_TRUE(same_bytes(yn, ys)) << "y without rstd " << what;
-
-          // Against the CPU on the values the GPU saw: the sum in fp32 (BF16 then rounds it).
-          Tensor cx = cpu_f32(x0), cy = Tensor::empty(s, DType::F32);
-          Tensor crs = Tensor::empty({rows_of(s)}, DType::F32);
-          ops::add_rmsnorm(cpu_f32(res), cx, cpu_f32(w), kEps, cy, &crs);
-          EXPECT_LT(rel_error(xf, cx), tol(xt)) << what;
-          EXPECT_LT(rel_error(yf, cy), xt == DType::F32 ? 1e-5 : 2e-2) << what;
-          EXPECT_LT(rel_error(rf, crs), xt == DType::F32 ? 1e-5 : 1e-2) << what;
         }
 }
 
@@ -106,13 +99,6 @@ TEST(RmsnormFusedCuda, BackwardAddMatchesSeparateOps) {
             // dweight is summed over rows with one atomicAdd per column tile (rmsnorm.cu): its
             // order, and so its last bits, vary between any two calls, fused or not.
             EXPECT_LT(rel_error(dwf, dws), 1e-6) << "dweight " << what;
-
-            if (d > 1) {  // as in RmsnormCuda.BackwardMatchesCpu: D = 1 cancels catastrophically
-              Tensor cdx = Tensor::empty(s, DType::F32);
-              ops::rmsnorm_backward_add(cpu_f32(dy0), cpu_f32(x), cpu_f32(w), rstd.to(Device::cpu()),
-                                        cpu_f32(add0), cdx);
-              EXPECT_LT(rel_error(dx, cdx), tol(xt)) << what;
-            }
           }
 }
 

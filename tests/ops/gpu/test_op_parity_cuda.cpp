@@ -1,8 +1,8 @@
-// The parity harness on CUDA: every row of tests/ops/cases at every size, CUDA against the CPU
+// The parity harness on CUDA: every row of engine/ops/cases at every size, CUDA against the CPU
 // reference in F32 and (where the op takes it) BF16, the CPU fed the BF16-rounded inputs the GPU
-// saw; and every backward op against central finite differences of its forward op.
-#include "tests/common/test_util.h"
-#include "tests/ops/cases/op_cases.h"
+// saw; every row's exact cases; and every backward op against central finite differences of its
+// forward op.
+#include "tests/ops/harness/parity_checks.h"
 
 namespace loft::test::parity {
 namespace {
@@ -18,14 +18,17 @@ TEST(OpParityCuda, EveryRowMatchesTheCpuAtEverySize) {
         std::mt19937 rng(3000 + uint32_t(i));
         Tensors in = c.make(c.sizes[i], rng);
         if (dt == DType::BF16) in = round_to_bf16(in);
-        const Tensors want = c.run(in, Device::cpu(), DType::F32), got = c.run(in, kGpu, dt);
+        const Tensors want = run_once(c, in, Device::cpu(), DType::F32), got = run_once(c, in, kGpu, dt);
         ASSERT_EQ(got.size(), want.size()) << c.op;
-        const double tol = dt == DType::F32 ? c.tol_f32 : c.tol_bf16;
-        for (size_t o = 0; o < got.size(); ++o) {
-          const double err = rel_error(got[o], want[o]);
-          EXPECT_LE(err, tol) << c.op << " " << dtype_name(dt) << " size " << i << " output " << o;
-        }
+        for (size_t o = 0; o < got.size(); ++o)
+          EXPECT_LE(rel_error(got[o], want[o]), tolerance(c, dt, o))
+              << label(c, c.sizes[i]) << " " << dtype_name(dt) << " output " << o;
       }
+}
+
+TEST(OpParityCuda, ExactCasesHold) {
+  LOFT_REQUIRE_GPU();
+  EXPECT_GE(expect_exact_cases(kGpu), 13);
 }
 
 TEST(OpParityCuda, BackwardOpsMatchFiniteDifferences) {

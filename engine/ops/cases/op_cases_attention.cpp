@@ -4,10 +4,9 @@
 #include <numeric>
 
 #include "engine/ops/kv_cache_ops.h"
-#include "tests/common/test_util.h"
-#include "tests/ops/cases/op_cases.h"
+#include "engine/ops/cases/op_cases.h"
 
-namespace loft::test::parity {
+namespace loft::cases {
 namespace {
 
 // rows B, seq S, query heads, kv heads, head_dim, longest document. Head dims 64 and 128 in BF16
@@ -26,53 +25,78 @@ Tensors attention_inputs(const Sizes& s, std::mt19937& rng) {
 }
 
 // The forward's out and lse from inputs laid out as attention_inputs (starting at `i`).
-std::pair<Tensor, Tensor> attend(const Tensors& in, size_t i, Device d, DType dt) {
+std::pair<Tensor, Tensor> attend(const Tensors& in, size_t i, Device d, DType dt, const Call& call) {
   const Tensor& q = in[i];
+  const Tensor qd = on(q, d, dt), k = on(in[i + 1], d, dt), v = on(in[i + 2], d, dt), doc = on(in[i + 3], d, dt);
   Tensor out = out_like(q.shape(), d, dt), lse = out_like({q.size(0), q.size(1)}, d, DType::F32);
-  ops::attention(on(q, d, dt), on(in[i + 1], d, dt), on(in[i + 2], d, dt), on(in[i + 3], d, dt),
-                 in[i + 4].ptr<int32_t>()[0], attention_scale(q), out, lse);
+  call([&] { ops::attention(qd, k, v, doc, in[i + 4].ptr<int32_t>()[0], attention_scale(q), out, lse); });
   return {out, lse};
 }
+
+// One layer's attention: B rows of S tokens, one document each.
+std::vector<Sizes> attention_layer(const LayerSizes& l) {
+  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, l.seq}};
+}
+
+// Causal: half of the S×S scores; forward 2 GEMMs (backward 5, as FlashAttention counts).
+double attention_flops(const Sizes& s) { return 2.0 * double(s[0] * s[2]) * double(s[1] * s[1]) * double(s[4]); }
 
 std::vector<OpCase> attention_pair() {
   OpCase f{"attention"};
   f.sizes = kAttentionSizes;
+  f.dims = {"b", "s", "hq", "hkv", "hd", "doc"};
   f.make = attention_inputs;
-  f.run = [](const Tensors& in, Device d, DType dt) {
-    auto [out, lse] = attend(in, 0, d, dt);
+  f.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
+    auto [out, lse] = attend(in, 0, d, dt, call);
     return Tensors{host_f32(out), host_f32(lse)};
   };
   f.tol_f32 = 2e-5;
   f.tol_bf16 = 2e-2;
+  f.layer_sizes = attention_layer;
+  f.cost = [](const Sizes& s, double) { return Cost{0, attention_flops(s)}; };
 
   OpCase b{"attention_backward"};
+  b.dims = f.dims;
   b.sizes = kAttentionSizes;
   b.make = [](const Sizes& s, std::mt19937& rng) {  // dout, then attention's inputs
     Tensors in = attention_inputs(s, rng);
     in.insert(in.begin(), random_tensor(in[0].shape(), rng));
     return in;
   };
-  b.run = [](const Tensors& in, Device d, DType dt) {
-    auto [out, lse] = attend(in, 1, d, dt);
+  b.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
+    auto [out, lse] = attend(in, 1, d, dt, [](const std::function<void()>& op) { op(); });
     const Tensor& q = in[1];
+    const Tensor dout = on(in[0], d, dt), qd = on(q, d, dt), k = on(in[2], d, dt), v = on(in[3], d, dt);
+    const Tensor doc = on(in[4], d, dt);
     Tensor dq = out_like(q.shape(), d, dt), dk = out_like(in[2].shape(), d, dt), dv = out_like(in[3].shape(), d, dt);
-    ops::attention_backward(on(in[0], d, dt), on(q, d, dt), on(in[2], d, dt), on(in[3], d, dt), out, lse,
-                            on(in[4], d, dt), in[5].ptr<int32_t>()[0], attention_scale(q), dq, dk, dv);
+    call([&] {
+      ops::attention_backward(dout, qd, k, v, out, lse, doc, in[5].ptr<int32_t>()[0], attention_scale(q), dq, dk, dv);
+    });
     return Tensors{host_f32(dq), host_f32(dk), host_f32(dv)};
   };
   b.backward_of = "attention";
-  b.loss = [](const Tensors& in, Device d) { return dot(attend(in, 1, d, DType::F32).first, in[0]); };
+  b.loss = [](const Tensors& in, Device d) {
+    return dot(attend(in, 1, d, DType::F32, [](const std::function<void()>& op) { op(); }).first, in[0]);
+  };
   b.grad_of = {1, 2, 3};
   b.tol_f32 = 2e-5;
   b.tol_bf16 = 3e-2;
+  b.layer_sizes = attention_layer;
+  b.cost = [](const Sizes& s, double) { return Cost{0, 2.5 * attention_flops(s)}; };
   return {f, b};
 }
 
 // slots, max_len, query heads, kv heads, head_dim, tokens, tiled (tokens as runs of consecutive
 // positions with cached_attention's tile table).
+const std::vector<std::string> kCacheDims = {"slots", "len", "hq", "hkv", "hd", "t", "tiled"};
 const std::vector<Sizes> kCacheSizes = {
     {1, 4, 1, 1, 8, 1, 0}, {3, 16, 4, 2, 16, 5, 0}, {2, 40, 8, 2, 64, 9, 0}, {3, 80, 4, 4, 128, 7, 0},
     {2, 90, 4, 2, 64, 75, 1}, {3, 20, 2, 1, 16, 12, 1}};
+
+// A decode step: one new token for each of the batch's sequences, caches of seq positions.
+std::vector<Sizes> decode_step(const LayerSizes& l) {
+  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, l.batch, 0}};
+}
 
 // Per token a (slot, position) pair, all different: `tiled` gives each slot one run of
 // consecutive positions.
@@ -113,45 +137,60 @@ CacheDraw cache_draw(const Sizes& s, std::mt19937& rng) {
           random_tensor(cache, rng), Tensor::from_vector(tiles, {int64_t(tiles.size() / 4), 4})};
 }
 
-OpCase kv_cache_write_case() {
-  OpCase c{"kv_cache_write"};
+// A cache op's row: its sizes, timed at a decode step.
+OpCase cache_case(const char* op) {
+  OpCase c{op};
+  c.dims = kCacheDims;
   c.sizes = kCacheSizes;
+  c.layer_sizes = decode_step;
+  return c;
+}
+
+OpCase kv_cache_write_case() {
+  OpCase c = cache_case("kv_cache_write");
   c.make = [](const Sizes& s, std::mt19937& rng) {  // k, v, slots, pos, k_cache, v_cache
     const CacheDraw draw = cache_draw(s, rng);
     return Tensors{random_tensor({s[5], s[3], s[4]}, rng), random_tensor({s[5], s[3], s[4]}, rng), draw.slots, draw.pos,
                    draw.k_cache, draw.v_cache};
   };
-  c.run = [](const Tensors& in, Device d, DType dt) {
+  c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
+    const Tensor k = on(in[0], d, dt), v = on(in[1], d, dt), slots = on(in[2], d, dt), pos = on(in[3], d, dt);
     Tensor kc = on(in[4], d, dt), vc = on(in[5], d, dt);
-    ops::kv_cache_write(on(in[0], d, dt), on(in[1], d, dt), on(in[2], d, dt), on(in[3], d, dt), kc, vc);
+    call([&] { ops::kv_cache_write(k, v, slots, pos, kc, vc); });
     return Tensors{host_f32(kc), host_f32(vc)};
   };
   c.tol_bf16 = 0;  // copies
+  c.cost = [](const Sizes& s, double act) { return Cost{4.0 * double(s[5] * s[3] * s[4]) * act, 0}; };
   return c;
 }
 
 OpCase cached_attention_case() {
-  OpCase c{"cached_attention"};
-  c.sizes = kCacheSizes;
+  OpCase c = cache_case("cached_attention");
   c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles
     const CacheDraw draw = cache_draw(s, rng);
     return Tensors{random_tensor({s[5], s[2], s[4]}, rng), draw.k_cache, draw.v_cache, draw.slots, draw.pos, draw.tiles};
   };
-  c.run = [](const Tensors& in, Device d, DType dt) {
+  c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     const Tensor& q = in[0];
-    Tensor out = out_like(q.shape(), d, dt), tiles = on(in[5], d, dt);
-    ops::cached_attention(on(q, d, dt), on(in[1], d, dt), on(in[2], d, dt), on(in[3], d, dt), on(in[4], d, dt),
-                          attention_scale(q), out, tiles.size(0) > 0 ? &tiles : nullptr);
+    const Tensor qd = on(q, d, dt), kc = on(in[1], d, dt), vc = on(in[2], d, dt), slots = on(in[3], d, dt);
+    const Tensor pos = on(in[4], d, dt), tiles = on(in[5], d, dt);
+    Tensor out = out_like(q.shape(), d, dt);
+    call([&] { ops::cached_attention(qd, kc, vc, slots, pos, attention_scale(q), out, tiles.size(0) > 0 ? &tiles : nullptr); });
     return Tensors{host_f32(out)};
   };
   c.tol_f32 = 2e-5;
   c.tol_bf16 = 2e-2;
+  // q read, out written, and on average half of each query's cached keys and values read.
+  c.cost = [](const Sizes& s, double act) {
+    return Cost{(2.0 * double(s[5] * s[2] * s[4]) + double(s[5] * s[1] * s[3] * s[4])) * act, 0};
+  };
   return c;
 }
 
 OpCase argmax_rows_case() {
   OpCase c{"argmax_rows"};
-  c.sizes = {{1, 1}, {3, 17}, {64, 32000}, {5, 1031}};  // rows, vocab
+  c.dims = {"rows", "v"};
+  c.sizes = {{1, 1}, {3, 17}, {64, 32000}, {5, 1031}};
   c.make = [](const Sizes& s, std::mt19937& rng) {
     Tensor x = random_tensor({s[0], s[1]}, rng);
     if (s[0] > 2 && s[1] > 3) {  // a tie (the lower id wins) and a NaN (never chosen)
@@ -161,13 +200,17 @@ OpCase argmax_rows_case() {
     }
     return Tensors{x};
   };
-  c.run = [](const Tensors& in, Device d, DType) {
+  c.run = [](const Tensors& in, Device d, DType, const Call& call) {
+    const Tensor x = on(in[0], d, DType::F32);
     Tensor out = out_like({in[0].size(0)}, d, DType::I32);
-    ops::argmax_rows(on(in[0], d, DType::F32), out);
+    call([&] { ops::argmax_rows(x, out); });
     return Tensors{host_f32(out)};
   };
   c.bf16 = false;
   c.tol_f32 = 0;
+  // Greedy decoding's step: one row of logits per sequence.
+  c.layer_sizes = [](const LayerSizes& l) { return std::vector<Sizes>{{l.batch, l.vocab}}; };
+  c.cost = [](const Sizes& s, double) { return Cost{4.0 * double(s[0] * s[1]), 0}; };
   return c;
 }
 
@@ -181,4 +224,4 @@ std::vector<OpCase> attention_cases() {
   return v;
 }
 
-}  // namespace loft::test::parity
+}  // namespace loft::cases
