@@ -61,6 +61,10 @@ struct OpCase {
   double tol_f32 = 1e-5;     // rel_error of each CUDA output against the CPU's
   double tol_bf16 = 1.5e-2;  // the same for BF16 inputs (CPU fed the BF16-rounded values)
   std::vector<double> tol_bf16_of;  // per output, where outputs differ (an F32 output of BF16 inputs)
+  // Per output, where it can be near zero while the values it comes from are not (a confident
+  // prediction's loss, ~1e-5 nats out of logits ~8): its error is relative to max(|CPU output|,
+  // floor), since fp32 cannot resolve it any finer than the inputs' scale allows.
+  std::vector<double> scale_floor_of;
   std::vector<Exact> exact;         // special values, checked on every backend
   // Backward rows: the forward op differentiated, the scalar L(inputs) = Σ dy·forward(x) (CPU),
   // and for each output of `run` the index of the input it is ∂L/∂ of (-1: not a gradient).

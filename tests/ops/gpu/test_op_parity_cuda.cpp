@@ -21,7 +21,7 @@ TEST(OpParityCuda, EveryRowMatchesTheCpuAtEverySize) {
         const Tensors want = run_once(c, in, Device::cpu(), DType::F32), got = run_once(c, in, kGpu, dt);
         ASSERT_EQ(got.size(), want.size()) << c.op;
         for (size_t o = 0; o < got.size(); ++o)
-          EXPECT_LE(rel_error(got[o], want[o]), tolerance(c, dt, o))
+          EXPECT_LE(parity_error(c, o, got[o], want[o]), tolerance(c, dt, o))
               << label(c, c.sizes[i]) << " " << dtype_name(dt) << " output " << o;
       }
 }

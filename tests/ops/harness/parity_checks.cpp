@@ -21,6 +21,16 @@ namespace {
 
 }  // namespace
 
+double parity_error(const OpCase& c, size_t o, const Tensor& got, const Tensor& want) {
+  const double rel = rel_error(got, want), floor = o < c.scale_floor_of.size() ? c.scale_floor_of[o] : 0.0;
+  if (!std::isfinite(rel) || floor <= 0) return rel;
+  const std::vector<float> w = want.to_float_vector();
+  double norm = 0;
+  for (float x : w) norm += double(x) * double(x);
+  norm = std::sqrt(norm);
+  return norm == 0 ? rel / floor : rel * norm / std::max(norm, floor);  // rel_error is absolute when want is 0
+}
+
 double fd_error(const OpCase& c, const Tensors& in, int input, const Tensor& grad, float eps) {
   const std::vector<float> g = grad.to_float_vector();
   std::vector<float> want, got;

@@ -19,6 +19,9 @@ int expect_backward_matches_differences(Device device, uint32_t seed);
 // Whether finite differences are run at this size: every input of at most c.fd_max_elements
 // (larger ones drown the gradient of one entry in the loss's fp32 rounding).
 bool fd_size(const OpCase& c, const Tensors& in);
+// Output `o` of a CUDA run against the CPU's: rel_error, but relative to at least the row's
+// scale_floor_of[o] (INFINITY for a non-finite value or a size mismatch).
+double parity_error(const OpCase& c, size_t o, const Tensor& got, const Tensor& want);
 // Every row's exact cases run on `device` in their dtype,
 // each output bit for bit as the case says (a NaN matching any NaN). Returns how many were checked.
 int expect_exact_cases(Device device);
