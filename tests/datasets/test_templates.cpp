@@ -67,8 +67,11 @@ TEST(Templates, Llama2Chat) {
             // As Meta strips the user content only after folding the system block in front of it.
             "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n Hi [/INST]Hello!</s><s>[INST] Again [/INST]Sure.</s>");
   EXPECT_EQ(responses(pieces, tok), "Hello![</s>]Sure.[</s>]");
-  for (const auto& p : pieces)
-    if (p.id < 0) EXPECT_EQ(p.text.find("<s>"), std::string::npos) << "BOS/EOS are ids, never text";
+  for (const auto& p : pieces) {
+    if (p.id < 0) {
+      EXPECT_EQ(p.text.find("<s>"), std::string::npos) << "BOS/EOS are ids, never text";
+    }
+  }
 }
 
 TEST(Templates, Llama3WithAndWithoutHeaderTokens) {
