@@ -102,10 +102,11 @@ std::vector<std::string> parse_methods(const std::string& spec) {
 }
 
 // Checks every option before anything runs, so a bad value for the third method does not
-// surface after the first two have been timed.
-void check_options(const StepBenchOptions& o) {
-  (void)bench_config(o.shape, o.model);
+// surface after the first two have been timed; returns the model's config.
+llama::LlamaConfig check_options(const StepBenchOptions& o) {
+  llama::LlamaConfig cfg = bench_config(o.shape, o.model);
   for (const std::string& m : parse_methods(o.methods)) (void)plan_for(o, m);  // validates each method's options
+  return cfg;
 }
 
 llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaConfig& cfg, DType dtype,
@@ -198,30 +199,29 @@ bool is_out_of_memory(const Error& e) {
   return m.rfind("out of GPU memory", 0) == 0 || m.rfind("out of host memory", 0) == 0;
 }
 
-// A fresh model for one method on `device`: the shape's random weights (or the checkpoint) and
-// the adapter from --seed, so every data-parallel replica starts identical.
+// A fresh model for one method's plan on `device`: the shape's random weights (or the
+// checkpoint) and the adapter from --seed, so every data-parallel replica starts identical.
 std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const Setup& s,
-                                               const std::string& method, Device device) {
+                                               const RunPlan& plan, Device device) {
   std::mt19937_64 adapter_rng(o.seed);
   auto model = std::make_unique<llama::LlamaModel>(
-      s.config, weights_for(o, s.config, s.dtype, device),
-      make_linear_factory(plan_for(o, method).method, adapter_rng));
-  model->set_grad_checkpointing(o.grad_checkpointing);
-  model->set_checkpoint_offload(!o.checkpoints_on_gpu);
+      s.config, weights_for(o, s.config, s.dtype, device), make_linear_factory(plan.method, adapter_rng));
+  model->set_grad_checkpointing(plan.grad_checkpointing);
+  model->set_checkpoint_offload(plan.checkpoint_offload);
   model->set_host_memory_share(int(s.devices.size()));
   return model;
 }
 
 // --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
 // its copy of the batch and its rank's GradReducer, timed together.
-BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const std::string& method,
+BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPlan& plan,
                          DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
   const size_t n = s.devices.size();
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
   std::vector<ModelBatch> batches(n);
   RankWorkers(s.devices).run([&](size_t i) {
-    models[i] = build_model(o, s, method, s.devices[i]);
+    models[i] = build_model(o, s, plan, s.devices[i]);
     optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
     batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
   });
@@ -251,9 +251,9 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                                 .max_grad_norm = r.max_grad_norm};
   try {
     if (dp.active()) {
-      r.times = time_replicas(o, s, method, dp, schedule, r.trainable);
+      r.times = time_replicas(o, s, plan, dp, schedule, r.trainable);
     } else {
-      auto model = build_model(o, s, method, s.device);
+      auto model = build_model(o, s, plan, s.device);
       const std::vector<Param*> params = model->params();
       for (const Param* p : params) r.trainable += p->value.numel();
       AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default
@@ -412,7 +412,7 @@ void run_step_bench(const StepBenchOptions& in) {
     check_device_beside_ranks(o.device, "--gpus " + o.gpus);
     o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
   }
-  check_options(o);
+  const llama::LlamaConfig config = check_options(o);
   const std::vector<std::string> methods = parse_methods(o.methods);
   const auto timeout = kDefaultNcclTimeout;
   DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
@@ -427,7 +427,7 @@ void run_step_bench(const StepBenchOptions& in) {
   }
   s.info = device_info(s.device);
   s.dtype = s.device.is_cpu() ? DType::F32 : DType::BF16;
-  s.config = bench_config(o.shape, o.model);
+  s.config = config;
   s.name = o.model.empty() ? o.shape : o.model;
   s.base_parameters = llama::llama_parameter_count(s.config);
   std::ostream& plan_out = o.json ? std::cerr : std::cout;  // --json: stdout holds the JSON only
