@@ -133,7 +133,7 @@ TEST_F(StudioTest, EveryEndpointIsGated) {
                                          "/api/runs/x/events", "/api/runs/x/report", "/api/session",
                                          "/static/app.js"};
   const std::vector<std::string> posts = {"/api/chat", "/api/evaluate", "/api/exports", "/api/jobs/j1/stop",
-                                          "/api/runs", "/api/runs/x/resume", "/api/runs/x/stop"};
+                                          "/api/runs", "/api/runs/plan", "/api/runs/x/resume", "/api/runs/x/stop"};
   auto c = bare();
   const std::string bearer = "Bearer " + token();
   const std::string here = "127.0.0.1:" + std::to_string(port());
@@ -190,21 +190,23 @@ TEST_F(StudioTest, StateChangesNeedTheCsrfToken) {
 
 TEST_F(StudioTest, BadBodiesAreRefused) {
   auto c = bare();
-  auto r = c.Post("/api/runs", auth(), "{\"base_model\": ", "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 400);
-  EXPECT_TRUE(test::contains(nlohmann::json::parse(r->body)["error"], "not valid JSON"));
-  r = c.Post("/api/runs", auth(), "[1, 2]", "application/json");
-  EXPECT_EQ(r->status, 400);
-  r = c.Post("/api/runs", auth(), std::string(200, '[') + std::string(200, ']'), "application/json");
-  EXPECT_EQ(r->status, 400);
-  r = c.Post("/api/runs", auth(), "{}", "text/plain");
-  EXPECT_EQ(r->status, 415);
-  const std::string big = "{\"x\": \"" + std::string((1 << 20) + 16, 'a') + "\"}";
-  r = c.Post("/api/runs", auth(), big, "application/json");
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 413);
-  EXPECT_TRUE(nlohmann::json::parse(r->body).contains("error"));
+  for (const char* path : {"/api/runs", "/api/runs/plan"}) {  // both read a run's recipe keys
+    auto r = c.Post(path, auth(), "{\"base_model\": ", "application/json");
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 400) << path;
+    EXPECT_TRUE(test::contains(nlohmann::json::parse(r->body)["error"], "not valid JSON")) << path;
+    r = c.Post(path, auth(), "[1, 2]", "application/json");
+    EXPECT_EQ(r->status, 400) << path;
+    r = c.Post(path, auth(), std::string(200, '[') + std::string(200, ']'), "application/json");
+    EXPECT_EQ(r->status, 400) << path;
+    r = c.Post(path, auth(), "{}", "text/plain");
+    EXPECT_EQ(r->status, 415) << path;
+    const std::string big = "{\"x\": \"" + std::string((1 << 20) + 16, 'a') + "\"}";
+    r = c.Post(path, auth(), big, "application/json");
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 413) << path;
+    EXPECT_TRUE(nlohmann::json::parse(r->body).contains("error")) << path;
+  }
 }
 
 TEST_F(StudioTest, FilesOnlyUnderTheRoots) {
@@ -218,7 +220,7 @@ TEST_F(StudioTest, FilesOnlyUnderTheRoots) {
   for (const auto& e : listing["entries"])
     if (e["name"] == "stories260K") saw_model = e["is_model"] == true && e["type"] == "dir";
   EXPECT_TRUE(saw_model) << listing.dump();
-  for (const std::string bad : {std::string("../../etc/passwd"), std::string("/etc"), (scratch() / "escape").string(),
+  for (const std::string& bad : {std::string("../../etc/passwd"), std::string("/etc"), (scratch() / "escape").string(),
                                 (scratch() / "escape" / "secret.txt").string(), (examples() / ".." / "README.md").string()}) {
     const auto j = get("/api/fs?path=" + q(bad), &status);
     EXPECT_EQ(status, 403) << bad;
