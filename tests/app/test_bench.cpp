@@ -287,6 +287,7 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"kernels", "--shape", "tiny", "--method", "lora"}, {"--method"}},
       {{"kernels"}, {"--shape"}},
       {{"kernels", "--shape", "tiny", "--repeats", "0"}, {"--repeats"}},
+      {{"kernels", "--shape", "tiny", "--repeats", "nan"}, {"--repeats"}},
   };
   for (const Case& c : cases) {
     // A case names its subcommand first, else it is step's.

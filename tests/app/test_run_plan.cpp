@@ -130,6 +130,10 @@ TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
                                           "--batch", "8", "--micro-batch", "3", "--plan"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_TRUE(contains(bad.err, "--micro-batch 3")) << bad.err;
+  const CliResult flag = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--plan=maybe"});
+  EXPECT_EQ(flag.code, 2);
+  EXPECT_TRUE(contains(flag.err, "--plan")) << flag.err;
+  EXPECT_EQ(flag.err.find('\n'), flag.err.rfind("\n(run 'loft --help'")) << "one line, then the usage hint: " << flag.err;
 }
 
 // bench plans each method as finetune does (at bench's r=64, alpha 16): the grad-norm clip and
