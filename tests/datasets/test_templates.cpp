@@ -87,7 +87,9 @@ TEST(Templates, Llama3WithAndWithoutHeaderTokens) {
   int special_ids = 0;
   for (const auto& p : pieces) {
     special_ids += p.id > 258;
-    if (p.id < 0) EXPECT_EQ(p.text.find("<|"), std::string::npos) << "markers the tokenizer has are ids";
+    if (p.id < 0) {
+      EXPECT_EQ(p.text.find("<|"), std::string::npos) << "markers the tokenizer has are ids";
+    }
   }
   EXPECT_EQ(special_ids, 15);
 
