@@ -35,7 +35,9 @@ struct Mnk {
 TEST(OpsCpuGemm, MatchesNaiveReferenceForAllTransposesShapesAlphaBeta) {
   std::mt19937 rng(11);
   const Mnk shapes[] = {{1, 1, 1},   {7, 7, 7},    {64, 64, 64}, {172, 172, 172},
-                        {173, 65, 33}, {1, 172, 7}, {7, 1, 64},   {33, 173, 1}};
+                        {173, 65, 33}, {1, 172, 7}, {7, 1, 64},   {33, 173, 1},
+                        // across the row blocks (kGemmRowBlock): A's rows are M, or K when trans_a
+                        {2 * ops::kGemmRowBlock + 5, 3, 2}, {3, 2, 2 * ops::kGemmRowBlock + 5}};
   const std::pair<float, float> alpha_beta[] = {{1.0f, 0.0f}, {0.5f, 0.0f}, {-1.3f, 0.7f}, {1.0f, 1.0f}};
   for (const Mnk& s : shapes)
     for (int tr = 0; tr < 4; ++tr)
@@ -51,6 +53,30 @@ TEST(OpsCpuGemm, MatchesNaiveReferenceForAllTransposesShapesAlphaBeta) {
             << "m=" << s.m << " n=" << s.n << " k=" << s.k << " trans_a=" << o.trans_a
             << " trans_b=" << o.trans_b << " alpha=" << alpha << " beta=" << beta;
       }
+}
+
+// What LlamaModel's token tiles rely on: a product over rows [0, T) equals the same product over
+// tiles of those rows at multiples of kGemmRowBlock, bit for bit, both for row outputs (x·Wᵀ) and
+// for a reduction over the rows accumulated tile after tile (a weight gradient dyᵀ·x).
+TEST(OpsCpuGemm, TilesOfRowsEqualTheWholeBitForBit) {
+  std::mt19937 rng(13);
+  const int64_t T = 2 * ops::kGemmRowBlock + 37, tile = ops::kGemmRowBlock, in = 24, out = 40;
+  Tensor x = test::random_tensor({T, in}, rng), w = test::random_tensor({out, in}, rng);
+  Tensor dy = test::random_tensor({T, out}, rng);
+  Tensor y = Tensor::zeros({T, out}, DType::F32, Device::cpu());
+  Tensor y_tiled = y.clone();
+  Tensor dw = test::random_tensor({out, in}, rng);
+  Tensor dw_tiled = dw.clone();
+  ops::gemm(x, w, y, {.trans_b = true});
+  ops::gemm(dy, x, dw, {.trans_a = true, .alpha = 0.5f, .beta = 1.0f});
+  for (int64_t t0 = 0; t0 < T; t0 += tile) {
+    const int64_t n = std::min(tile, T - t0);
+    Tensor yc = y_tiled.slice(t0, n);
+    ops::gemm(x.slice(t0, n), w, yc, {.trans_b = true});
+    ops::gemm(dy.slice(t0, n), x.slice(t0, n), dw_tiled, {.trans_a = true, .alpha = 0.5f, .beta = 1.0f});
+  }
+  EXPECT_EQ(y_tiled.to_float_vector(), y.to_float_vector());
+  EXPECT_EQ(dw_tiled.to_float_vector(), dw.to_float_vector());
 }
 
 TEST(OpsCpuGemm, BetaZeroIgnoresNanInC) {

@@ -25,9 +25,24 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
   }
   // Leading dimension of a row-major [rows, cols] matrix is cols (at least 1 for the BLAS).
   const auto ld = [](const Tensor& t) { return blasint(std::max<int64_t>(t.size(1), 1)); };
-  cblas_sgemm(CblasRowMajor, opt.trans_a ? CblasTrans : CblasNoTrans,
-              opt.trans_b ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(k),
-              opt.alpha, a.ptr<float>(), ld(a), b.ptr<float>(), ld(b), opt.beta, cp, ld(c));
+  const float* ap = a.ptr<float>();
+  const float* bp = b.ptr<float>();
+  const auto call = [&](int64_t rows, int64_t kk, const float* a0, const float* b0, float beta, float* c0) {
+    cblas_sgemm(CblasRowMajor, opt.trans_a ? CblasTrans : CblasNoTrans,
+                opt.trans_b ? CblasTrans : CblasNoTrans, blasint(rows), blasint(n), blasint(kk),
+                opt.alpha, a0, ld(a), b0, ld(b), beta, c0, ld(c));
+  };
+  // A's rows in blocks of kGemmRowBlock (ops.h): without trans_a they are C's rows, computed
+  // apart; with it they are the reduction, summed block after block into C. The same product
+  // over a tile of rows (at a multiple of the block) then repeats these calls exactly.
+  if (!opt.trans_a) {
+    for (int64_t r = 0; r < m; r += kGemmRowBlock)
+      call(std::min(kGemmRowBlock, m - r), k, ap + r * ld(a), bp, opt.beta, cp + r * ld(c));
+    return;
+  }
+  for (int64_t r = 0; r < k; r += kGemmRowBlock)
+    call(m, std::min(kGemmRowBlock, k - r), ap + r * ld(a), bp + (opt.trans_b ? r : r * ld(b)),
+         r == 0 ? opt.beta : 1.0f, cp);
 }
 
 }  // namespace loft::ops::cpu
