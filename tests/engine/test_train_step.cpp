@@ -92,7 +92,9 @@ TEST(TrainStep, ScalesByAllTargetsClipsAndConsumesGrads) {
       }
       EXPECT_DOUBLE_EQ(r.grad_norm, std::sqrt(sq));
       const float factor = ops::clip_factor(r.grad_norm, max_norm);
-      if (max_norm == 0.5) EXPECT_LT(factor, 1.0f) << "the test means to clip";
+      if (max_norm == 0.5) {
+        EXPECT_LT(factor, 1.0f) << "the test means to clip";
+      }
       for (size_t i = 0; i < p.size(); ++i) {
         if (factor != 1.0f) ops::cpu::scale(g[i], factor);
         ops::cpu::adamw(p[i], g[i], m[i], v[i], {.lr = 1e-2, .weight_decay = 0.01, .step = step});
