@@ -76,6 +76,7 @@ RunPlan plan_for(const StepBenchOptions& o, const std::string& item) {
   r.max_grad_norm = o.max_grad_norm;
   r.grad_checkpointing = o.grad_checkpointing;
   r.checkpoint_offload = !o.checkpoints_on_gpu;
+  r.token_tile = o.token_tile;
   return plan_run(r, Device::cpu());  // the micro-batch is given: the device does not choose it
 }
 
@@ -208,6 +209,7 @@ std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const 
       s.config, weights_for(o, s.config, s.dtype, device), make_linear_factory(plan.method, adapter_rng));
   model->set_grad_checkpointing(plan.grad_checkpointing);
   model->set_checkpoint_offload(plan.checkpoint_offload);
+  model->set_token_tile(plan.token_tile);
   model->set_host_memory_share(int(s.devices.size()));
   return model;
 }

@@ -7,6 +7,7 @@
 #include "app/method_flags.h"
 #include "engine/peft/method.h"
 #include "models/llama/config.h"
+#include "models/llama/memory_estimate.h"
 
 namespace loft::app {
 
@@ -19,6 +20,7 @@ struct StepBenchOptions {
   float alpha = 16.0f;
   double max_grad_norm = -1;  // -1: the method's default, as finetune
   bool grad_checkpointing = false, json = false;
+  int64_t token_tile = llama::kDefaultTokenTile;  // --token-tile
   bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
   uint64_t seed = 0;
 };

@@ -72,6 +72,10 @@ void add_step_bench(CLI::App& bench) {
   cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
                 "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
                 "pinned host memory");
+  cmd->add_option("--token-tile", o->token_tile,
+                  "with --grad-checkpointing: tokens per tile of a block's norms, projections and MLP "
+                  "(a multiple of 1024; 0: untiled)")
+      ->capture_default_str()->transform(int_in(0));
   add_device_option(*cmd, o->device);
   cmd->add_flag("--json", o->json, "print one JSON object instead of the table");
   cmd->callback([o, rank, alpha, old_rank, old_alpha] {

@@ -104,6 +104,7 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
      << (plan.grad_checkpointing ? " (checkpointed block inputs)" : "") << ", step working set "
      << gib(e.working);
   if (e.host_embeddings > 0) os << "; embedding table in host memory " << gib(e.host_embeddings);
+  if (e.host_checkpoints > 0) os << "; block inputs in pinned host memory " << gib(e.host_checkpoints);
   os << "\n";
 }
 
@@ -149,6 +150,7 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
     models[i] = llama::load_model(o.model, devices[i], make_linear_factory(plan.method, rng));
     models[i]->set_grad_checkpointing(plan.grad_checkpointing);
     models[i]->set_checkpoint_offload(plan.checkpoint_offload);
+    models[i]->set_token_tile(plan.token_tile);
     models[i]->set_host_memory_share(host_share);
     if (plan.init) llama::apply_adapter(*models[i], *plan.init, plan.init_adapter);
   });
@@ -343,6 +345,10 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_flag("--checkpoints-on-gpu", o->checkpoints_on_gpu,
                 "with --grad-checkpointing on a GPU: keep the block inputs on the GPU instead of "
                 "pinned host memory");
+  cmd->add_option("--token-tile", o->run.token_tile,
+                  "with --grad-checkpointing: tokens per tile of a block's norms, projections and MLP "
+                  "(a multiple of 1024; 0: untiled)")
+      ->capture_default_str()->transform(int_in(0));
   cmd->add_flag("--plan", o->plan_only,
                 "print what this command line would run as one JSON object (the method, every "
                 "default filled in, the memory estimate and whether it fits the device) and stop; "

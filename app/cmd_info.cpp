@@ -85,6 +85,7 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
                   {"adapter_bytes", m.adapter},
                   {"adapter_parameters", m.adapter_params},
                   {"host_embeddings_bytes", m.host_embeddings},
+                  {"host_checkpoints_bytes", m.host_checkpoints},
                   {"activations_bytes", m.activations},
                   {"working_bytes", m.working},
                   {"logits_bytes", m.logits},
@@ -190,6 +191,9 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
   if (!methods.empty() && methods.front().host_embeddings > 0)
     out << "the input embedding table (" << human_bytes(methods.front().host_embeddings)
         << ") stays in host memory: only a batch's rows go to the GPU\n";
+  if (!methods.empty() && methods.front().host_checkpoints > 0)
+    out << "the checkpointed block inputs (" << human_bytes(methods.front().host_checkpoints)
+        << ") wait in pinned host memory: the host needs that much RAM free\n";
   out << kEstimateNote << '\n';
   if (o.card) print_card_fits(out, *o.card, methods);
 }

@@ -12,26 +12,43 @@ double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 
 }  // namespace
 
+void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, int64_t host_bytes) {
+  const int64_t pinned = e.host_checkpoints + e.host_embeddings;
+  // Pinned pages cannot be swapped out: leave a quarter of the RAM to the system, the data
+  // loader and the checkpoint files' page cache.
+  if (host_bytes > 0 && pinned > host_bytes / 4 * 3)
+    throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " with --grad-checkpointing keeps about ",
+                         gib(e.host_checkpoints), " GiB of block inputs",
+                         e.host_embeddings > 0 ? cat(" and the ", gib(e.host_embeddings), " GiB embedding table") : "",
+                         " in host memory, more than 3/4 of this machine's ", gib(host_bytes),
+                         " GiB of RAM; lower --micro-batch or --seq, or add --checkpoints-on-gpu"));
+}
+
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
-                                    Device device, bool checkpoint_offload) {
+                                    Device device, bool checkpoint_offload, int64_t token_tile) {
   llama::MemoryEstimateOptions eo;
   eo.batch = micro;
   eo.seq = seq;
   eo.lora_rank = m.lora.rank;
   eo.grad_checkpointing = grad_checkpointing;
   eo.checkpoint_offload = checkpoint_offload;
+  eo.token_tile = token_tile;
+  eo.host_bytes = device_memory_bytes(Device::cpu());
   eo.gpu = device.is_cuda();
   return llama::estimate_method_memory(cfg, eo, m);
 }
 
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
-                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload) {
+                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload,
+                    int64_t token_tile) {
   if (seq > cfg.max_position_embeddings)
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
-  const llama::MethodMemory e = method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload);
+  const llama::MethodMemory e =
+      method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile);
   check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
+  check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()));
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),

@@ -15,12 +15,19 @@ namespace loft::app {
 // `device` (a GPU's bf16, or the CPU's f32).
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
-                                    Device device, bool checkpoint_offload = true);
+                                    Device device, bool checkpoint_offload = true,
+                                    int64_t token_tile = llama::kDefaultTokenTile);
 
 // Throws UsageError when `seq` exceeds max_position_embeddings, the estimated activations of
-// one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU), or,
-// under --gpu-memory-limit, the whole estimated peak does not fit the cap.
+// one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU), what
+// waits in pinned host memory does not fit the host (check_host_fits), or, under
+// --gpu-memory-limit, the whole estimated peak does not fit the cap.
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
-                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload = true);
+                    int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload = true,
+                    int64_t token_tile = llama::kDefaultTokenTile);
+
+// UsageError when the offloaded block inputs and the host-side embedding table of `e` take more
+// than 3/4 of `host_bytes` (the machine's RAM; 0: unknown, no check).
+void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, int64_t host_bytes);
 
 }  // namespace loft::app

@@ -4,6 +4,7 @@
 
 #include "app/run_limits.h"
 #include "engine/core/error.h"
+#include "engine/ops/ops.h"
 #include "engine/peft/method_record.h"
 #include "engine/peft/method_spec.h"
 #include "models/llama/loading.h"
@@ -56,15 +57,21 @@ RunPlan plan_run(const RunRequest& r, Device device) {
   p.seq = r.seq;
   p.grad_checkpointing = r.grad_checkpointing;
   p.checkpoint_offload = r.checkpoint_offload;
+  if (r.token_tile < 0 || r.token_tile % ops::kGemmRowBlock != 0)
+    throw UsageError(cat("--token-tile ", r.token_tile, " must be 0 (no tiling) or a positive multiple of ",
+                         ops::kGemmRowBlock));
+  p.token_tile = r.token_tile;
   return p;
 }
 
 llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device) const {
-  return method_estimate(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload);
+  return method_estimate(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
+                         token_tile);
 }
 
 void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device) const {
-  check_run_fits(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload);
+  check_run_fits(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
+                 token_tile);
 }
 
 nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device device) const {
@@ -92,6 +99,7 @@ nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device de
           {"steps", steps > 0 ? nlohmann::ordered_json(steps) : nlohmann::ordered_json()},
           {"grad_checkpointing", grad_checkpointing},
           {"checkpoint_offload", checkpoint_offload},
+          {"token_tile", token_tile},
           {"device", device.str()},
           {"trainable_parameters", e.adapter_params},
           {"memory_estimate",
@@ -99,6 +107,7 @@ nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device de
             {"frozen_weights_bytes", e.frozen_weights},
             {"embeddings_bytes", e.embeddings},
             {"host_embeddings_bytes", e.host_embeddings},
+            {"host_checkpoints_bytes", e.host_checkpoints},
             {"adapter_bytes", e.adapter},
             {"activations_bytes", e.activations},
             {"working_bytes", e.working}}},

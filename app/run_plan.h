@@ -31,6 +31,7 @@ struct RunRequest {
   double lr = 0, max_grad_norm = -1;
   std::string schedule;
   bool grad_checkpointing = false, checkpoint_offload = true;
+  int64_t token_tile = llama::kDefaultTokenTile;  // LlamaModel::set_token_tile; 0: no tiling
   bool variants = false;  // bench: --method items may carry ":variant"s (halo:nf4)
 };
 
@@ -42,6 +43,7 @@ struct RunPlan {
   double lr = 0, max_grad_norm = 0;
   std::string schedule;
   bool grad_checkpointing = false, checkpoint_offload = true;
+  int64_t token_tile = llama::kDefaultTokenTile;
 
   int64_t grad_accum() const { return batch / micro_batch; }
   // models/llama/memory_estimate's peak of one micro-batch's step on `device`.

@@ -50,7 +50,7 @@ ProjectionSizes sizes(const LlamaConfig& c, int64_t r, int64_t e) {
   return s;
 }
 
-// One layer's tensors per token (LlamaModel::block_forward / block_backward), in bytes.
+// One layer's tensors per token (models/llama/block.cpp), in bytes.
 struct LayerBytes {
   int64_t x = 0;          // the block input
   int64_t attn = 0;       // saved by the attention half, besides x
@@ -58,9 +58,27 @@ struct LayerBytes {
   int64_t down_bwd = 0;   // beside all of it while down_proj's backward runs: the peak of the MLP half
   int64_t attn_bwd = 0;   // beside x + attn while the attention backward runs (the MLP's are gone)
   int64_t attention_tensors = 0;  // of attn: q, k, v, the output and its log-sum-exp
+  int64_t qkv_saved = 0;  // of attn: what the q/k/v projections' backward reads (norm stats, bags)
+  int64_t grads = 0;      // the attention's gradients beside them: dq, dk, dv, and on a GPU the
+                          // flash kernel's fp32 dQ and per-row dot
+  int64_t qkv_bwd = 0;    // a tile's q/k/v backward beyond its saved tensors: dh1
+  int64_t e_h = 0, e_q = 0;  // one hidden row, one attention-output row
   int64_t saved() const { return add(x, attn, mlp); }
   // What a layer's backward adds on top of its saved tensors at its peak.
   int64_t backward_excess() const { return std::max<int64_t>(down_bwd, attn_bwd - mlp); }
+  // Checkpointing's backward of a layer (LlamaModel::block_recompute_backward) at T tokens in
+  // tiles of t, beside its input: the most of its three phases. The half after the attention,
+  // tile by tile, beside the attention tensors, ∂out (then ∂x2 in place) and ∂att; the attention
+  // backward beside its gradients; the q/k/v half, tile by tile, beside ∂x2, dq, dk, dv and ∂x.
+  // One tile keeps the q/k/v bags of the recompute whole throughout.
+  int64_t recompute_backward(int64_t T, int64_t t) const {
+    const int64_t whole = add(attention_tensors, e_h, e_q, t >= T ? qkv_saved : 0);
+    const int64_t post = add(mul(T, whole), mul(t, add(mlp, down_bwd - e_h)));
+    const int64_t attention = mul(T, add(whole, grads));
+    const int64_t inputs = add(mul(T, add(e_h, grads, e_h, t >= T ? qkv_saved : 0)),
+                               mul(t, add(t >= T ? 0 : qkv_saved, qkv_bwd)));
+    return std::max({post, attention, inputs});
+  }
 };
 
 //   x                                                                   e·h
@@ -80,6 +98,11 @@ LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_in
                mul(kFp32, add(1, c.num_heads)));
   b.mlp = add(mul(e, add(h, mul(2, i), saves_inputs ? add(h, i) : 0, mul(3, r))), kFp32);
   b.attention_tensors = add(mul(e, add(mul(2, q), mul(2, kv))), mul(kFp32, c.num_heads));
+  b.qkv_saved = add(mul(e, add(saves_inputs ? h : 0, mul(3, r))), kFp32);
+  b.grads = add(mul(e, add(q, mul(2, kv))), gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
+  b.qkv_bwd = mul(e, add(h, r));
+  b.e_h = mul(e, h);
+  b.e_q = mul(e, q);
   b.down_bwd = mul(e, add(h, i, r));
   b.attn_bwd = add(mul(e, add(h, mul(2, q), mul(2, kv))),
                    gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
@@ -111,6 +134,12 @@ int64_t offloaded_bytes_per_token_layer(const LlamaConfig& c, int64_t compute_by
   return add(b.x, b.attention_tensors);
 }
 
+bool keeps_attention_in_host(const LlamaConfig& c, int64_t tokens, int64_t compute_bytes,
+                             int64_t host_bytes, int host_share) {
+  const int64_t need = mul(c.num_layers, tokens, offloaded_bytes_per_token_layer(c, compute_bytes));
+  return host_bytes > 0 && need <= host_bytes / 2 / std::max(host_share, 1);
+}
+
 namespace {
 
 // The estimate's parts that do not depend on the method, and the method's row turned into an entry.
@@ -135,6 +164,7 @@ class Estimator {
     // The loss head: the last hidden state, its norm, the norm's gradient (then ∂h), fp32 losses
     // and rstd, and one chunk.
     loss_head_ = add(mul(T_, add(mul(3, e_, h), 2 * kFp32)), logits_);
+    keeps_attention_ = opt.host_bytes <= 0 || keeps_attention_in_host(c, T_, e_, opt.host_bytes);
   }
 
   const ProjectionSizes& projection_sizes() const { return sizes_; }
@@ -156,16 +186,21 @@ class Estimator {
     // tensors, and what its backward adds.
     // Offloaded (CheckpointOffload): two layers' inputs and attention tensors on the device
     // (LlamaModel::keeps_attention): the last two layers' through the loss head, then the
-    // next layer's coming up beside the recomputed layer's.
+    // next layer's coming up beside the recomputed layer's, whose attention tensors `working`
+    // counts (restored or recomputed, they are the same tensors).
     const bool offloaded = opt_.gpu && opt_.checkpoint_offload;
     const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
     const int64_t kept_per_token =
         !opt_.grad_checkpointing ? mul(L, lb.saved())
-        : add(mul(kept_layers, lb.x), offloaded ? mul(kept_layers, lb.attention_tensors) : 0);
+        : add(mul(kept_layers, lb.x), offloaded && keeps_attention_ ? mul(kept_layers - 1, lb.attention_tensors) : 0);
     m.activations = mul(T_, add(kept_per_token, kBatchBytesPerToken));
-    const int64_t layer = opt_.grad_checkpointing ? add(lb.attn, lb.mlp, lb.backward_excess())
-                                                  : lb.backward_excess();
-    m.working = std::max(mul(T_, layer), loss_head_);
+    // Every layer's input waits in pinned host memory (attention tensors only where the host
+    // has room to spare: LlamaModel::keeps_attention).
+    m.host_checkpoints = offloaded && opt_.grad_checkpointing ? mul(T_, L, lb.x) : 0;
+    const int64_t tile = opt_.token_tile > 0 ? std::min(T_, opt_.token_tile) : T_;
+    const int64_t layer = opt_.grad_checkpointing ? lb.recompute_backward(T_, tile)
+                                                  : mul(T_, lb.backward_excess());
+    m.working = std::max(layer, loss_head_);
     m.logits = logits_;
     add(m.frozen_weights, m.embeddings, m.adapter, m.activations, m.working);  // total() fits
     return m;
@@ -178,6 +213,7 @@ class Estimator {
   ProjectionSizes sizes_;
   int64_t norms_ = 0, table_ = 0, embeddings_ = 0, logits_ = 0, loss_head_ = 0;
   bool table_on_host_ = false;
+  bool keeps_attention_ = true;
 };
 
 }  // namespace

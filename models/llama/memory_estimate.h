@@ -17,6 +17,11 @@
 
 namespace loft::llama {
 
+// Tokens per tile by default (LlamaModel::set_token_tile): every training shape measured before
+// tiling (at most 8192 tokens per micro-batch) runs untiled; at 128k tokens of llama3-8b a tile's
+// MLP intermediates take 224 MiB each instead of 3.5 GiB.
+constexpr int64_t kDefaultTokenTile = 8192;
+
 struct MemoryEstimateOptions {
   int64_t batch = 1;
   int64_t seq = 512;
@@ -29,6 +34,10 @@ struct MemoryEstimateOptions {
   // tied (embedding_in_host_memory). False: the CPU's f32, where host memory is the device's.
   bool gpu = true;
   int64_t logits_chunk_tokens = 0;  // tokens per logits chunk; 0: as the model picks
+  int64_t token_tile = kDefaultTokenTile;  // LlamaModel::set_token_tile; 0: no tiling
+  // The host's RAM, which decides whether offloaded attention tensors come back to the device
+  // (keeps_attention_in_host); 0: unknown, counted as if they do (the larger estimate).
+  int64_t host_bytes = 0;
 };
 
 // Bytes per part, for one method.
@@ -38,6 +47,7 @@ struct MethodMemory {
   int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights
   int64_t embeddings = 0;      // on the device: lm_head, and embed_tokens where it is there
   int64_t host_embeddings = 0; // embed_tokens in host memory (not in total())
+  int64_t host_checkpoints = 0; // offloaded block inputs in pinned host memory (not in total())
   int64_t adapter = 0;         // trainable params + grads + AdamW m, v (16 B/param) + copies
   int64_t activations = 0;     // kept by the forward for the backward (checkpointing: inputs)
   int64_t working = 0;         // the most added on top at once (a layer's backward, or the loss head)
@@ -63,6 +73,12 @@ int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_ra
 // Bytes per token a decoder layer hands to CheckpointOffload when it keeps its attention tensors
 // too: the block input, q, k, v, the attention output (compute dtype) and the fp32 log-sum-exp.
 int64_t offloaded_bytes_per_token_layer(const LlamaConfig& cfg, int64_t compute_bytes = 2);
+
+// Whether a checkpointed step of `tokens` keeps each block's attention tensors in host memory
+// beside its input (LlamaModel::keeps_attention): when every layer's take at most half of
+// `host_bytes` / `host_share` (the replicas of a data-parallel process share the host).
+bool keeps_attention_in_host(const LlamaConfig& cfg, int64_t tokens, int64_t compute_bytes,
+                             int64_t host_bytes, int host_share = 1);
 
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,

@@ -10,23 +10,13 @@
 #include "engine/ops/rope_freq.h"
 #include "engine/peft/method_state.h"
 #include "engine/peft/shared_input.h"
+#include "models/llama/block.h"
 #include "models/llama/memory_estimate.h"
 
 namespace loft::llama {
 
-// Parts of `loft bench`'s breakdown charged here; the projections charge their own.
-constexpr prof::Part kElementwise = prof::Part::Elementwise, kAttention = prof::Part::Attention;
-
-// Sizes of one block's tensors for T tokens, and where its activations live.
-struct LlamaModel::Dims {
-  struct Sizes {
-    int64_t tokens, hidden, head_dim, heads, kv_heads, ffn;
-  } sizes;
-  DType dtype;
-  Device device;
-  Tensor act(Shape s) const { return Tensor::empty(std::move(s), dtype, device); }
-  Tensor f32(Shape s) const { return Tensor::empty(std::move(s), DType::F32, device); }
-};
+// Part of `loft bench`'s breakdown charged here; the projections and the blocks charge their own.
+constexpr prof::Part kElementwise = prof::Part::Elementwise;
 
 LlamaModel::Dims LlamaModel::dims_for(const Tensor& activations) const {
   return {{activations.size(0), config_.hidden_size, config_.head_dim, config_.num_heads,
@@ -34,22 +24,6 @@ LlamaModel::Dims LlamaModel::dims_for(const Tensor& activations) const {
           activations.dtype(),
           activations.device()};
 }
-
-struct LlamaModel::Layer {
-  Tensor attn_norm, ffn_norm;
-  std::unique_ptr<AdaptedLinear> q, k, v, o, gate, up, down;
-};
-
-// Everything one block's backward reads. Linear inputs live in the LinearSaved bags (the
-// projections that share an input share the tensor, not a copy).
-struct LlamaModel::Saved {
-  Tensor x, rstd1;     // block input and its attention-norm statistics
-  Tensor q, k, v;      // [T, H, D], q and k already rotated
-  Tensor att, lse;     // attention output [T, Hq·D] and its log-sum-exp
-  Tensor x2, rstd2;    // residual after attention, ffn-norm statistics
-  Tensor gate, up;     // MLP projections before SwiGLU
-  LinearSaved sq, sk, sv, so, sgate, sup, sdown;
-};
 
 LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory)
     : config_(std::move(config)), weights_(std::move(weights)) {
@@ -164,152 +138,6 @@ Tensor LlamaModel::embed(const ModelBatch& b) {
   return x;
 }
 
-void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelBatch& b, Saved* s,
-                               const Attend* attend, const BlockPass& pass) {
-  const bool recompute = pass.recompute;
-  LOFT_CHECK(!recompute || s, "block_forward: a recompute must save for backward");
-  LOFT_CHECK(!pass.restored || recompute, "block_forward: restored attention outside a recompute");
-  Layer& L = *layers_[size_t(l)];
-  const Dims d = dims_for(x);
-  const auto [T, H, D, hq, hkv, F] = d.sizes;
-  const float eps = float(config_.rms_norm_eps);
-
-  Tensor h1 = d.act({T, H}), rstd1 = d.f32({T});
-  { prof::Scope p(kElementwise); ops::rmsnorm(x, L.attn_norm, eps, h1, &rstd1); }
-  Tensor q3, k3, v3, att, lse;
-  if (pass.restored) {
-    SharedInput in(h1);  // q, k and v read the same input
-    L.q->save_for_backward(h1, s->sq, &in);
-    L.k->save_for_backward(h1, s->sk, &in);
-    L.v->save_for_backward(h1, s->sv, &in);
-    const BlockAttention& r = *pass.restored;
-    q3 = r.q, k3 = r.k, v3 = r.v, att = r.att, lse = r.lse;
-  } else {
-    Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}), v = d.act({T, hkv * D});
-    {
-      SharedInput in(h1);
-      L.q->forward(h1, q, s ? &s->sq : nullptr, &in);
-      L.k->forward(h1, k, s ? &s->sk : nullptr, &in);
-      L.v->forward(h1, v, s ? &s->sv : nullptr, &in);
-    }
-    q3 = q.view({T, hq, D}), k3 = k.view({T, hkv, D}), v3 = v.view({T, hkv, D});
-    {
-      prof::Scope p(kElementwise);
-      ops::rope(q3, b.positions, inv_freq_);
-      ops::rope(k3, b.positions, inv_freq_);
-    }
-    att = d.act({T, hq, D});
-    {
-      prof::Scope p(kAttention);
-      if (attend) {
-        (*attend)(l, q3, k3, v3, att);
-      } else {
-        lse = d.f32({T, hq});
-        ops::attention(q3, k3, v3, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), att, lse);
-      }
-    }
-    if (pass.keep) *pass.keep = {q3, k3, v3, att, lse};
-  }
-  Tensor att2 = att.view({T, hq * D});
-  Tensor x2 = d.act({T, H});
-  L.o->forward(att2, x2, s ? &s->so : nullptr);
-  Tensor h2 = d.act({T, H}), rstd2 = d.f32({T});
-  {
-    prof::Scope p(kElementwise);
-    ops::add_rmsnorm(x, x2, L.ffn_norm, eps, h2, &rstd2);  // x2 += x (residual), h2 = norm(x2)
-  }
-  Tensor gate = d.act({T, F}), up = d.act({T, F});
-  {
-    SharedInput in(h2);
-    L.gate->forward(h2, gate, s ? &s->sgate : nullptr, &in);
-    L.up->forward(h2, up, s ? &s->sup : nullptr, &in);
-  }
-  Tensor act = d.act({T, F});
-  { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
-  if (recompute) {
-    L.down->save_for_backward(act, s->sdown);  // the block's output is not needed again
-  } else {
-    out = d.act({T, H});
-    L.down->forward(act, out, s ? &s->sdown : nullptr);
-    { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, out); }  // residual
-  }
-
-  if (s) {
-    s->x = x;
-    s->rstd1 = rstd1;
-    s->q = q3;
-    s->k = k3;
-    s->v = v3;
-    s->att = att;
-    s->lse = lse;
-    s->x2 = x2;
-    s->rstd2 = rstd2;
-    s->gate = gate;
-    s->up = up;
-  }
-}
-
-void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx) {
-  Layer& L = *layers_[size_t(l)];
-  const Dims d = dims_for(dx);
-  const auto [T, H, D, hq, hkv, F] = d.sizes;
-  Tensor dout = std::move(dx);  // ∂loss/∂(block output)
-
-  // MLP: out = x2 + down(swiglu(gate(h2), up(h2))), h2 = rmsnorm(x2).
-  Tensor dact = d.act({T, F});
-  L.down->backward(dout, s.sdown, dact, false);
-  s.sdown.clear();
-  // In place: each element's gradients overwrite the gate and up values they come from (the
-  // kernels read an element's inputs before writing its outputs), so no [T, i] pair is added.
-  Tensor dgate = std::move(s.gate), dup = std::move(s.up);
-  { prof::Scope p(kElementwise); ops::swiglu_backward(dact, dgate, dup, dgate, dup); }
-  dact = Tensor();
-  Tensor dh2 = d.act({T, H});
-  L.gate->backward(dgate, s.sgate, dh2, false);
-  L.up->backward(dup, s.sup, dh2, true);
-  dgate = dup = Tensor();
-  s.sgate.clear();
-  s.sup.clear();
-  Tensor dx2 = d.act({T, H});
-  {
-    prof::Scope p(kElementwise);
-    ops::rmsnorm_backward_add(dh2, s.x2, L.ffn_norm, s.rstd2, dout, dx2);  // + residual's dout
-  }
-  dh2 = dout = s.x2 = Tensor();
-
-  // Attention: x2 = x + o(attn(rope(q(h1)), rope(k(h1)), v(h1))), h1 = rmsnorm(x).
-  Tensor datt = d.act({T, hq * D});
-  L.o->backward(dx2, s.so, datt, false);
-  s.so.clear();
-  Tensor dq = d.act({T, hq, D}), dk = d.act({T, hkv, D}),
-         dv = d.act({T, hkv, D});
-  {
-    prof::Scope p(kAttention);
-    ops::attention_backward(datt.view({T, hq, D}), s.q, s.k, s.v, s.att, s.lse, b.doc_start,
-                            b.seq, 1.0f / std::sqrt(float(D)), dq, dk, dv);
-  }
-  datt = s.q = s.k = s.v = s.att = s.lse = Tensor();
-  {
-    prof::Scope p(kElementwise);
-    ops::rope(dq, b.positions, inv_freq_, /*inverse=*/true);
-    ops::rope(dk, b.positions, inv_freq_, /*inverse=*/true);
-  }
-  Tensor dh1 = d.act({T, H});
-  L.q->backward(dq.view({T, hq * D}), s.sq, dh1, false);
-  L.k->backward(dk.view({T, hkv * D}), s.sk, dh1, true);
-  L.v->backward(dv.view({T, hkv * D}), s.sv, dh1, true);
-  dq = dk = dv = Tensor();
-  s.sq.clear();
-  s.sk.clear();
-  s.sv.clear();
-  Tensor dxn = d.act({T, H});
-  {
-    prof::Scope p(kElementwise);
-    ops::rmsnorm_backward_add(dh1, s.x, L.attn_norm, s.rstd1, dx2, dxn);  // + residual's dx2
-  }
-  dx = dxn;
-}
-
 LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh, float grad_scale) {
   const Dims d = dims_for(h);
   const int64_t T = h.size(0), H = config_.hidden_size, V = config_.vocab_size;
@@ -353,10 +181,8 @@ LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh,
 constexpr size_t kInput = 0, kOffloadItems = 1 + std::tuple_size_v<decltype(BlockAttention().tensors())>;
 
 bool LlamaModel::keeps_attention(int64_t tokens) const {
-  const int64_t per_token =
-      offloaded_bytes_per_token_layer(config_, int64_t(dtype_size(compute_dtype())));
-  const int64_t host = device_memory_bytes(Device::cpu());
-  return host > 0 && config_.num_layers * tokens * per_token <= host / 2 / host_share_;
+  return keeps_attention_in_host(config_, tokens, int64_t(dtype_size(compute_dtype())),
+                                 device_memory_bytes(Device::cpu()), host_share_);
 }
 
 LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
@@ -376,7 +202,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
     Tensor out;
     BlockAttention kept;
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
-                  {.keep = keep_attention ? &kept : nullptr});
+                  keep_attention ? &kept : nullptr);
     const auto attention = kept.tensors();
     size_t bytes = 0;
     for (const Tensor* t : attention) bytes += t->nbytes();
@@ -394,8 +220,6 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
   x = Tensor();  // the last block's output: no block's backward reads it
   for (size_t l = n; l-- > 0;) {
     if (checkpointing_) {
-      Saved s;
-      Tensor unused;
       const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
       BlockAttention restored;
       if (restores[l]) {
@@ -403,9 +227,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
         for (size_t i = 0; i < attention.size(); ++i) *attention[i] = off->fetch(l, 1 + i);
       }
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
-      block_forward(int(l), in, unused, b, &s, nullptr,
-                    {.recompute = true, .restored = restores[l] ? &restored : nullptr});
-      block_backward(int(l), s, b, dh);
+      block_recompute_backward(int(l), in, restores[l] ? &restored : nullptr, b, dh);
     } else {
       block_backward(int(l), saved[l], b, dh);
       saved[l] = Saved();  // free this block's activations as soon as they are consumed

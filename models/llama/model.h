@@ -13,6 +13,7 @@
 #include "engine/peft/adapted_linear.h"
 #include "engine/train/batch.h"
 #include "models/llama/config.h"
+#include "models/llama/memory_estimate.h"
 #include "models/llama/weights.h"
 
 namespace loft::llama {
@@ -24,17 +25,8 @@ struct BlockAttention {
   // All five, in this order (CheckpointOffload stores and fetches them as items 1..5).
   std::array<Tensor*, 5> tensors() { return {&q, &k, &v, &att, &lse}; }
 };
-// How block_forward runs: a plain forward (the default); grad checkpointing's first forward,
-// where `keep` receives the attention tensors (to wait in host memory); or its recompute
-// before the block's backward (`saved` given), which produces only what block_backward reads:
-// out is left empty and the down projection records its inputs without its frozen product;
-// with `restored`, the attention tensors come from there and the q/k/v projections record
-// their inputs without their frozen products, and no attention runs.
-struct BlockPass {
-  bool recompute = false;
-  const BlockAttention* restored = nullptr;
-  BlockAttention* keep = nullptr;
-};
+struct AttentionInputsSaved;
+struct PostAttentionSaved;
 
 class LlamaModel : public TrainableModel {
  public:
@@ -98,21 +90,55 @@ class LlamaModel : public TrainableModel {
   // Replicas of a data-parallel run in one process share the host: each keeps attention tensors
   // only within its 1/n of the budget (keeps_attention).
   void set_host_memory_share(int n) { host_share_ = std::max(1, n); }
+  // Tokens per tile of a block's row-wise work (norms, projections, MLP) wherever nothing is
+  // saved whole for the backward: the checkpointed forward, its recompute and backward, and
+  // inference; 0: no tiling. A positive multiple of ops::kGemmRowBlock, so that on the CPU a
+  // tiled step equals the untiled one bit for bit (engine/ops/cpu/gemm_cpu.cpp). Contexts of at
+  // most one tile run exactly as untiled on every backend.
+  void set_token_tile(int64_t tokens);
+  int64_t token_tile() const { return token_tile_; }
 
  private:
   struct Layer;
   struct Saved;
   struct Dims;
   Dims dims_for(const Tensor& activations) const;
-  // Attention by ops::attention over b's rows and documents, or by `attend` when given.
+  // One block over x [T, H] into out. With `saved` (training without checkpointing) it keeps
+  // what block_backward reads, as one tile; `keep` receives the attention tensors (the
+  // checkpointed forward hands them to host memory). Attention by ops::attention over b's rows
+  // and documents, or by `attend_at` when given.
   void block_forward(int l, const Tensor& x, Tensor& out, const ModelBatch& b, Saved* saved,
-                     const Attend* attend = nullptr, const BlockPass& pass = {});
+                     const Attend* attend_at = nullptr, BlockAttention* keep = nullptr);
   // Whether this step's checkpointed forward keeps the attention tensors in host memory beside
   // the block inputs: when they and the inputs of every layer take at most half the host's RAM.
   bool keeps_attention(int64_t tokens) const;
-  // Lets go of each saved tensor as soon as its last reader is done, so a layer's backward never
-  // holds its MLP's [T, intermediate] activations and gradients all at once.
+  // dx: ∂loss/∂(block output) in, ∂loss/∂(block input) out. Lets go of each saved tensor as soon
+  // as its last reader is done.
   void block_backward(int l, Saved& saved, const ModelBatch& b, Tensor& dx);
+  // Checkpointing's backward of block l from its input x: the attention again (or `restored`
+  // from host memory), then tile by tile the half after it recomputed and back-propagated, the
+  // attention's backward, and tile by tile the q/k/v half's.
+  void block_recompute_backward(int l, const Tensor& x, const BlockAttention* restored,
+                                const ModelBatch& b, Tensor& dx);
+  // The block's parts (models/llama/block.cpp). attention_inputs: rmsnorm and q, k, v of a tile
+  // into q, k, v (null: only what their backward reads goes to `saved`). post_attention: o, the
+  // residual and the MLP of a tile into out (null: a recompute, out is not needed).
+  void attention_inputs(Layer& L, const Tensor& x, Tensor* q, Tensor* k, Tensor* v,
+                        AttentionInputsSaved* saved);
+  void post_attention(Layer& L, const Tensor& x, const Tensor& att, Tensor* out,
+                      PostAttentionSaved* saved);
+  // dout: ∂loss/∂(block output) of a tile in, ∂loss/∂x2 out; writes ∂loss/∂att into datt.
+  void post_attention_backward(Layer& L, PostAttentionSaved& saved, Tensor& dout, Tensor& datt);
+  void attention_inputs_backward(Layer& L, AttentionInputsSaved& saved, const Tensor& dq,
+                                 const Tensor& dk, const Tensor& dv, const Tensor& dx2, Tensor& dx);
+  // RoPE on q and k [T, heads·D], then the attention over every token into a.
+  void attend(int l, const Tensor& q, const Tensor& k, const Tensor& v, const ModelBatch& b,
+              const Attend* attend_at, BlockAttention& a);
+  // The attention's backward with RoPE's: dq, dk, dv [T, heads·D] are made here.
+  void attention_backward(const BlockAttention& a, const Tensor& datt, const ModelBatch& b,
+                          Tensor& dq, Tensor& dk, Tensor& dv);
+  // The tile length for T tokens: token_tile_, or T when that is shorter (or tiling is off).
+  int64_t tile_for(int64_t tokens) const;
   // The params of layer l's projections.
   std::vector<Param*> layer_params(size_t l);
   // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
@@ -132,6 +158,7 @@ class LlamaModel : public TrainableModel {
   bool checkpointing_ = false;
   bool offload_on_ = true;
   int host_share_ = 1;
+  int64_t token_tile_ = kDefaultTokenTile;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   GradReadyHook grad_ready_;
 };

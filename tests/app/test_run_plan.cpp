@@ -3,6 +3,7 @@
 // so a method that changes its defaults changes what is expected here too.
 #include <nlohmann/json.hpp>
 
+#include "app/run_limits.h"
 #include "app/run_plan.h"
 #include "engine/core/error.h"
 #include "engine/peft/method_spec.h"
@@ -98,6 +99,30 @@ TEST(RunPlan, JsonSaysWhetherItFits) {
   EXPECT_TRUE(contains(no["fit_error"].get<std::string>(), "max_position_embeddings")) << no.dump();
 }
 
+// Checkpointed block inputs wait in pinned host memory: llama3-8b at 131,072 tokens keeps 32 GiB
+// there (32 layers x 131,072 x 4,096 bf16), which a 32 GiB workstation cannot pin; refused before
+// anything is loaded, naming the bytes and the way out.
+TEST(RunPlan, RefusesCheckpointsTheHostCannotPin) {
+  const llama::LlamaConfig cfg = *llama::bench_shape_config("llama3-8b");
+  const MethodOptions m{"qlora", {64, 16.0f}, parse_lora_targets("all"), 0};
+  const llama::MethodMemory e = app::method_estimate(cfg, m, 1, 131072, true, Device::cuda(0));
+  EXPECT_EQ(e.host_checkpoints, int64_t(32) * 131072 * 4096 * 2);
+  EXPECT_EQ(app::method_estimate(cfg, m, 1, 131072, true, Device::cuda(0), false).host_checkpoints, 0);
+  EXPECT_EQ(app::method_estimate(cfg, m, 1, 131072, false, Device::cuda(0)).host_checkpoints, 0);
+  const int64_t gib = int64_t(1) << 30;
+  app::check_host_fits(e, 1, 131072, 64 * gib);
+  app::check_host_fits(e, 1, 131072, 0);  // unknown: no check
+  try {
+    app::check_host_fits(e, 1, 131072, 32 * gib);
+    ADD_FAILURE() << "32 GiB of block inputs accepted on a 32 GiB host";
+  } catch (const UsageError& err) {
+    const std::string msg = err.what();
+    for (const char* part : {"--seq 131072", "32 GiB of block inputs", "GiB embedding table",
+                             "of RAM", "--checkpoints-on-gpu"})
+      EXPECT_TRUE(contains(msg, part)) << msg;
+  }
+}
+
 // `finetune --plan` prints the plan the run would use and touches nothing: no run folder.
 TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
   TempDir dir;
@@ -134,6 +159,36 @@ TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
   EXPECT_EQ(flag.code, 2);
   EXPECT_TRUE(contains(flag.err, "--plan")) << flag.err;
   EXPECT_EQ(flag.err.find('\n'), flag.err.rfind("\n(run 'loft --help'")) << "one line, then the usage hint: " << flag.err;
+}
+
+// --token-tile: a multiple of the CPU GEMM's row block (so tiled equals untiled there), or 0; the
+// plan carries it, and a bad value is a one-line usage error naming the option, for finetune and
+// bench alike.
+TEST(RunPlan, TokenTileIsCheckedAndCarried) {
+  const CliResult plan = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--device", "cpu",
+                                           "--token-tile", "2048", "--plan"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  EXPECT_EQ(nlohmann::json::parse(plan.out)["token_tile"], 2048);
+  for (const char* bad : {"1000", "-1024", "lots"}) {
+    SCOPED_TRACE(bad);
+    for (const auto& args : {std::vector<std::string>{"finetune", "--model", stories(), "--data", demo(),
+                                                      "--device", "cpu", "--token-tile", bad, "--plan"},
+                             std::vector<std::string>{"bench", "step", "--shape", "tiny", "--device", "cpu",
+                                                      "--token-tile", bad}}) {
+      const CliResult r = run_cli_captured(args);
+      EXPECT_EQ(r.code, 2);
+      EXPECT_TRUE(contains(r.err, "--token-tile")) << r.err;
+      // One line (CLI11's checks add the usage hint on a second).
+      const std::string first = r.err.substr(0, r.err.find('\n'));
+      EXPECT_TRUE(contains(first, "--token-tile")) << r.err;
+      EXPECT_TRUE(r.err.find('\n') + 1 == r.err.size() || contains(r.err, "\n(run 'loft --help'")) << r.err;
+    }
+  }
+  RunRequest r;
+  r.token_tile = 1000;
+  EXPECT_THROW(plan_run(r, Device::cpu()), UsageError);
+  r.token_tile = 0;
+  EXPECT_EQ(plan_run(r, Device::cpu()).token_tile, 0);
 }
 
 // bench plans each method as finetune does (at bench's r=64, alpha 16): the grad-norm clip and

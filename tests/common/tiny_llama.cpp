@@ -1,5 +1,7 @@
 #include "tests/common/tiny_llama.h"
 
+#include <random>
+
 namespace loft::test {
 
 llama::LlamaConfig tiny_llama_config() {
@@ -7,6 +9,17 @@ llama::LlamaConfig tiny_llama_config() {
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
     "vocab_size": 300, "max_position_embeddings": 256})",
                                             "tiny-llama");
+}
+
+void randomize_adapters(llama::LlamaModel& model) {
+  std::mt19937 init(9);
+  std::normal_distribution<float> n(0.0f, 0.02f);
+  for (Param* p : model.params()) {
+    std::vector<float> v(size_t(p->value.numel()));
+    for (float& x : v) x = n(init);
+    p->value.copy_from(Tensor::from_vector(v, p->value.shape()));
+  }
+  model.refresh_copies();
 }
 
 }  // namespace loft::test

@@ -27,15 +27,7 @@ Step one_step(const std::string& method, const std::string& targets, bool checkp
   std::mt19937_64 rng(1);
   LlamaModel model(c, random_llama_weights(c, DType::F32, cpu, 3), make_linear_factory(m, rng));
   model.set_grad_checkpointing(checkpointing);
-  // B starts at zero: give every adapter a non-zero one so that its term reaches the output.
-  std::mt19937 init(9);
-  std::normal_distribution<float> n(0.0f, 0.02f);
-  for (Param* p : model.params()) {
-    std::vector<float> v(size_t(p->value.numel()));
-    for (float& x : v) x = n(init);
-    p->value.copy_from(Tensor::from_vector(v, p->value.shape()));
-  }
-  model.refresh_copies();
+  test::randomize_adapters(model);
   std::mt19937_64 tok(5);
   std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
   std::vector<int32_t> ids(2 * 33);

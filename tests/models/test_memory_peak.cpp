@@ -30,7 +30,8 @@ struct Peak {
   int64_t measured = 0, estimated = 0;
 };
 
-Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64_t seq, int rank) {
+Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64_t seq, int rank,
+             int64_t token_tile = kDefaultTokenTile) {
   const LlamaConfig c = small_llama();
   const Device cpu = Device::cpu();
   MethodOptions m{method, {rank, 16.0f}, parse_lora_targets("all"), 0};
@@ -40,6 +41,7 @@ Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64
   {
     LlamaModel model(c, random_llama_weights(c, DType::F32, cpu, 3), make_linear_factory(m, rng));
     model.set_grad_checkpointing(checkpointing);
+    model.set_token_tile(token_tile);
     AdamW optimizer(model.params(), AdamWConfig{.weight_decay = 0.01});
     std::mt19937_64 tok(5);
     std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
@@ -51,10 +53,11 @@ Peak measure(const std::string& method, bool checkpointing, int64_t batch, int64
                      .peak_bytes;
   }
   MemoryEstimateOptions eo{.batch = batch, .seq = seq, .lora_rank = rank,
-                           .grad_checkpointing = checkpointing, .gpu = false};
+                           .grad_checkpointing = checkpointing, .gpu = false,
+                           .token_tile = token_tile};
   r.estimated = estimate_method_memory(c, eo, m).total();
-  std::printf("%-7s checkpointing %-3s  measured %10lld  estimated %10lld  (%+.1f%%)\n",
-              method.c_str(), checkpointing ? "on" : "off", (long long)r.measured,
+  std::printf("%-7s tile %5lld checkpointing %-3s  measured %10lld  estimated %10lld  (%+.1f%%)\n",
+              method.c_str(), (long long)token_tile, checkpointing ? "on" : "off", (long long)r.measured,
               (long long)r.estimated, 100.0 * double(r.estimated - r.measured) / double(r.measured));
   return r;
 }
@@ -81,6 +84,16 @@ TEST(MemoryPeak, CheckpointingSavesWhatTheEstimateSays) {
   const double predicted = double(plain.estimated - gc.estimated);
   ASSERT_GT(saved, 0);
   EXPECT_NEAR(predicted, saved, 0.10 * saved);
+}
+
+// Token tiles (models/llama/block.cpp) bound what a checkpointed layer's backward holds at once:
+// the estimate follows the tiled peak too, and the saving is real.
+TEST(MemoryPeak, TokenTilesSaveWhatTheEstimateSays) {
+  const Peak whole = measure("lora", true, 4, 1024, 16, 0), tiled = measure("lora", true, 4, 1024, 16, 1024);
+  expect_within_10_percent(tiled);
+  const double saved = double(whole.measured - tiled.measured);
+  ASSERT_GT(saved, 0);
+  EXPECT_NEAR(double(whole.estimated - tiled.estimated), saved, 0.10 * saved);
 }
 
 }  // namespace
