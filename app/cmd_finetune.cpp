@@ -211,8 +211,9 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
                            " micro-batches a step cannot be shared evenly by ", dp.world, " GPUs"));
   }
   const Device device = devices.front();  // local rank 0's: evaluation, checkpoints, the plan
+  const int host_share = env ? env->local_world_size : int(devices.size());  // replicas pinning this host's RAM
   for (const Device& dev : devices)
-    plan.check_fits(cfg, dev);
+    plan.check_fits(cfg, dev, host_share);
   std::ostream* out = dp.writes() ? &std::cout : nullptr;  // the other ranks stay quiet
 
   TrainerConfig tc;
@@ -242,7 +243,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::optional<StopSignals> stop;
   if (!env) tc.stop = &stop.emplace().flag();
 
-  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, devices, env ? env->local_world_size : int(devices.size()));
+  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, devices, host_share);
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();

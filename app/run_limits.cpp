@@ -1,5 +1,7 @@
 #include "app/run_limits.h"
 
+#include <algorithm>
+
 #include "app/gpu_memory_limit.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
@@ -12,14 +14,17 @@ double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 
 }  // namespace
 
-void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, int64_t host_bytes) {
-  const int64_t pinned = e.host_checkpoints + e.host_embeddings;
+void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, int64_t host_bytes,
+                     int host_share) {
+  const int64_t share = std::max(host_share, 1);
+  const int64_t pinned = share * (e.host_checkpoints + e.host_embeddings);
   // Pinned pages cannot be swapped out: leave a quarter of the RAM to the system, the data
   // loader and the checkpoint files' page cache.
   if (host_bytes > 0 && pinned > host_bytes / 4 * 3)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " with --grad-checkpointing keeps about ",
                          gib(e.host_checkpoints), " GiB of block inputs",
                          e.host_embeddings > 0 ? cat(" and the ", gib(e.host_embeddings), " GiB embedding table") : "",
+                         share > 1 ? cat(" per GPU, for ", share, " GPUs on this host,") : "",
                          " in host memory, more than 3/4 of this machine's ", gib(host_bytes),
                          " GiB of RAM; lower --micro-batch or --seq, or add --checkpoints-on-gpu"));
 }
@@ -41,14 +46,14 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
 
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
                     int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload,
-                    int64_t token_tile) {
+                    int64_t token_tile, int host_share) {
   if (seq > cfg.max_position_embeddings)
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
   const llama::MethodMemory e =
       method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile);
   check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
-  check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()));
+  check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()), host_share);
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),

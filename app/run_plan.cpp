@@ -69,9 +69,9 @@ llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device
                          token_tile);
 }
 
-void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device) const {
+void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device, int host_share) const {
   check_run_fits(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
-                 token_tile);
+                 token_tile, host_share);
 }
 
 nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device device) const {

@@ -48,8 +48,9 @@ struct RunPlan {
   int64_t grad_accum() const { return batch / micro_batch; }
   // models/llama/memory_estimate's peak of one micro-batch's step on `device`.
   llama::MethodMemory memory(const llama::LlamaConfig& cfg, Device device) const;
-  // UsageError when it cannot fit `device` (app/run_limits.h: check_run_fits).
-  void check_fits(const llama::LlamaConfig& cfg, Device device) const;
+  // UsageError when it cannot fit `device` (app/run_limits.h: check_run_fits); `host_share`
+  // replicas on this host each pin their own checkpointed inputs.
+  void check_fits(const llama::LlamaConfig& cfg, Device device, int host_share = 1) const;
   // Every resolved value, the estimate and whether it fits `device` (fit_error says why not).
   nlohmann::ordered_json to_json(const llama::LlamaConfig& cfg, Device device) const;
 };

@@ -112,6 +112,13 @@ TEST(RunPlan, RefusesCheckpointsTheHostCannotPin) {
   const int64_t gib = int64_t(1) << 30;
   app::check_host_fits(e, 1, 131072, 64 * gib);
   app::check_host_fits(e, 1, 131072, 0);  // unknown: no check
+  // Two replicas on a 64 GiB host pin 2 x 33 GiB: refused, saying so.
+  try {
+    app::check_host_fits(e, 1, 131072, 64 * gib, 2);
+    ADD_FAILURE() << "two replicas' 66 GiB accepted on a 64 GiB host";
+  } catch (const UsageError& err) {
+    EXPECT_TRUE(contains(err.what(), "for 2 GPUs on this host")) << err.what();
+  }
   try {
     app::check_host_fits(e, 1, 131072, 32 * gib);
     ADD_FAILURE() << "32 GiB of block inputs accepted on a 32 GiB host";
