@@ -18,9 +18,7 @@ void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, i
                      int host_share) {
   const int64_t share = std::max(host_share, 1);
   const int64_t pinned = share * (e.host_checkpoints + e.host_embeddings);
-  // Pinned pages cannot be swapped out: leave a quarter of the RAM to the system, the data
-  // loader and the checkpoint files' page cache.
-  if (host_bytes > 0 && pinned > host_bytes / 4 * 3)
+  if (host_bytes > 0 && pinned > llama::pinned_host_limit(host_bytes))
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " with --grad-checkpointing keeps about ",
                          gib(e.host_checkpoints), " GiB of block inputs",
                          e.host_embeddings > 0 ? cat(" and the ", gib(e.host_embeddings), " GiB embedding table") : "",

@@ -80,6 +80,10 @@ int64_t offloaded_bytes_per_token_layer(const LlamaConfig& cfg, int64_t compute_
 bool keeps_attention_in_host(const LlamaConfig& cfg, int64_t tokens, int64_t compute_bytes,
                              int64_t host_bytes, int host_share = 1);
 
+// The most a run may pin of a host with `host_bytes` of RAM: 3/4 (pinned pages cannot be swapped
+// out; the rest is left to the system, the data loader and the checkpoint files' page cache).
+inline int64_t pinned_host_limit(int64_t host_bytes) { return host_bytes / 4 * 3; }
+
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,
                                                    const MemoryEstimateOptions& opt);

@@ -1,0 +1,47 @@
+#include "models/llama/memory_fit.h"
+
+#include <functional>
+
+namespace loft::llama {
+
+namespace {
+
+bool fits(const LlamaConfig& cfg, const MemoryEstimateOptions& opt, const MethodOptions& method,
+          int64_t budget) {
+  const MethodMemory e = estimate_method_memory(cfg, opt, method);
+  return e.total() <= budget &&
+         (opt.host_bytes <= 0 || e.host_checkpoints + e.host_embeddings <= pinned_host_limit(opt.host_bytes));
+}
+
+// The largest n in [0, hi] with fits(n) (fits(0) holds, fits is monotone: true then false).
+int64_t largest(int64_t hi, const std::function<bool(int64_t)>& fits) {
+  int64_t lo = 0;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+}  // namespace
+
+int64_t longest_seq_that_fits(const LlamaConfig& cfg, MemoryEstimateOptions opt,
+                              const MethodOptions& method, int64_t budget, int64_t max_seq,
+                              int64_t step) {
+  const int64_t units = largest(max_seq / step, [&](int64_t n) {
+    opt.seq = n * step;
+    return fits(cfg, opt, method, budget);
+  });
+  return units * step;
+}
+
+int64_t largest_batch_that_fits(const LlamaConfig& cfg, MemoryEstimateOptions opt,
+                                const MethodOptions& method, int64_t budget, int64_t max_batch) {
+  return largest(max_batch, [&](int64_t n) {
+    opt.batch = n;
+    return fits(cfg, opt, method, budget);
+  });
+}
+
+}  // namespace loft::llama
