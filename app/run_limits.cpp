@@ -17,8 +17,7 @@ double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
 void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, int64_t host_bytes,
                      int host_share) {
   const int64_t share = std::max(host_share, 1);
-  const int64_t pinned = share * (e.host_checkpoints + e.host_embeddings);
-  if (host_bytes > 0 && pinned > llama::pinned_host_limit(host_bytes))
+  if (!llama::pinned_fits_host(share * e.host_pinned(), host_bytes))
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " with --grad-checkpointing keeps about ",
                          gib(e.host_checkpoints), " GiB of block inputs",
                          e.host_embeddings > 0 ? cat(" and the ", gib(e.host_embeddings), " GiB embedding table") : "",

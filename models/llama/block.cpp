@@ -17,10 +17,6 @@ namespace {
 
 constexpr prof::Part kElementwise = prof::Part::Elementwise, kAttention = prof::Part::Attention;
 
-struct Tile {
-  int64_t begin, n;
-};
-
 // [0, T) in tiles of `tile` tokens (the last one shorter).
 std::vector<Tile> tiles_of(int64_t T, int64_t tile) {
   std::vector<Tile> out;
@@ -162,6 +158,20 @@ void LlamaModel::attend(int l, const Tensor& q, const Tensor& k, const Tensor& v
   ops::attention(a.q, a.k, a.v, b.doc_start, b.seq, 1.0f / std::sqrt(float(D)), a.att, a.lse);
 }
 
+void LlamaModel::tiled_attention(int l, const Tensor& x, const std::vector<Tile>& tiles,
+                                 const ModelBatch& b, const Attend* attend_at,
+                                 AttentionInputsSaved* saved, BlockAttention& a) {
+  Layer& L = *layers_[size_t(l)];
+  const Dims d = dims_for(x);
+  const auto [T, H, D, hq, hkv, F] = d.sizes;
+  Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}), v = d.act({T, hkv * D});
+  for (const Tile& c : tiles) {
+    Tensor qc = rows(q, c), kc = rows(k, c), vc = rows(v, c);
+    attention_inputs(L, rows(x, c), &qc, &kc, &vc, saved);
+  }
+  attend(l, q, k, v, b, attend_at, a);
+}
+
 void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelBatch& b, Saved* s,
                                const Attend* attend_at, BlockAttention* keep) {
   Layer& L = *layers_[size_t(l)];
@@ -169,14 +179,8 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelB
   const auto [T, H, D, hq, hkv, F] = d.sizes;
   // Saving for the backward: one tile, as the backward reads the whole block at once.
   const std::vector<Tile> tiles = tiles_of(T, s ? std::max<int64_t>(T, 1) : tile_for(T));
-  Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}), v = d.act({T, hkv * D});
-  for (const Tile& c : tiles) {
-    Tensor qc = rows(q, c), kc = rows(k, c), vc = rows(v, c);
-    attention_inputs(L, rows(x, c), &qc, &kc, &vc, s ? &s->in : nullptr);
-  }
   BlockAttention a;
-  attend(l, q, k, v, b, attend_at, a);
-  q = k = v = Tensor();
+  tiled_attention(l, x, tiles, b, attend_at, s ? &s->in : nullptr, a);
   if (keep) *keep = a;
   const Tensor att = a.att.view({T, hq * D});
   out = d.act({T, H});
@@ -226,19 +230,11 @@ void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAtt
   const std::vector<Tile> tiles = tiles_of(T, tile_for(T));
   // One tile: the q/k/v products of the recompute keep their bags for the backward, as without
   // checkpointing. Several: each tile records them again before its backward, so no bag spans T.
-  const bool one = tiles.size() == 1;
+  const bool bags_kept = tiles.size() == 1 && !restored;
   AttentionInputsSaved whole;
   BlockAttention a;
-  if (restored) {
-    a = *restored;
-  } else {
-    Tensor q = d.act({T, hq * D}), k = d.act({T, hkv * D}), v = d.act({T, hkv * D});
-    for (const Tile& c : tiles) {
-      Tensor qc = rows(q, c), kc = rows(k, c), vc = rows(v, c);
-      attention_inputs(L, rows(x, c), &qc, &kc, &vc, one ? &whole : nullptr);
-    }
-    attend(l, q, k, v, b, nullptr, a);
-  }
+  if (restored) a = *restored;
+  else tiled_attention(l, x, tiles, b, nullptr, bags_kept ? &whole : nullptr, a);
   // The half after the attention, tile by tile: recomputed, then its backward at once.
   Tensor dx2 = std::move(dx);  // ∂loss/∂(block output), then ∂loss/∂x2 in place
   Tensor datt = d.act({T, hq * D});
@@ -256,8 +252,8 @@ void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAtt
   dx = d.act({T, H});
   for (const Tile& c : tiles) {
     AttentionInputsSaved ts;
-    AttentionInputsSaved& s = one && !restored ? whole : ts;
-    if (!(one && !restored)) attention_inputs(L, rows(x, c), nullptr, nullptr, nullptr, &s);
+    AttentionInputsSaved& s = bags_kept ? whole : ts;
+    if (!bags_kept) attention_inputs(L, rows(x, c), nullptr, nullptr, nullptr, &s);
     Tensor dxc = rows(dx, c);
     attention_inputs_backward(L, s, rows(dq, c), rows(dk, c), rows(dv, c), rows(dx2, c), dxc);
   }

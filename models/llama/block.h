@@ -24,6 +24,11 @@ struct LlamaModel::Layer {
   std::unique_ptr<AdaptedLinear> q, k, v, o, gate, up, down;
 };
 
+// Rows [begin, begin + n) of a block's tokens (block.cpp works over such tiles).
+struct Tile {
+  int64_t begin, n;
+};
+
 // What the backward of the attention half's inputs reads, for one tile of tokens: the block
 // input, its norm statistics and the q/k/v projections' bags (which share the normed input).
 struct AttentionInputsSaved {

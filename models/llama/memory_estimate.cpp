@@ -62,7 +62,7 @@ struct LayerBytes {
   int64_t grads = 0;      // the attention's gradients beside them: dq, dk, dv, and on a GPU the
                           // flash kernel's fp32 dQ and per-row dot
   int64_t qkv_bwd = 0;    // a tile's q/k/v backward beyond its saved tensors: dh1
-  int64_t e_h = 0, e_q = 0;  // one hidden row, one attention-output row
+  int64_t e_q = 0;        // one attention-output row (one hidden row is x)
   int64_t saved() const { return add(x, attn, mlp); }
   // What a layer's backward adds on top of its saved tensors at its peak.
   int64_t backward_excess() const { return std::max<int64_t>(down_bwd, attn_bwd - mlp); }
@@ -72,11 +72,11 @@ struct LayerBytes {
   // backward beside its gradients; the q/k/v half, tile by tile, beside ∂x2, dq, dk, dv and ∂x.
   // One tile keeps the q/k/v bags of the recompute whole throughout.
   int64_t recompute_backward(int64_t T, int64_t t) const {
-    const int64_t whole = add(attention_tensors, e_h, e_q, t >= T ? qkv_saved : 0);
-    const int64_t post = add(mul(T, whole), mul(t, add(mlp, down_bwd - e_h)));
+    const int64_t bags = t >= T ? qkv_saved : 0;  // whole, or 0 and one tile's beside qkv_bwd
+    const int64_t whole = add(attention_tensors, x, e_q, bags);
+    const int64_t post = add(mul(T, whole), mul(t, add(mlp, down_bwd - x)));
     const int64_t attention = mul(T, add(whole, grads));
-    const int64_t inputs = add(mul(T, add(e_h, grads, e_h, t >= T ? qkv_saved : 0)),
-                               mul(t, add(t >= T ? 0 : qkv_saved, qkv_bwd)));
+    const int64_t inputs = add(mul(T, add(x, grads, x, bags)), mul(t, add(qkv_saved - bags, qkv_bwd)));
     return std::max({post, attention, inputs});
   }
 };
@@ -101,7 +101,6 @@ LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_in
   b.qkv_saved = add(mul(e, add(saves_inputs ? h : 0, mul(3, r))), kFp32);
   b.grads = add(mul(e, add(q, mul(2, kv))), gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
   b.qkv_bwd = mul(e, add(h, r));
-  b.e_h = mul(e, h);
   b.e_q = mul(e, q);
   b.down_bwd = mul(e, add(h, i, r));
   b.attn_bwd = add(mul(e, add(h, mul(2, q), mul(2, kv))),

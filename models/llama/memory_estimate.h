@@ -54,6 +54,8 @@ struct MethodMemory {
   int64_t logits = 0;          // one logits chunk (part of `working` when the loss head is larger)
   int64_t adapter_params = 0;  // trainable parameter count
   int64_t total() const { return frozen_weights + embeddings + adapter + activations + working; }
+  // What the run pins in host memory: the offloaded block inputs and the embedding table.
+  int64_t host_pinned() const { return host_checkpoints + host_embeddings; }
 };
 
 // Bytes of one tensor of n elements in NF4 with double quantization (bitsandbytes layout):
@@ -83,6 +85,10 @@ bool keeps_attention_in_host(const LlamaConfig& cfg, int64_t tokens, int64_t com
 // The most a run may pin of a host with `host_bytes` of RAM: 3/4 (pinned pages cannot be swapped
 // out; the rest is left to the system, the data loader and the checkpoint files' page cache).
 inline int64_t pinned_host_limit(int64_t host_bytes) { return host_bytes / 4 * 3; }
+// Whether `pinned` bytes stay within that limit (host_bytes 0: unknown, yes).
+inline bool pinned_fits_host(int64_t pinned, int64_t host_bytes) {
+  return host_bytes <= 0 || pinned <= pinned_host_limit(host_bytes);
+}
 
 // One entry per form each registered method can store W in, in registry order.
 std::vector<MethodMemory> estimate_training_memory(const LlamaConfig& cfg,

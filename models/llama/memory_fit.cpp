@@ -9,8 +9,7 @@ namespace {
 bool fits(const LlamaConfig& cfg, const MemoryEstimateOptions& opt, const MethodOptions& method,
           int64_t budget) {
   const MethodMemory e = estimate_method_memory(cfg, opt, method);
-  return e.total() <= budget &&
-         (opt.host_bytes <= 0 || e.host_checkpoints + e.host_embeddings <= pinned_host_limit(opt.host_bytes));
+  return e.total() <= budget && pinned_fits_host(e.host_pinned(), opt.host_bytes);
 }
 
 // The largest n in [0, hi] with fits(n) (fits(0) holds, fits is monotone: true then false).

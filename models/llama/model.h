@@ -27,6 +27,7 @@ struct BlockAttention {
 };
 struct AttentionInputsSaved;
 struct PostAttentionSaved;
+struct Tile;
 
 class LlamaModel : public TrainableModel {
  public:
@@ -134,6 +135,10 @@ class LlamaModel : public TrainableModel {
   // RoPE on q and k [T, heads·D], then the attention over every token into a.
   void attend(int l, const Tensor& q, const Tensor& k, const Tensor& v, const ModelBatch& b,
               const Attend* attend_at, BlockAttention& a);
+  // attention_inputs of every tile of x into whole q, k, v (into `saved` too, for one tile),
+  // then attend: the attention tensors of block l in a.
+  void tiled_attention(int l, const Tensor& x, const std::vector<Tile>& tiles, const ModelBatch& b,
+                       const Attend* attend_at, AttentionInputsSaved* saved, BlockAttention& a);
   // The attention's backward with RoPE's: dq, dk, dv [T, heads·D] are made here.
   void attention_backward(const BlockAttention& a, const Tensor& datt, const ModelBatch& b,
                           Tensor& dq, Tensor& dk, Tensor& dv);

@@ -90,7 +90,7 @@ TEST(ReadmeFits, SearchesFindTheEdge) {
     p.batch = batch;
     p.seq = seq;
     const llama::MethodMemory e = llama::estimate_method_memory(cfg, p, qlora);
-    return e.total() <= budget && e.host_checkpoints + e.host_embeddings <= llama::pinned_host_limit(o.host_bytes);
+    return e.total() <= budget && llama::pinned_fits_host(e.host_pinned(), o.host_bytes);
   };
   const int64_t seq = llama::longest_seq_that_fits(cfg, o, qlora, budget, int64_t(1) << 20);
   ASSERT_GT(seq, 0);
