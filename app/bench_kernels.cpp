@@ -91,7 +91,8 @@ Tensor random(Shape shape, DType dtype, Device device, uint64_t seed) {
 }  // namespace
 
 void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq, Device device,
-                      int repeats, std::ostream& out) {
+                      int repeats, const std::vector<std::string>& only, const std::string& title,
+                      std::ostream& out) {
   const DType dt = device.is_cpu() ? DType::F32 : DType::BF16;
   const int64_t T = batch * seq, d = cfg.hidden_size, f = cfg.intermediate_size;
   const double act = double(dtype_size(dt));
@@ -274,12 +275,27 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                     optimizer->step(2e-4);
                   }});
 
+  // --only: rows whose kernel (the name's first word) is one of the given names.
+  const auto wanted = [&](const std::string& name) {
+    return only.empty() || std::find(only.begin(), only.end(), name.substr(0, name.find(' '))) != only.end();
+  };
+  for (const std::string& name : only) {
+    std::set<std::string> kernels;
+    for (const TableRow& r : table) kernels.insert(r.name.substr(0, r.name.find(' ')));
+    for (const Row& r : rows) kernels.insert(r.name.substr(0, r.name.find(' ')));
+    if (kernels.count(name)) continue;
+    std::string known;
+    for (const std::string& k : kernels) known += (known.empty() ? "" : ", ") + k;
+    throw UsageError("--only: no kernel named '" + name + "' at this shape; kernels: " + known);
+  }
+  std::erase_if(table, [&](const TableRow& r) { return !wanted(r.name); });
+  std::erase_if(rows, [&](const Row& r) { return !wanted(r.name); });
   int width = 46;  // the longest name's
   for (const TableRow& r : table) width = std::max(width, int(r.name.size()));
   for (const Row& r : rows) width = std::max(width, int(r.name.size()));
   char line[300];
   std::snprintf(line, sizeof line, "%-*s %10s %10s %10s\n", width, "kernel", "us/call", "GB/s", "TFLOP/s");
-  out << line;
+  out << title << line;
   const auto print = [&](const std::string& name, double bytes, double flops, double s) {
     char rate[32] = "";
     if (bytes > 0) std::snprintf(rate, sizeof rate, "%10.1f %10s", bytes / s / 1e9, "");

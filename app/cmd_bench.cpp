@@ -88,6 +88,7 @@ void add_step_bench(CLI::App& bench) {
 struct KernelBenchOptions {
   std::string shape, model, device;
   int64_t batch = 4, seq = 512, repeats = 20;
+  std::vector<std::string> only;
 };
 
 void add_kernels_bench(CLI::App& bench) {
@@ -98,14 +99,16 @@ void add_kernels_bench(CLI::App& bench) {
   cmd->add_option("--batch", o->batch, "sequences")->capture_default_str()->transform(rows_bound());
   cmd->add_option("--seq", o->seq, "tokens per sequence")->capture_default_str()->transform(seq_bound());
   cmd->add_option("--repeats", o->repeats, "timed calls of each kernel")->capture_default_str()->transform(int_in(1, 100000));
+  cmd->add_option("--only", o->only, "time only these kernels (a row's first word: attention, attention_backward, gemm, ...)")
+      ->delimiter(',');
   add_device_option(*cmd, o->device);
   cmd->callback([o] {
     const llama::LlamaConfig cfg = bench_config(o->shape, o->model);
     const Device device = resolve_device(o->device, &std::cerr);
-    std::cout << "kernels  " << (o->model.empty() ? o->shape : o->model) << " at " << o->batch << " x "
-              << o->seq << " tokens on " << device.str() << " (" << device_info(device).name << "), "
-              << o->repeats << " calls each\n";
-    run_kernel_bench(cfg, o->batch, o->seq, device, int(o->repeats), std::cout);
+    const std::string title = cat("kernels  ", o->model.empty() ? o->shape : o->model, " at ", o->batch, " x ", o->seq,
+                                  " tokens on ", device.str(), " (", device_info(device).name, "), ", o->repeats,
+                                  " calls each\n");
+    run_kernel_bench(cfg, o->batch, o->seq, device, int(o->repeats), o->only, title, std::cout);
   });
 }
 

@@ -288,6 +288,7 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"kernels"}, {"--shape"}},
       {{"kernels", "--shape", "tiny", "--repeats", "0"}, {"--repeats"}},
       {{"kernels", "--shape", "tiny", "--repeats", "nan"}, {"--repeats"}},
+      {{"kernels", "--shape", "tiny", "--only", "atention"}, {"--only", "'atention'", "attention_backward"}},
   };
   for (const Case& c : cases) {
     // A case names its subcommand first, else it is step's.

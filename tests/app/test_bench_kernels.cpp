@@ -21,5 +21,17 @@ TEST(BenchKernels, TimesEveryOpOfTheTable) {
   EXPECT_TRUE(test::contains(r.out, "\nadamw step "));
 }
 
+// --only keeps the named kernels' rows and nothing else.
+TEST(BenchKernels, OnlyTimesTheNamedKernels) {
+  const test::CliResult r = test::run_cli_captured({"bench", "kernels", "--shape", "tiny", "--device", "cpu", "--batch",
+                                                    "1", "--seq", "16", "--only", "attention,quantize"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::contains(r.out, "\nattention b=")) << r.out;
+  EXPECT_TRUE(test::contains(r.out, "\nquantize e4m3 ")) << r.out;
+  EXPECT_FALSE(test::contains(r.out, "\nattention_backward ")) << r.out;
+  EXPECT_FALSE(test::contains(r.out, "\ngemm ")) << r.out;
+  EXPECT_FALSE(test::contains(r.out, "\nadamw step ")) << r.out;
+}
+
 }  // namespace
 }  // namespace loft

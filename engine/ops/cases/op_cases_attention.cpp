@@ -9,10 +9,12 @@
 namespace loft::cases {
 namespace {
 
-// rows B, seq S, query heads, kv heads, head_dim, longest document. Head dims 64 and 128 in BF16
-// take CUDA's flash kernels, the others its GEMM path.
+// rows B, seq S, query heads, kv heads, head_dim, longest document (random lengths up to it; 0:
+// one document per row). Head dims 64 and 128 in BF16 take CUDA's flash kernels, the others its
+// GEMM path.
 const std::vector<Sizes> kAttentionSizes = {
-    {1, 1, 1, 1, 8, 1}, {2, 17, 4, 2, 16, 5}, {1, 70, 2, 1, 64, 70}, {2, 33, 4, 4, 128, 9}, {1, 130, 4, 2, 64, 40}};
+    {1, 1, 1, 1, 8, 1},   {2, 17, 4, 2, 16, 5},  {1, 70, 2, 1, 64, 70},
+    {2, 33, 4, 4, 128, 9}, {1, 130, 4, 2, 64, 40}, {2, 200, 8, 2, 128, 0}};
 
 float attention_scale(const Tensor& q) { return 1.0f / std::sqrt(float(q.size(2))); }
 
@@ -20,7 +22,8 @@ float attention_scale(const Tensor& q) { return 1.0f / std::sqrt(float(q.size(2)
 Tensors attention_inputs(const Sizes& s, std::mt19937& rng) {
   const int64_t t = s[0] * s[1];
   return Tensors{random_tensor({t, s[2], s[4]}, rng), random_tensor({t, s[3], s[4]}, rng),
-                 random_tensor({t, s[3], s[4]}, rng), random_doc_start(s[0], s[1], s[5], rng),
+                 random_tensor({t, s[3], s[4]}, rng),
+                 s[5] == 0 ? Tensor::zeros({t}, DType::I32) : random_doc_start(s[0], s[1], s[5], rng),
                  Tensor::from_vector(std::vector<int32_t>{int32_t(s[1])}, {1})};
 }
 
@@ -33,9 +36,9 @@ std::pair<Tensor, Tensor> attend(const Tensors& in, size_t i, Device d, DType dt
   return {out, lse};
 }
 
-// One layer's attention: B rows of S tokens, one document each.
+// One layer's attention: B rows of S tokens, one document each (what the flop count assumes).
 std::vector<Sizes> attention_layer(const LayerSizes& l) {
-  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, l.seq}};
+  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, 0}};
 }
 
 // Causal: half of the S×S scores; forward 2 GEMMs (backward 5, as FlashAttention counts).
