@@ -1,23 +1,26 @@
 // Flash attention backward (FlashAttention-2 schedule).
 //
-// One block of 4 warps per (key tile of 64, kv head, batch row); warp w owns keys 16w..16w+15 and
-// accumulates their dK and dV in registers over every query head of the kv head's group and every
-// query step that can see the key tile: from the tile's first key (causal) to the last query whose
-// document starts within the tile. So dk/dv need no atomics, and the group sum comes for free. P
-// is recomputed from the saved lse; D = rowsum(dO∘O) comes from a small pre-kernel
-// (softmax_row_dot).
+// One block of 8 warps per (key tile of 128, kv head, batch row). It accumulates the tile's dK and
+// dV in registers over every query head of the kv head's group and every step of 64 queries that
+// can see the tile: from the tile's first key (causal) to the last query whose document starts
+// within the tile. So dk/dv need no atomics, and the group sum comes for free. P is recomputed
+// from the saved lse; D = rowsum(dO∘O) comes from a small pre-kernel (softmax_row_dot).
+//
+// A step is three products, each split over the 8 warps as a 2-D grid of warp tiles of 32 rows, so
+// that every fragment loaded from shared memory feeds several MMAs (FlashAttention-2's layout):
+//   1. S = Q·Kᵀ and dP = dO·Vᵀ [64 queries × 128 keys]: 2 × 4 warps of 32 × 32; P = exp(S − lse)
+//      and dS = P ∘ (dP − D) · scale go to shared memory as bf16.
+//   2. dV += Pᵀ·dO and dK += dSᵀ·Q [128 keys × D]: 4 × 2 warps of 32 keys × D/2, in registers.
+//   3. dQ += dS·K [64 queries × D]: 2 × 4 warps of 32 × D/4, added into an fp32 buffer with
+//      atomics (two floats per instruction on sm_90+), which one conversion then writes to dq.
+// Warp tiles wholly above the causal diagonal skip their products. The atomics (rather than a
+// second pass over query tiles, two more S-sized GEMMs per tile) cost ≈ S/128 fp32 adds per dq
+// element, which L2 absorbs, at the price of run-to-run variation in dq's low bits.
 //
 // Q, dO and the step's lse, D and doc starts are double-buffered in shared memory and filled by
 // cp.async one step ahead, so loads overlap the math. Fragments come from shared memory by
-// ldmatrix (.trans where a tile is read along its columns); Pᵀ and dSᵀ go from C to A fragments in
-// registers, and dSᵀ also to shared memory for dQ. Steps crossing the diagonal (or every step, when
-// some query's document starts inside or after the tile) are masked element by element.
-//
-// dQ: each block adds its contribution per step into an fp32 buffer with atomics (two floats per
-// instruction on sm_90+), then one conversion writes dq. The alternative (a second pass over query
-// tiles recomputing P and dS) costs two extra S-sized GEMMs per tile, ≈ 40% more FLOPs; the atomics
-// cost ≈ S/64 fp32 adds per dq element, which L2 absorbs, at the price of run-to-run variation in
-// dq's low bits.
+// ldmatrix (.trans where a tile is read along its columns). Steps crossing the diagonal (or every
+// step, when some query's document starts inside or after the tile) are masked element by element.
 #include <climits>
 
 #include "engine/ops/cuda/attention_flash.cuh"
@@ -30,22 +33,20 @@ namespace {
 
 using namespace flash;
 
-constexpr int kKeys = 64;  // keys per block (16 per warp)
-constexpr int kThreads = 4 * kWarp;
+constexpr int kKeys = 128;    // keys per block
+constexpr int kQueries = 64;  // queries per step
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * kWarp;
+constexpr int kPStride = kKeys + 8;  // P and dS tiles [query][key], padded like the others
 
-// Queries per step: as many as the registers allow (dK and dV take 2·D/2 fp32 per thread, the
-// step's Sᵀ and dPᵀ kQueries).
 template <int D>
 struct Tiles {
-  static constexpr int kQueries = D == 64 ? 64 : 32;
-  static constexpr int kDsStride = kQueries + 8;  // dSᵀ tile [key][query], padded like the others
-  static constexpr int kDqRowGroups = kQueries / 16;    // dQ: warps split the step's query rows
-  static constexpr int kDqCols = D * kDqRowGroups / 4;  // and then the head dim
-  // Dynamic shared memory: K, V (64 rows); Q, dO (2 buffers of kQueries rows); dSᵀ; per query
-  // and buffer its lse, D and doc start.
   static constexpr size_t kQTile = size_t(kQueries) * row_stride<D>();
-  static constexpr size_t kBytes = (2 * kKeys * row_stride<D>() + 4 * kQTile) * sizeof(bf16) +
-                                   kKeys * kDsStride * sizeof(bf16) + 2 * kQueries * 3 * 4;
+  static constexpr size_t kPTile = size_t(kQueries) * kPStride;
+  // Dynamic shared memory: K, V (kKeys rows); Q, dO (2 buffers each); P, dS; per query and buffer
+  // its lse, D and doc start.
+  static constexpr size_t kBytes = (2 * kKeys * row_stride<D>() + 4 * kQTile + 2 * kPTile) * sizeof(bf16) +
+                                   2 * kQueries * 3 * 4;
 };
 
 struct BackwardArgs {
@@ -69,24 +70,29 @@ __device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
 }
 
 template <int D>
-__global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArgs a) {
   using T = Tiles<D>;
-  constexpr int ld = row_stride<D>(), kQ = T::kQueries, kDs = T::kDsStride;
+  constexpr int ld = row_stride<D>();
+  constexpr int kDv = D / 2, kDq = D / 4;  // head-dim columns of a warp's dK/dV and dQ tiles
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* sk = reinterpret_cast<bf16*>(smem);
   bf16* sv = sk + kKeys * ld;
-  bf16* sq = sv + kKeys * ld;                                  // [2][kQ × ld]
-  bf16* sdo = sq + 2 * T::kQTile;                              // [2][kQ × ld]
-  bf16* sds = sdo + 2 * T::kQTile;                             // [kKeys × kDs]
-  float* s_lse = reinterpret_cast<float*>(sds + kKeys * kDs);  // [2][kQ], natural log
-  float* s_drow = s_lse + 2 * kQ;                              // [2][kQ]
-  int* s_doc = reinterpret_cast<int*>(s_drow + 2 * kQ);        // [2][kQ], raw doc_start
+  bf16* sq = sv + kKeys * ld;      // [2][kQueries × ld]
+  bf16* sdo = sq + 2 * T::kQTile;  // [2][kQueries × ld]
+  bf16* sp = sdo + 2 * T::kQTile;  // [kQueries × kPStride]
+  bf16* sds = sp + T::kPTile;      // [kQueries × kPStride]
+  float* s_lse = reinterpret_cast<float*>(sds + T::kPTile);  // [2][kQueries], natural log
+  float* s_drow = s_lse + 2 * kQueries;                       // [2][kQueries]
+  int* s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);  // [2][kQueries], raw doc_start
   __shared__ int s_q_end;
 
   // Grid z runs over key tiles, first tiles (most query steps) first.
   const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x;
   const int64_t row0 = int64_t(blockIdx.y) * a.seq;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
+  // Warp tiles: rows (queries) wm·32 and keys wn·32 in products 1 and 3 (3: head-dim columns
+  // wn·kDq); keys wn·32 and head-dim columns wd·kDv in product 2.
+  const int wm = warp / 4, wn = warp % 4, wd = warp / 4;
 
   copy_tile_async<D, kThreads>(sk, a.k, row0, k0, kKeys, a.seq, a.hkv, kvh);
   copy_tile_async<D, kThreads>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
@@ -94,10 +100,10 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
 
   // Starts the copies of a step into buffer `buf`: query head h, queries from q0.
   const auto issue = [&](int buf, int h, int q0) {
-    copy_tile_async<D, kThreads>(sq + buf * T::kQTile, a.q, row0, q0, kQ, a.seq, a.hq, h);
-    copy_tile_async<D, kThreads>(sdo + buf * T::kQTile, a.dout, row0, q0, kQ, a.seq, a.hq, h);
-    if (threadIdx.x < kQ) {
-      const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQ + threadIdx.x;
+    copy_tile_async<D, kThreads>(sq + buf * T::kQTile, a.q, row0, q0, kQueries, a.seq, a.hq, h);
+    copy_tile_async<D, kThreads>(sdo + buf * T::kQTile, a.dout, row0, q0, kQueries, a.seq, a.hq, h);
+    if (threadIdx.x < kQueries) {
+      const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQueries + threadIdx.x;
       const int64_t t = row0 + (i < a.seq ? i : 0), th = t * a.hq + h;
       cp_async_4(s_lse + at, a.lse + th, bytes);
       cp_async_4(s_drow + at, a.drow + th, bytes);
@@ -123,123 +129,149 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
   last = __reduce_max_sync(~0u, last);
   if (lane == 0) atomicMax(&s_q_end, last + 1);
   const bool docs_cut = __syncthreads_or(cut);
-  const int steps = (s_q_end - k0 + kQ - 1) / kQ;  // per query head; row k0 sees the tile
+  const int steps = (s_q_end - k0 + kQueries - 1) / kQueries;  // per query head
   const int total = steps * a.group;
 
-  const int key_local = warp * 16 + g;         // this thread's keys: key_local and key_local + 8
-  float dk[D / 8][4] = {}, dv[D / 8][4] = {};  // the warp's 16 keys × D
-  // Step n: query head kvh·group + n / steps, queries from k0 + (n % steps)·kQ, buffer n % 2.
+  float dk[2][kDv / 8][4] = {}, dv[2][kDv / 8][4] = {};  // keys wn·32 + 16·mt.., columns wd·kDv..
+  // Step n: query head kvh·group + n / steps, queries from k0 + (n % steps)·kQueries, buffer n % 2.
   for (int n = 0; n < total; ++n) {
-    // Step n + 1's buffers were last read by step n − 1, which every warp finished before the
-    // last barrier.
-    if (n + 1 < total)
-      issue((n + 1) & 1, kvh * a.group + (n + 1) / steps, k0 + (n + 1) % steps * kQ);
-    cp_async_commit();  // possibly empty: keeps "all but the newest group" = step n
-    cp_async_wait<1>();
-    __syncthreads();  // step n's tiles (and K, V) are in; every warp is done with sds
+    cp_async_wait<0>();  // this thread's copies of step n (and K, V)
+    __syncthreads();     // everyone's are in, and every warp is done with step n − 1
+    // Step n + 1's buffers were last read by step n − 1 (its products 2 read Q and dO after the
+    // mid-step barrier, so the copies may only start past this one); they load while step n runs.
+    if (n + 1 < total) {
+      issue((n + 1) & 1, kvh * a.group + (n + 1) / steps, k0 + (n + 1) % steps * kQueries);
+      cp_async_commit();
+    }
 
-    const int buf = n & 1, h = kvh * a.group + n / steps, q0 = k0 + n % steps * kQ;
+    const int buf = n & 1, h = kvh * a.group + n / steps, q0 = k0 + n % steps * kQueries;
     const bf16* qt = sq + buf * T::kQTile;
     const bf16* dot = sdo + buf * T::kQTile;
 
-    // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for the warp's 16 keys × kQ queries.
-    float st[kQ / 8][4] = {}, dpt[kQ / 8][4] = {};
-#pragma unroll
-    for (int kd = 0; kd < D / 16; ++kd) {
-      uint32_t ka[4], va[4];
-      load_a(ka, sk, ld, warp * 16, kd * 16, lane);
-      load_a(va, sv, ld, warp * 16, kd * 16, lane);
-#pragma unroll
-      for (int nq = 0; nq < kQ / 8; nq += 2) {
-        uint32_t b[4];
-        load_b_rows(b, qt, ld, nq * 8, kd * 16, lane);
-        mma2(st[nq], st[nq + 1], ka, b);
-        load_b_rows(b, dot, ld, nq * 8, kd * 16, lane);
-        mma2(dpt[nq], dpt[nq + 1], va, b);
+    // 1. S and dP for queries wm·32.. × keys wn·32..; a tile wholly above the diagonal (every
+    // key after every query) is P = dS = 0.
+    if (q0 + wm * 32 + 31 < k0 + wn * 32) {
+      for (int idx = lane; idx < 32 * 16; idx += kWarp) {  // 32 rows × 16 pairs
+        const int r = wm * 32 + idx / 16, col = wn * 32 + idx % 16 * 2;
+        *reinterpret_cast<uint32_t*>(sp + r * kPStride + col) = 0;
+        *reinterpret_cast<uint32_t*>(sds + r * kPStride + col) = 0;
       }
-    }
-
-    // Pᵀ = exp(S − lse) where visible, dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale. Queries past seq need no
-    // mask: their Q, dO, lse and D are zeros, so their dS is 0 and their dO rows add nothing.
-    const bool masked = docs_cut || q0 < k0 + kKeys - 1;
+    } else {
+      float s[2][4][4] = {}, dp[2][4][4] = {};
 #pragma unroll
-    for (int nq = 0; nq < kQ / 8; ++nq) {
-      const int qi = buf * kQ + nq * 8 + 2 * c;  // this thread's queries qi, qi + 1 of the step
-      const float2 lse = *reinterpret_cast<const float2*>(s_lse + qi);
-      const float2 drow = *reinterpret_cast<const float2*>(s_drow + qi);
+      for (int kd = 0; kd < D / 16; ++kd) {
+        // S, then dP: fragments of one product at a time keep the registers within bounds.
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = e % 2;
-        float p = exp2_fast(st[nq][e] * a.scale_log2 - (col ? lse.y : lse.x) * kLog2e);
-        if (masked) {
-          const int i = q0 + nq * 8 + 2 * c + col, j = k0 + key_local + 8 * (e / 2);
-          const int fk = min(max(s_doc[qi + col], 0), i);
-          if (i >= a.seq || j > i || j < fk) p = 0.0f;
+        for (int which = 0; which < 2; ++which) {
+          uint32_t xa[2][4], yb[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) load_a(xa[mt], which ? dot : qt, ld, wm * 32 + mt * 16, kd * 16, lane);
+#pragma unroll
+          for (int np = 0; np < 2; ++np) load_b_rows(yb[np], which ? sv : sk, ld, wn * 32 + np * 16, kd * 16, lane);
+          float(&acc)[2][4][4] = which ? dp : s;
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int np = 0; np < 2; ++np) mma2(acc[mt][2 * np], acc[mt][2 * np + 1], xa[mt], yb[np]);
         }
-        st[nq][e] = p;
-        dpt[nq][e] = p * (dpt[nq][e] - (col ? drow.y : drow.x)) * a.scale;
+      }
+      // P = exp(S − lse) where visible, dS = P ∘ (dP − D) · scale. Queries past seq need no mask:
+      // their Q, dO, lse and D are zeros, so their dS is 0 and their dO rows add nothing.
+      const bool masked = docs_cut || q0 < k0 + kKeys - 1;
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int qr = wm * 32 + mt * 16 + g + 8 * r, qi = buf * kQueries + qr, i = q0 + qr;
+          const float lse = s_lse[qi] * kLog2e, drow = s_drow[qi];
+          const int fk = masked ? min(max(s_doc[qi], 0), i) : 0;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            const int kc = wn * 32 + nt * 8 + 2 * c;
+            float p[2], ds[2];
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              p[e] = exp2_fast(s[mt][nt][2 * r + e] * a.scale_log2 - lse);
+              if (masked) {
+                const int j = k0 + kc + e;
+                if (i >= a.seq || j > i || j < fk) p[e] = 0.0f;
+              }
+              ds[e] = p[e] * (dp[mt][nt][2 * r + e] - drow) * a.scale;
+            }
+            *reinterpret_cast<uint32_t*>(sp + qr * kPStride + kc) = pack(p[0], p[1]);
+            *reinterpret_cast<uint32_t*>(sds + qr * kPStride + kc) = pack(ds[0], ds[1]);
+          }
+        }
+    }
+    __syncthreads();  // P and dS complete
+
+    // 2. dV += Pᵀ·dO and dK += dSᵀ·Q for keys wn·32.. × columns wd·kDv.. (k-steps of 16 queries);
+    // nothing to add when every query of the step comes before the warp's first key.
+    if (q0 + kQueries - 1 >= k0 + wn * 32) {
+#pragma unroll
+      for (int kq = 0; kq < kQueries / 16; ++kq) {
+        uint32_t pa[2][4], dsa[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          load_a_trans(pa[mt], sp, kPStride, kq * 16, wn * 32 + mt * 16, lane);
+          load_a_trans(dsa[mt], sds, kPStride, kq * 16, wn * 32 + mt * 16, lane);
+        }
+#pragma unroll
+        for (int nd = 0; nd < kDv / 8; nd += 2) {
+          uint32_t ob[4], qb[4];
+          load_b_cols(ob, dot, ld, kq * 16, wd * kDv + nd * 8, lane);
+          load_b_cols(qb, qt, ld, kq * 16, wd * kDv + nd * 8, lane);
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            mma2(dv[mt][nd], dv[mt][nd + 1], pa[mt], ob);
+            mma2(dk[mt][nd], dk[mt][nd + 1], dsa[mt], qb);
+          }
+        }
       }
     }
 
-    // dV += Pᵀ·dO and dK += dSᵀ·Q (k-steps of 16 queries); dSᵀ also to sds as [key][query].
-#pragma unroll
-    for (int kq = 0; kq < kQ / 16; ++kq) {
-      uint32_t pa[4], dsa[4];
-      c_to_a(pa, st[2 * kq], st[2 * kq + 1]);
-      c_to_a(dsa, dpt[2 * kq], dpt[2 * kq + 1]);
-      uint32_t* ds_row = reinterpret_cast<uint32_t*>(sds + key_local * kDs + kq * 16 + 2 * c);
-      ds_row[0] = dsa[0];
-      ds_row[8 * kDs / 2] = dsa[1];
-      ds_row[4] = dsa[2];
-      ds_row[8 * kDs / 2 + 4] = dsa[3];
-#pragma unroll
-      for (int nd = 0; nd < D / 8; nd += 2) {
-        uint32_t b[4];
-        load_b_cols(b, dot, ld, kq * 16, nd * 8, lane);
-        mma2(dv[nd], dv[nd + 1], pa, b);
-        load_b_cols(b, qt, ld, kq * 16, nd * 8, lane);
-        mma2(dk[nd], dk[nd + 1], dsa, b);
-      }
-    }
-    __syncthreads();  // sds complete
-
-    // dQ[kQ × D] += dS[kQ × 64]·K[64 × D]: warp w takes query rows 16·(w % kDqRowGroups).. and
-    // the column block w / kDqRowGroups, then adds it into the fp32 accumulator.
-    const int mq = warp % T::kDqRowGroups * 16, col0 = warp / T::kDqRowGroups * T::kDqCols;
-    float dq[T::kDqCols / 8][4] = {};
+    // 3. dQ[queries wm·32.. × columns wn·kDq..] += dS·K over the keys up to the rows' last query,
+    // then into the fp32 accumulator.
+    float dq[2][kDq / 8][4] = {};
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
-      uint32_t dsa[4];
-      load_a_trans(dsa, sds, kDs, kk * 16, mq, lane);
+      if (k0 + kk * 16 > q0 + wm * 32 + 31) break;  // these keys come after every row's query
+      uint32_t dsa[2][4];
 #pragma unroll
-      for (int nd = 0; nd < T::kDqCols / 8; nd += 2) {
-        uint32_t b[4];
-        load_b_cols(b, sk, ld, kk * 16, col0 + nd * 8, lane);
-        mma2(dq[nd], dq[nd + 1], dsa, b);
+      for (int mt = 0; mt < 2; ++mt) load_a(dsa[mt], sds, kPStride, wm * 32 + mt * 16, kk * 16, lane);
+#pragma unroll
+      for (int nd = 0; nd < kDq / 8; nd += 2) {
+        uint32_t kb[4];
+        load_b_cols(kb, sk, ld, kk * 16, wn * kDq + nd * 8, lane);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) mma2(dq[mt][nd], dq[mt][nd + 1], dsa[mt], kb);
       }
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int i = q0 + mq + g + 8 * r;
-      if (i >= a.seq) continue;
-      float* dst = a.dq + ((row0 + i) * a.hq + h) * D + col0 + 2 * c;
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int nd = 0; nd < T::kDqCols / 8; ++nd)
-        atomic_add2(dst + nd * 8, dq[nd][2 * r], dq[nd][2 * r + 1]);
-    }
+      for (int r = 0; r < 2; ++r) {
+        const int i = q0 + wm * 32 + mt * 16 + g + 8 * r;
+        if (i >= a.seq) continue;
+        float* dst = a.dq + ((row0 + i) * a.hq + h) * D + wn * kDq + 2 * c;
+#pragma unroll
+        for (int nd = 0; nd < kDq / 8; ++nd) atomic_add2(dst + nd * 8, dq[mt][nd][2 * r], dq[mt][nd][2 * r + 1]);
+      }
   }
 
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int j = k0 + key_local + 8 * r;
-    if (j >= a.seq) continue;
-    const int64_t at = ((row0 + j) * a.hkv + kvh) * D + 2 * c;
+  for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int nd = 0; nd < D / 8; ++nd) {
-      *reinterpret_cast<uint32_t*>(a.dk + at + nd * 8) = pack(dk[nd][2 * r], dk[nd][2 * r + 1]);
-      *reinterpret_cast<uint32_t*>(a.dv + at + nd * 8) = pack(dv[nd][2 * r], dv[nd][2 * r + 1]);
+    for (int r = 0; r < 2; ++r) {
+      const int j = k0 + wn * 32 + mt * 16 + g + 8 * r;
+      if (j >= a.seq) continue;
+      const int64_t at = ((row0 + j) * a.hkv + kvh) * D + wd * kDv + 2 * c;
+#pragma unroll
+      for (int nd = 0; nd < kDv / 8; ++nd) {
+        *reinterpret_cast<uint32_t*>(a.dk + at + nd * 8) = pack(dk[mt][nd][2 * r], dk[mt][nd][2 * r + 1]);
+        *reinterpret_cast<uint32_t*>(a.dv + at + nd * 8) = pack(dv[mt][nd][2 * r], dv[mt][nd][2 * r + 1]);
+      }
     }
-  }
 }
 
 template <int D>
