@@ -23,8 +23,9 @@ GpuCard parse_gpu_card(const std::string& text);
 
 // What the estimate leaves out but a run holds on any card: the CUDA context, cuBLAS/cuBLASLt
 // handles and loft's 32 MiB GEMM workspace (docs/memory.md; a --gpu-memory-limit run measures
-// the real figure and counts it).
-constexpr int64_t kRuntimeAllowance = int64_t(512) << 20;
+// the real figure and counts it). 768 MiB: an H200 under CUDA 13 measured 623 MiB after a
+// long-context llama3-8b step, over the 512 MiB this was, which made a README cell fail its run.
+constexpr int64_t kRuntimeAllowance = int64_t(768) << 20;
 
 struct CardFit {
   bool fits = false;

@@ -136,7 +136,7 @@ TEST(InfoCard, TextSaysFitsOrShortPerMethod) {
   LOFT_REQUIRE_DATA("models/wide-random");
   const CliResult fits = run({"info", "--model", wide(), "--card", "RTX4060TI"});
   ASSERT_EQ(fits.code, 0) << fits.err;
-  EXPECT_TRUE(test::contains(fits.out, "on RTX 4060 Ti 16 GB (16 GiB), keeping 0.50 GiB for the CUDA context"));
+  EXPECT_TRUE(test::contains(fits.out, "on RTX 4060 Ti 16 GB (16 GiB), keeping 0.75 GiB for the CUDA context"));
   EXPECT_TRUE(test::contains(fits.out, "lora-bf16   fits"));
   const CliResult small = run({"info", "--model", wide(), "--card", "300MiB"});
   ASSERT_EQ(small.code, 0) << small.err;
