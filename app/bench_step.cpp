@@ -242,7 +242,7 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
   const RunPlan plan = plan_for(o, method);
   r.options = options_json(plan.method);
   r.max_grad_norm = plan.max_grad_norm;
-  r.estimated_peak = plan.memory(s.config, s.device).total();
+  r.estimated_peak = plan.memory(s.config, s.device, int(s.devices.size())).total();
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;

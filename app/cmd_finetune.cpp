@@ -73,7 +73,7 @@ std::string gib(int64_t bytes) {
 
 void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaConfig& cfg,
                 const RunPlan& plan, const TrainerConfig& tc, Device device, int64_t trainable,
-                const DataParallelSetup& dp) {
+                const DataParallelSetup& dp, int host_share) {
   const MethodOptions& m = plan.method;
   os << "loft finetune plan\n"
      << "  model      " << o.model << " (" << cfg.num_layers << " layers, hidden " << cfg.hidden_size
@@ -97,7 +97,7 @@ void print_plan(std::ostream& os, const FinetuneOptions& o, const llama::LlamaCo
     os << "off";
   os << "\n"
      << "  run        " << tc.run_dir.string() << "\n";
-  const llama::MethodMemory e = plan.memory(cfg, device);
+  const llama::MethodMemory e = plan.memory(cfg, device, host_share);
   os << "  memory     ~" << gib(e.total()) << " estimated peak on " << (dp.active() ? "each GPU" : device.str()) << ": frozen weights "
      << gib(e.frozen_weights) << ", lm_head/embeddings " << gib(e.embeddings) << ", adapter+AdamW "
      << gib(e.adapter) << ", activations " << gib(e.activations)
@@ -247,7 +247,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();
-  if (out) print_plan(*out, o, cfg, plan, tc, device, trainable, dp);
+  if (out) print_plan(*out, o, cfg, plan, tc, device, trainable, dp, host_share);
 
   // Several local ranks take their micro-batches from the host; one takes them on its device.
   LoaderSource source(data::DataLoader::training(dc, *tok), devices.size() > 1 ? Device::cpu() : device);

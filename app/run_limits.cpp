@@ -28,7 +28,8 @@ void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, i
 
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
-                                    Device device, bool checkpoint_offload, int64_t token_tile) {
+                                    Device device, bool checkpoint_offload, int64_t token_tile,
+                                    int host_share) {
   llama::MemoryEstimateOptions eo;
   eo.batch = micro;
   eo.seq = seq;
@@ -37,6 +38,7 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.checkpoint_offload = checkpoint_offload;
   eo.token_tile = token_tile;
   eo.host_bytes = device_memory_bytes(Device::cpu());
+  eo.host_share = host_share;
   eo.gpu = device.is_cuda();
   return llama::estimate_method_memory(cfg, eo, m);
 }
@@ -48,7 +50,7 @@ void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
   const llama::MethodMemory e =
-      method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile);
+      method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile, host_share);
   check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
   check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()), host_share);
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);

@@ -16,7 +16,7 @@ namespace loft::app {
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
                                     Device device, bool checkpoint_offload = true,
-                                    int64_t token_tile = llama::kDefaultTokenTile);
+                                    int64_t token_tile = llama::kDefaultTokenTile, int host_share = 1);
 
 // Throws UsageError when `seq` exceeds max_position_embeddings, the estimated activations of
 // one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU), what

@@ -64,9 +64,9 @@ RunPlan plan_run(const RunRequest& r, Device device) {
   return p;
 }
 
-llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device) const {
+llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device, int host_share) const {
   return method_estimate(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
-                         token_tile);
+                         token_tile, host_share);
 }
 
 void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device, int host_share) const {

@@ -163,7 +163,7 @@ class Estimator {
     // The loss head: the last hidden state, its norm, the norm's gradient (then ∂h), fp32 losses
     // and rstd, and one chunk.
     loss_head_ = add(mul(T_, add(mul(3, e_, h), 2 * kFp32)), logits_);
-    keeps_attention_ = opt.host_bytes <= 0 || keeps_attention_in_host(c, T_, e_, opt.host_bytes);
+    keeps_attention_ = opt.host_bytes <= 0 || keeps_attention_in_host(c, T_, e_, opt.host_bytes, opt.host_share);
   }
 
   const ProjectionSizes& projection_sizes() const { return sizes_; }

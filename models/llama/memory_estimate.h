@@ -38,6 +38,9 @@ struct MemoryEstimateOptions {
   // The host's RAM, which decides whether offloaded attention tensors come back to the device
   // (keeps_attention_in_host); 0: unknown, counted as if they do (the larger estimate).
   int64_t host_bytes = 0;
+  // Replicas on this host (data parallel), which share host_bytes as LlamaModel's
+  // set_host_memory_share says.
+  int host_share = 1;
 };
 
 // Bytes per part, for one method.

@@ -238,6 +238,13 @@ TEST(MemoryEstimate, AttentionTensorsOnTheDeviceOnlyWhereTheHostKeepsThem) {
   std::printf("llama3-8b qlora 131072 tokens: estimate %lld bytes on a 128 GiB host, %lld kept\n",
               (long long)recomputed.total(), (long long)kept.total());
   EXPECT_NEAR(double(recomputed.total()), 18444592128.0, 0.01 * 18444592128.0);
+  // Two replicas on a 256 GiB host each get half of it, as LlamaModel::set_host_memory_share
+  // gives them: neither keeps its attention tensors, so each one's estimate is the recomputing one.
+  o.host_bytes = 256 * gib;
+  o.host_share = 2;
+  EXPECT_EQ(estimate_method_memory(c, o, qlora).total(), recomputed.total());
+  o.host_share = 1;
+  EXPECT_EQ(estimate_method_memory(c, o, qlora).total(), kept.total());
 }
 
 }  // namespace
