@@ -69,6 +69,15 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
   dispatch::gemm(c.device(), a, b, c, opt);
 }
 
+void add_bias(Tensor& y, const Tensor& bias) {
+  same_device("add_bias", {&y, &bias});
+  need_activation("add_bias", "y", y);
+  need_activation("add_bias", "bias", bias);
+  LOFT_CHECK(y.dim() == 2, "add_bias: y must be [rows, D], got ", y.str());
+  need_shape("add_bias", "bias", bias, {y.size(1)});
+  dispatch::add_bias(y.device(), y, bias);
+}
+
 void convert(const Tensor& src, Tensor& dst) {
   same_device("convert", {&src, &dst});
   LOFT_CHECK(src.numel() == dst.numel(), "convert: ", src.str(), " into ", dst.str());

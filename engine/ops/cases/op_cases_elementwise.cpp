@@ -1,6 +1,6 @@
 // Rows of the elementwise ops: convert (every F32/BF16/F16 pair, bit for bit, special values
-// exact), axpy (also on views too misaligned to vectorise), scale and fill_random, at sizes that
-// leave a scalar tail.
+// exact), axpy (also on views too misaligned to vectorise), add_bias, scale and fill_random, at
+// sizes that leave a scalar tail.
 #include <cstring>
 #include <limits>
 
@@ -124,6 +124,36 @@ OpCase scale_case() {
   return c;
 }
 
+// y [rows, d] += bias [d]; the bias also in F32 under BF16 activations (as a checkpoint's F32
+// bias would come), with d odd and rows past a GPU block.
+OpCase add_bias_case() {
+  OpCase c{"add_bias"};
+  c.dims = {"rows", "d", "f32_bias"};
+  c.sizes = {{1, 1, 0}, {3, 7, 0}, {17, 64, 1}, {5, 4099, 0}, {300, 129, 1}};
+  c.make = [](const Sizes& s, std::mt19937& rng) {
+    return Tensors{random_tensor({s[0], s[1]}, rng), random_tensor({s[1]}, rng),
+                   Tensor::from_vector(std::vector<int32_t>{int32_t(s[2])}, {1})};
+  };
+  c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
+    Tensor y = on(in[0], d, dt);
+    Tensor bias = on(in[1], d, dt);
+    if (in[2].ptr<int32_t>()[0] != 0 && dt != DType::F32) {  // the rounded values, held in F32
+      Tensor f = out_like(bias.shape(), d, DType::F32);
+      ops::convert(bias, f);
+      bias = f;
+    }
+    call([&] { ops::add_bias(y, bias); });
+    return Tensors{host_f32(y)};
+  };
+  c.tol_bf16 = 1e-2;
+  // The q, k and v biases of one layer: [tokens, q_dim] and [tokens, kv_dim].
+  c.layer_sizes = [](const LayerSizes& l) {
+    return std::vector<Sizes>{{l.tokens(), l.heads * l.head_dim, 0}, {l.tokens(), l.kv_heads * l.head_dim, 0}};
+  };
+  c.cost = [](const Sizes& s, double act) { return Cost{(2.0 * double(s[0]) + 1.0) * double(s[1]) * act, 0}; };
+  return c;
+}
+
 OpCase fill_random_case() {
   OpCase c = flat_case("fill_random");
   c.make = [](const Sizes& s, std::mt19937&) { return Tensors{Tensor::zeros({s[0]}, DType::F32)}; };
@@ -140,7 +170,7 @@ OpCase fill_random_case() {
 }  // namespace
 
 std::vector<OpCase> elementwise_cases() {
-  return {convert_case(), axpy_case(), scale_case(), fill_random_case()};
+  return {convert_case(), axpy_case(), add_bias_case(), scale_case(), fill_random_case()};
 }
 
 }  // namespace loft::cases

@@ -1,4 +1,4 @@
-// convert / axpy / scale on the CPU.
+// convert / axpy / add_bias / scale on the CPU.
 #include <cstring>
 
 #include "engine/ops/ops.h"
@@ -41,6 +41,14 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   const float* xp = x.ptr<float>();
   float* yp = y.ptr<float>();
   for (int64_t i = 0, n = y.numel(); i < n; ++i) yp[i] += alpha * xp[i];
+}
+
+void add_bias(Tensor& y, const Tensor& bias) {
+  const float* b = bias.ptr<float>();
+  float* p = y.ptr<float>();
+  const int64_t d = y.size(1);
+  for (int64_t r = 0, rows = y.size(0); r < rows; ++r)
+    for (int64_t j = 0; j < d; ++j) p[r * d + j] += b[j];
 }
 
 void scale(Tensor& x, float alpha) {

@@ -1,4 +1,4 @@
-// convert, axpy, scale: pointwise ops in fp32 over F32/BF16 (and F16 for convert).
+// convert, axpy, add_bias, scale: pointwise ops in fp32 over F32/BF16 (and F16 for convert).
 #include "engine/ops/ops.h"
 #include "engine/ops/cuda/elementwise_map.cuh"
 
@@ -16,6 +16,12 @@ struct Axpy {  // inputs: x, y
     y[0] = x[1] + alpha * x[0];
   }
 };
+// y[i] += bias[i % d], grid-stride.
+template <typename T, typename B>
+__global__ void add_bias_kernel(T* y, const B* bias, int64_t n, int64_t d) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = from_f32<T>(to_f32(y[i]) + to_f32(bias[i % d]));
+}
 struct Scale {
   float alpha;
   __device__ void operator()(const float (&x)[1], float (&y)[1]) const { y[0] = x[0] * alpha; }
@@ -47,6 +53,19 @@ void cuda::axpy(float alpha, const Tensor& x, Tensor& y) {
     launch_map<T, T, 2, 1>("axpy", dev, {{x.ptr<const T>(), y.ptr<const T>()}}, {{y.ptr<T>()}},
                            y.numel(), Axpy{alpha});
   });
+}
+
+void cuda::add_bias(Tensor& y, const Tensor& bias) {
+  const int dev = use_device(y);
+  dispatch_activation(y.dtype(), "add_bias", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_activation(bias.dtype(), "add_bias", [&](auto btag) {
+      using B = typename decltype(btag)::type;
+      add_bias_kernel<<<grid_for(y.numel(), 256, dev), 256, 0, loft::cuda::stream(dev)>>>(
+          y.ptr<T>(), bias.ptr<const B>(), y.numel(), y.size(1));
+    });
+  });
+  loft::cuda::check_launch("add_bias");
 }
 
 void cuda::scale(Tensor& x, float alpha) {
