@@ -1,5 +1,9 @@
 // Flash attention backward (FlashAttention-2 schedule).
 //
+// Where a block may take the 172 KiB of shared memory this needs at head dim 128 (sm_90), else
+// attention_flash_backward_small.cu's blocks of 64 keys (flash_backward picks; the consumer cards,
+// sm_86/89/120, give a block at most 99 KiB).
+//
 // One block of 8 warps per (key tile of 128, kv head, batch row). It accumulates the tile's dK and
 // dV in registers over every query head of the kv head's group and every step of 64 queries that
 // can see the tile: from the tile's first key (causal) to the last query whose document starts
@@ -23,7 +27,7 @@
 // step, when some query's document starts inside or after the tile) are masked element by element.
 #include <climits>
 
-#include "engine/ops/cuda/attention_flash.cuh"
+#include "engine/ops/cuda/attention_flash_backward.cuh"
 #include "engine/ops/cuda/attention_paths.h"
 #include "engine/ops/ops.h"
 
@@ -48,26 +52,6 @@ struct Tiles {
   static constexpr size_t kBytes = (2 * kKeys * row_stride<D>() + 4 * kQTile + 2 * kPTile) * sizeof(bf16) +
                                    2 * kQueries * 3 * 4;
 };
-
-struct BackwardArgs {
-  const bf16 *q, *k, *v, *dout;
-  const float *lse, *drow;
-  const int32_t* doc_start;
-  float* dq;  // fp32 accumulator [T, Hq, D], zeroed
-  bf16 *dk, *dv;
-  int seq, hq, hkv, group;
-  float scale, scale_log2;
-};
-
-// dst[0] += x, dst[1] += y (dst 8-byte aligned).
-__device__ __forceinline__ void atomic_add2(float* dst, float x, float y) {
-#if __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(dst), make_float2(x, y));
-#else
-  atomicAdd(dst, x);
-  atomicAdd(dst + 1, y);
-#endif
-}
 
 template <int D>
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArgs a) {
@@ -98,38 +82,14 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
   copy_tile_async<D, kThreads>(sv, a.v, row0, k0, kKeys, a.seq, a.hkv, kvh);
   cp_async_commit();
 
-  // Starts the copies of a step into buffer `buf`: query head h, queries from q0.
-  const auto issue = [&](int buf, int h, int q0) {
-    copy_tile_async<D, kThreads>(sq + buf * T::kQTile, a.q, row0, q0, kQueries, a.seq, a.hq, h);
-    copy_tile_async<D, kThreads>(sdo + buf * T::kQTile, a.dout, row0, q0, kQueries, a.seq, a.hq, h);
-    if (threadIdx.x < kQueries) {
-      const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQueries + threadIdx.x;
-      const int64_t t = row0 + (i < a.seq ? i : 0), th = t * a.hq + h;
-      cp_async_4(s_lse + at, a.lse + th, bytes);
-      cp_async_4(s_drow + at, a.drow + th, bytes);
-      cp_async_4(s_doc + at, a.doc_start + t, bytes);
-    }
-  };
+  const StepBuffers bufs{sq, sdo, s_lse, s_drow, s_doc};
+  const auto issue = [&](int buf, int h, int q0) { copy_step_async<D, kThreads, kQueries>(a, bufs, row0, buf, h, q0); };
   issue(0, kvh * a.group, k0);  // the first step: first head of the group, queries from k0
   cp_async_commit();
 
-  // Queries that may see the tile: from k0 (causal) to the last one whose document starts in or
-  // before the tile. `cut`: some query of that range starts its document after k0, so every step
-  // needs the per-element mask, not only those crossing the diagonal.
-  if (threadIdx.x == 0) s_q_end = 0;
-  __syncthreads();
-  int last = -1;
-  bool cut = false;
-#pragma unroll 4
-  for (int i = k0 + threadIdx.x; i < a.seq; i += kThreads) {
-    const int fk = first_key(a.doc_start, row0, i);
-    if (fk <= k0 + kKeys - 1) last = i;
-    cut |= fk > k0;
-  }
-  last = __reduce_max_sync(~0u, last);
-  if (lane == 0) atomicMax(&s_q_end, last + 1);
-  const bool docs_cut = __syncthreads_or(cut);
-  const int steps = (s_q_end - k0 + kQueries - 1) / kQueries;  // per query head
+  bool docs_cut;
+  const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
+  const int steps = (q_end - k0 + kQueries - 1) / kQueries;  // per query head
   const int total = steps * a.group;
 
   float dk[2][kDv / 8][4] = {}, dv[2][kDv / 8][4] = {};  // keys wn·32 + 16·mt.., columns wd·kDv..
@@ -262,24 +222,13 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
 #pragma unroll
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int j = k0 + wn * 32 + mt * 16 + g + 8 * r;
-      if (j >= a.seq) continue;
-      const int64_t at = ((row0 + j) * a.hkv + kvh) * D + wd * kDv + 2 * c;
-#pragma unroll
-      for (int nd = 0; nd < kDv / 8; ++nd) {
-        *reinterpret_cast<uint32_t*>(a.dk + at + nd * 8) = pack(dk[mt][nd][2 * r], dk[mt][nd][2 * r + 1]);
-        *reinterpret_cast<uint32_t*>(a.dv + at + nd * 8) = pack(dv[mt][nd][2 * r], dv[mt][nd][2 * r + 1]);
-      }
-    }
+    for (int r = 0; r < 2; ++r)
+      store_dk_dv(a, row0, kvh, D, k0 + wn * 32 + mt * 16 + g + 8 * r, wd * kDv + 2 * c, dk[mt], dv[mt], r);
 }
 
 template <int D>
 void launch(const BackwardArgs& args, dim3 grid, int device) {
-  constexpr size_t bytes = Tiles<D>::kBytes;
-  cuda_kernels::allow_dynamic_smem(flash_backward_kernel<D>, bytes, device);
-  flash_backward_kernel<D><<<grid, kThreads, bytes, loft::cuda::stream(device)>>>(args);
-  loft::cuda::check_launch("attention flash_backward");
+  launch_backward(flash_backward_kernel<D>, Tiles<D>::kBytes, grid, kThreads, args, device, "attention flash_backward");
 }
 
 }  // namespace
@@ -310,13 +259,19 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
                           int(q.size(1) / k.size(1)),
                           scale,
                           scale * kLog2e};
-  // Key tiles in z (at most 65535: flash_supports), heaviest first.
-  const dim3 grid(unsigned(k.size(1)), unsigned(q.size(0) / seq),
-                  unsigned((seq + kKeys - 1) / kKeys));
-  if (q.size(2) == 64)
-    launch<64>(args, grid, device);
-  else
-    launch<128>(args, grid, device);
+  // This layout where the device gives a block the shared memory it takes (sm_90: 227 KiB), else
+  // the 64-key kernel (sm_86/89/120: 99 KiB; sm_80: 163 KiB).
+  const int rows = int(q.size(0) / seq), d = int(q.size(2));
+  if (size_t(cuda_kernels::max_shared_optin(device)) >= (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) {
+    // Key tiles in z (at most 65535: flash_supports), heaviest first.
+    const dim3 grid(unsigned(k.size(1)), unsigned(rows), unsigned((seq + kKeys - 1) / kKeys));
+    if (d == 64)
+      launch<64>(args, grid, device);
+    else
+      launch<128>(args, grid, device);
+  } else {
+    flash::launch_backward_small(args, d, rows, device);
+  }
   ops::convert(dq32, dq);
 }
 
