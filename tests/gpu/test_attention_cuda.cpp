@@ -125,9 +125,7 @@ TEST(AttentionCuda, ChunkedScratchMatchesCpu) {
 // Flash kernels (BF16, head dim 64 and 128): seq 1, 7, 130 and 512 (one partial tile, several
 // tiles with a partial last one), 1 and 4 query heads per kv head, one document per row or
 // several, batch 2; sharpened scores at seq 130 and 512 make the online softmax rescale a lot.
-TEST(AttentionCuda, FlashMatchesCpuBf16) {
-  LOFT_REQUIRE_GPU();
-  std::mt19937 rng(404);
+void check_flash_tiles(std::mt19937& rng) {
   for (int64_t d : {64, 128})
     for (int64_t seq : {1, 7, 130, 512})
       for (int64_t group : {1, 4})
@@ -146,13 +144,40 @@ TEST(AttentionCuda, FlashMatchesCpuBf16) {
 // tile (so the cp.async buffers cycle), seq a multiple of 64 but not of 128 (192) or of neither
 // (700, 1000), 3 query heads per kv head, and many short documents, so most backward blocks stop
 // early (queries past the last document touching their keys) and mask every step.
-TEST(AttentionCuda, FlashMatchesCpuBf16LongRowsShortDocuments) {
-  LOFT_REQUIRE_GPU();
-  std::mt19937 rng(505);
+void check_flash_long_rows(std::mt19937& rng) {
   for (const Case& c : {Case{2, 700, 6, 2, 128, 50}, Case{1, 700, 3, 3, 64, 50},
                         Case{2, 192, 4, 1, 128, 0}, Case{1, 1000, 2, 1, 64, 0},
                         Case{1, 1000, 3, 1, 128, 0, 6}})
     check_against_cpu(c, DType::BF16, 1e-2, rng, true);
+}
+
+TEST(AttentionCuda, FlashMatchesCpuBf16) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(404);
+  check_flash_tiles(rng);
+}
+
+TEST(AttentionCuda, FlashMatchesCpuBf16LongRowsShortDocuments) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(505);
+  check_flash_long_rows(rng);
+}
+
+// Restores the device's own shared-memory limit when a test ends, even on failure.
+struct FlashSharedLimit {
+  size_t old;
+  explicit FlashSharedLimit(size_t bytes) : old(ops::cuda_attention::set_flash_shared_limit(bytes)) {}
+  ~FlashSharedLimit() { ops::cuda_attention::set_flash_shared_limit(old); }
+};
+
+// The backward kernel a consumer card runs (sm_86/89/120 grant a block 99 KiB, too little for the
+// 128-key layout): forced on any GPU by that limit, through the same cases.
+TEST(AttentionCuda, FlashBackwardOfConsumerCardsMatchesCpuBf16) {
+  LOFT_REQUIRE_GPU();
+  FlashSharedLimit guard(size_t(99) << 10);
+  std::mt19937 rng(606);
+  check_flash_tiles(rng);
+  check_flash_long_rows(rng);
 }
 
 // The other dtypes and head dims keep the GEMM path, which the tests above cover.

@@ -40,6 +40,8 @@ bool uses_flash(const Tensor& q, const Tensor& k, int64_t seq) { return flash_su
 
 size_t set_scratch_budget(size_t bytes) { return gemm_set_scratch_budget(bytes); }
 
+size_t set_flash_shared_limit(size_t bytes) { return flash_set_shared_limit(bytes); }
+
 }  // namespace loft::ops::cuda_attention
 
 namespace loft::ops::cuda {

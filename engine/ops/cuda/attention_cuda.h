@@ -26,4 +26,10 @@ bool uses_flash(const Tensor& q, const Tensor& k, int64_t seq);
 // chunked paths; returns the previous value.
 size_t set_scratch_budget(size_t bytes);
 
+// Flash backward only: the shared memory per block it may assume the device grants (0, the
+// default: the device's own limit). The 128-key layout runs only where its blocks fit, else the
+// 64-key kernel; tests set a consumer card's 99 KiB to run that kernel on a Hopper GPU. Returns
+// the previous value.
+size_t set_flash_shared_limit(size_t bytes);
+
 }  // namespace loft::ops::cuda_attention

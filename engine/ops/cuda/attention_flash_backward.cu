@@ -25,6 +25,8 @@
 // cp.async one step ahead, so loads overlap the math. Fragments come from shared memory by
 // ldmatrix (.trans where a tile is read along its columns). Steps crossing the diagonal (or every
 // step, when some query's document starts inside or after the tile) are masked element by element.
+#include <algorithm>
+#include <atomic>
 #include <climits>
 
 #include "engine/ops/cuda/attention_flash_backward.cuh"
@@ -231,7 +233,12 @@ void launch(const BackwardArgs& args, dim3 grid, int device) {
   launch_backward(flash_backward_kernel<D>, Tiles<D>::kBytes, grid, kThreads, args, device, "attention flash_backward");
 }
 
+// 0: the device's own limit (set_flash_shared_limit, for tests).
+std::atomic<size_t> shared_limit{0};
+
 }  // namespace
+
+size_t flash_set_shared_limit(size_t bytes) { return shared_limit.exchange(bytes); }
 
 void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
@@ -262,7 +269,9 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
   // This layout where the device gives a block the shared memory it takes (sm_90: 227 KiB), else
   // the 64-key kernel (sm_86/89/120: 99 KiB; sm_80: 163 KiB).
   const int rows = int(q.size(0) / seq), d = int(q.size(2));
-  if (size_t(cuda_kernels::max_shared_optin(device)) >= (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) {
+  size_t limit = size_t(cuda_kernels::max_shared_optin(device));
+  if (const size_t set = shared_limit.load()) limit = std::min(limit, set);
+  if (limit >= (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) {
     // Key tiles in z (at most 65535: flash_supports), heaviest first.
     const dim3 grid(unsigned(k.size(1)), unsigned(rows), unsigned((seq + kKeys - 1) / kKeys));
     if (d == 64)

@@ -28,6 +28,7 @@ void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
 bool flash_cached_supports(const Tensor& q, const Tensor& k_cache, int64_t tiles);
 void flash_cached_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                           const Tensor& tiles, float scale, Tensor& out);
+size_t flash_set_shared_limit(size_t bytes);
 void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
                     float scale, Tensor& dq, Tensor& dk, Tensor& dv);
