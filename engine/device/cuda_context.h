@@ -1,11 +1,10 @@
 // CUDA-only plumbing shared by the CUDA backend: error checks that name the failing call, the
 // stream every loft op runs on, and the cuBLAS/cuBLASLt handles. Include only from CUDA code.
 #pragma once
-#include <cublasLt.h>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "engine/core/error.h"
+#include "engine/device/cublas_api.h"
 
 namespace loft::cuda {
 

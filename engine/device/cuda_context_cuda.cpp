@@ -45,12 +45,12 @@ Context& context(int device) {
       context_bytes = *after > *before ? *after - *before : 0;
     const size_t free_before_handles = memory_info(device).free;
     LOFT_CUDA_CHECK(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking));
-    LOFT_CUBLAS_CHECK(cublasLtCreate(&c.lt));
+    LOFT_CUBLAS_CHECK(cublas_api().cublasLtCreate(&c.lt));
     LOFT_CUDA_CHECK(cudaMalloc(&c.workspace, kWorkspaceBytes));
-    LOFT_CUBLAS_CHECK(cublasCreate(&c.blas));
-    LOFT_CUBLAS_CHECK(cublasSetStream(c.blas, c.stream));
-    LOFT_CUBLAS_CHECK(cublasSetWorkspace(c.blas, c.workspace, kWorkspaceBytes));
-    LOFT_CUBLAS_CHECK(cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
+    LOFT_CUBLAS_CHECK(cublas_api().cublasCreate(&c.blas));
+    LOFT_CUBLAS_CHECK(cublas_api().cublasSetStream(c.blas, c.stream));
+    LOFT_CUBLAS_CHECK(cublas_api().cublasSetWorkspace(c.blas, c.workspace, kWorkspaceBytes));
+    LOFT_CUBLAS_CHECK(cublas_api().cublasSetMathMode(c.blas, CUBLAS_DEFAULT_MATH));
     const size_t free_after_handles = memory_info(device).free;
     const size_t handles =
         free_before_handles > free_after_handles ? free_before_handles - free_after_handles : 0;
@@ -78,8 +78,9 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
 }
 
 void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
-  throw Error(cat("cuBLAS error in ", call, " (", file, ":", line, "): ", cublasGetStatusName(st),
-                  ": ", cublasGetStatusString(st)));
+  const CublasApi& api = cublas_api();
+  throw Error(cat("cuBLAS error in ", call, " (", file, ":", line, "): ", api.cublasGetStatusName(st),
+                  ": ", api.cublasGetStatusString(st)));
 }
 
 void set_device(int device) {

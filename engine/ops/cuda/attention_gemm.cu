@@ -17,6 +17,8 @@ namespace loft::ops::cuda_attention {
 
 namespace {
 
+using loft::cuda::cublas_api;
+
 // bf16, to_f32, from_f32: the conversions every CUDA op shares.
 using namespace cuda_kernels;
 
@@ -172,7 +174,7 @@ struct BatchedGemm {
   void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void** a, DType at,
            int64_t lda, const void** b, DType bt, int64_t ldb, float beta, void** c, DType ct,
            int64_t ldc) const {
-    LOFT_CUBLAS_CHECK(cublasGemmBatchedEx(
+    LOFT_CUBLAS_CHECK(cublas_api().cublasGemmBatchedEx(
         handle, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, int(m), int(n),
         int(k), &alpha, a, cuda_type(at), int(lda), b, cuda_type(bt), int(ldb), &beta, c,
         cuda_type(ct), int(ldc), int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

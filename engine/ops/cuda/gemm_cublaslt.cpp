@@ -15,6 +15,8 @@ namespace loft::ops {
 
 namespace {
 
+using loft::cuda::cublas_api;
+
 cudaDataType_t cuda_type(DType t) {
   switch (t) {
     case DType::F32:
@@ -55,10 +57,10 @@ struct Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
   ~Plan() {  // destroy errors cannot be reported from a destructor; the handles are host memory
-    if (lt_c) cublasLtMatrixLayoutDestroy(lt_c);
-    if (lt_b) cublasLtMatrixLayoutDestroy(lt_b);
-    if (lt_a) cublasLtMatrixLayoutDestroy(lt_a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (lt_c) cublas_api().cublasLtMatrixLayoutDestroy(lt_c);
+    if (lt_b) cublas_api().cublasLtMatrixLayoutDestroy(lt_b);
+    if (lt_a) cublas_api().cublasLtMatrixLayoutDestroy(lt_a);
+    if (desc) cublas_api().cublasLtMatmulDescDestroy(desc);
   }
 };
 
@@ -70,50 +72,51 @@ std::string shape_text(const PlanKey& k) {
 
 std::unique_ptr<Plan> make_plan(const PlanKey& key, const Tensor& a, const Tensor& b) {
   auto plan = std::make_unique<Plan>();
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LOFT_CUBLAS_CHECK(
+      cublas_api().cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   // cuBLASLt's op(A) is op(our B)ᵀ: transposed exactly when our B is.
   const cublasOperation_t op_a = key.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = key.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  LOFT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-  LOFT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
   // Stored matrices in column-major terms: row-major [r, c] is c rows × r columns, ld = c.
   const cudaDataType_t ab = cuda_type(key.ab), c = cuda_type(key.c);
-  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_a, ab, uint64_t(b.size(1)),
-                                               uint64_t(b.size(0)), b.size(1)));
-  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_b, ab, uint64_t(a.size(1)),
-                                               uint64_t(a.size(0)), a.size(1)));
-  LOFT_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&plan->lt_c, c, uint64_t(key.n), uint64_t(key.m), key.n));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(&plan->lt_a, ab, uint64_t(b.size(1)),
+                                                            uint64_t(b.size(0)), b.size(1)));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(&plan->lt_b, ab, uint64_t(a.size(1)),
+                                                            uint64_t(a.size(0)), a.size(1)));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(&plan->lt_c, c, uint64_t(key.n),
+                                                            uint64_t(key.m), key.n));
 
   cublasLtMatmulPreference_t pref = nullptr;
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceCreate(&pref));
   std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* p) {
-    cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
+    cublas_api().cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
   });
   size_t ws_bytes = 0;
   loft::cuda::cublaslt_workspace(key.device, &ws_bytes);
   const uint32_t align_lt_a = key.align_b, align_lt_b = key.align_a, align_c = key.align_c;
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof align_lt_a));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof align_lt_b));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c));
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(loft::cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a,
-                                     plan->lt_b, plan->lt_c, plan->lt_c, pref, 1, &result, &found);
+  const cublasStatus_t st = cublas_api().cublasLtMatmulAlgoGetHeuristic(
+      loft::cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a, plan->lt_b, plan->lt_c,
+      plan->lt_c, pref, 1, &result, &found);
   if (st != CUBLAS_STATUS_SUCCESS || found == 0)
     throw Error(cat("gemm: cuBLASLt found no algorithm for ", shape_text(key), ": ",
-                    cublasGetStatusName(st)));
+                    cublas_api().cublasGetStatusName(st)));
   plan->algo = result.algo;
   plan->workspace = result.workspaceSize;
   return plan;
@@ -145,10 +148,10 @@ void cuda::gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& 
   const Plan& plan = plan_for(key, a, b);
   size_t ws_bytes = 0;
   void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
-  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan.desc, &opt.alpha, b.data(),
-                                   plan.lt_a, a.data(), plan.lt_b, &opt.beta, c.data(), plan.lt_c,
-                                   c.data(), plan.lt_c, &plan.algo, ws, plan.workspace,
-                                   loft::cuda::stream(dev)));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmul(
+      loft::cuda::cublaslt_handle(dev), plan.desc, &opt.alpha, b.data(), plan.lt_a, a.data(),
+      plan.lt_b, &opt.beta, c.data(), plan.lt_c, c.data(), plan.lt_c, &plan.algo, ws,
+      plan.workspace, loft::cuda::stream(dev)));
 }
 
 }  // namespace loft::ops

@@ -19,6 +19,8 @@ namespace loft::quant::cuda {
 
 namespace {
 
+using loft::cuda::cublas_api;
+
 cudaDataType_t lt_type(DType t) {
   switch (t) {
     case DType::F8_E4M3:
@@ -69,41 +71,41 @@ struct LowpPlan {
   LowpPlan(const LowpPlan&) = delete;
   LowpPlan& operator=(const LowpPlan&) = delete;
   ~LowpPlan() {
-    if (lt_c) cublasLtMatrixLayoutDestroy(lt_c);
-    if (lt_b) cublasLtMatrixLayoutDestroy(lt_b);
-    if (lt_a) cublasLtMatrixLayoutDestroy(lt_a);
-    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (lt_c) cublas_api().cublasLtMatrixLayoutDestroy(lt_c);
+    if (lt_b) cublas_api().cublasLtMatrixLayoutDestroy(lt_b);
+    if (lt_a) cublas_api().cublasLtMatrixLayoutDestroy(lt_a);
+    if (desc) cublas_api().cublasLtMatmulDescDestroy(desc);
   }
 };
 
 std::unique_ptr<LowpPlan> make_plan(const Key& key) {
   auto plan = std::make_unique<LowpPlan>();
   const bool int8 = key.a == DType::I8;
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
-                                             int8 ? CUDA_R_32I : CUDA_R_32F));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescCreate(
+      &plan->desc, int8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F, int8 ? CUDA_R_32I : CUDA_R_32F));
   const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
-  LOFT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t));
-  LOFT_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n));
-  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_a, lt_type(key.b), uint64_t(key.k),
-                                               uint64_t(key.n), key.k));
-  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_b, lt_type(key.a), uint64_t(key.k),
-                                               uint64_t(key.m), key.k));
-  LOFT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->lt_c, lt_type(key.c), uint64_t(key.n),
-                                               uint64_t(key.m), key.n));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(
+      &plan->lt_a, lt_type(key.b), uint64_t(key.k), uint64_t(key.n), key.k));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(
+      &plan->lt_b, lt_type(key.a), uint64_t(key.k), uint64_t(key.m), key.k));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatrixLayoutCreate(
+      &plan->lt_c, lt_type(key.c), uint64_t(key.n), uint64_t(key.m), key.n));
   cublasLtMatmulPreference_t pref = nullptr;
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceCreate(&pref));
   std::unique_ptr<void, void (*)(void*)> pref_guard(pref, [](void* p) {
-    cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
+    cublas_api().cublasLtMatmulPreferenceDestroy(static_cast<cublasLtMatmulPreference_t>(p));
   });
   size_t ws_bytes = 0;
   loft::cuda::cublaslt_workspace(key.device, &ws_bytes);
-  LOFT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+  const cublasStatus_t st = cublas_api().cublasLtMatmulAlgoGetHeuristic(
       loft::cuda::cublaslt_handle(key.device), plan->desc, plan->lt_a, plan->lt_b, plan->lt_c,
       plan->lt_c, pref, 1, &result, &found);
   plan->ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
@@ -141,10 +143,10 @@ bool igemm_i32(const Tensor& a, const Tensor& b, Tensor& acc) {
   size_t ws_bytes = 0;
   void* ws = loft::cuda::cublaslt_workspace(dev, &ws_bytes);
   const int32_t one = 1, zero = 0;
-  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan->desc, &one, b.data(),
-                                   plan->lt_a, a.data(), plan->lt_b, &zero, acc.data(), plan->lt_c,
-                                   acc.data(), plan->lt_c, &plan->algo, ws, plan->workspace,
-                                   loft::cuda::stream(dev)));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmul(
+      loft::cuda::cublaslt_handle(dev), plan->desc, &one, b.data(), plan->lt_a, a.data(),
+      plan->lt_b, &zero, acc.data(), plan->lt_c, acc.data(), plan->lt_c, &plan->algo, ws,
+      plan->workspace, loft::cuda::stream(dev)));
   return true;
 }
 
@@ -168,15 +170,15 @@ bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Te
   // cuBLASLt's A is our B: its scale is sb.
   const void* scale_a = sb.data();
   const void* scale_b = sa.data();
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                   &scale_a, sizeof scale_a));
-  LOFT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
-                                                   &scale_b, sizeof scale_b));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
+      plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b));
   const float beta = 0.0f;
-  LOFT_CUBLAS_CHECK(cublasLtMatmul(loft::cuda::cublaslt_handle(dev), plan->desc, &alpha, b.data(),
-                                   plan->lt_a, a.data(), plan->lt_b, &beta, c.data(), plan->lt_c,
-                                   c.data(), plan->lt_c, &plan->algo, ws, plan->workspace,
-                                   loft::cuda::stream(dev)));
+  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmul(
+      loft::cuda::cublaslt_handle(dev), plan->desc, &alpha, b.data(), plan->lt_a, a.data(),
+      plan->lt_b, &beta, c.data(), plan->lt_c, c.data(), plan->lt_c, &plan->algo, ws,
+      plan->workspace, loft::cuda::stream(dev)));
   return true;
 }
 
