@@ -6,6 +6,7 @@
 // Each takes only its own options, so CLI11 refuses what does not go with it. The spellings of
 // the one command bench was before (`loft bench --shape`, `--kernels`, `--eval X`, `--tokenizer`)
 // are rewritten to these for one release (legacy_bench_args).
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app/bench_eval.h"

@@ -1,5 +1,6 @@
 // loft data inspect: renders a few examples of data files with their trained tokens marked and
 // prints token-length statistics over each whole file (datasets/inspect.h does the work).
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
 

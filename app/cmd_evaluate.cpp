@@ -1,6 +1,7 @@
 // loft evaluate: score a base model, or base + PEFT adapter: perplexity, MMLU, GSM8K
 // (lm-evaluation-harness's protocols, docs/evaluation.md).
 #include <chrono>
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iomanip>
 #include <iostream>

@@ -1,6 +1,7 @@
 // loft export: the trained model (or the base) as FP8/bf16 safetensors, a PEFT adapter, or
 // llama.cpp GGUF (export/export.h, docs/export.md). Runs on the CPU, one tensor at a time: it has
 // no --device or --gpu-memory-limit.
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app/commands.h"

@@ -2,6 +2,7 @@
 // docs/methods.md, overridable), prints the plan with its memory budget, then hands over to the
 // Trainer; the final adapter is written in PEFT's layout to RUN/adapter, with a
 // generation_config.json holding every stop id (the model's and the trained end-of-turn token).
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 

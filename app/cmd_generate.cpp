@@ -5,6 +5,7 @@
 // generation_config.json, config.json and the tokenizer's EOS; an adapter's generation_config.json
 // adds the end-of-turn token it was trained on), at --max-new-tokens, or once the decoded text
 // holds a --stop string (the text is cut before it).
+#include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>

@@ -2,6 +2,7 @@
 // dtypes, an FP8 checkpoint's quantization, the tokenizer with its chat template and stop ids:
 // app/tokenizer_info) and prints the per-method training memory estimate from
 // models/llama/memory_estimate.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>

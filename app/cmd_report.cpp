@@ -1,6 +1,7 @@
 // loft report RUN... [--out FILE.html]: the HTML report of one run, or of several side by side
 // (overlaid curves, one table column per run). finetune writes RUN/report.html itself at the end.
 // An existing file that is not a loft report is replaced only with --overwrite.
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app/commands.h"

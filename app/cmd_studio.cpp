@@ -1,4 +1,6 @@
 // loft studio: the local web UI (studio/). This file only registers the command and its options.
+#include <CLI/CLI.hpp>
+
 #include "app/commands.h"
 #include "studio/run_studio.h"
 

@@ -2,6 +2,7 @@
 // tokenizer files alone suffice. One input (--text, or the whole of stdin) gives one line of
 // space-separated ids; --jsonl streams stdin line by line, one JSON object in, one out.
 #include <charconv>
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <nlohmann/json.hpp>
 

@@ -1,10 +1,11 @@
 // Every `loft` subcommand registers itself on the root CLI11 app through one of these functions
 // (one file per command). Callbacks throw loft::UsageError (exit 2) or loft::Error (exit 1).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "app/cli_fwd.h"
 
 namespace loft::app {
 

@@ -1,5 +1,6 @@
 #include "app/data_options.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app/option_checks.h"

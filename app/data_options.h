@@ -1,10 +1,10 @@
 // The data options shared by every command that reads a dataset (finetune, data inspect,
 // evaluate): registered on a CLI11 command, then resolved into a data::DataConfig.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
+#include "app/cli_fwd.h"
 #include "datasets/data_config.h"
 #include "tokenizer/chat_template_detect.h"
 

@@ -1,5 +1,6 @@
 #include "app/gpu_memory_limit.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "engine/core/byte_size.h"

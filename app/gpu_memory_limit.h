@@ -2,10 +2,10 @@
 // computes (add_device_option), applied to the device layer (engine/device/memory_limit.h), and
 // the refusal before training of a run whose estimated peak does not fit under it.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
+#include "app/cli_fwd.h"
 #include "engine/tensor/device.h"
 #include "models/llama/memory_estimate.h"
 

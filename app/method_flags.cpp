@@ -1,5 +1,6 @@
 #include "app/method_flags.h"
 
+#include <CLI/CLI.hpp>
 #include <sstream>
 
 #include "app/option_checks.h"

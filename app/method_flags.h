@@ -1,10 +1,10 @@
 // Every registered method's own command-line options (engine/peft/method_spec.h), added to a
 // command once per flag name and applied to the options of the method a run builds.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
 
+#include "app/cli_fwd.h"
 #include "engine/peft/method.h"
 
 namespace loft::app {

@@ -1,5 +1,6 @@
 #include "app/resolved_config.h"
 
+#include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "app/recipe.h"

@@ -2,9 +2,10 @@
 // `loft finetune --config RUN/config.yaml --out NEW` repeats. Written generically from the
 // command's CLI11 options (so options other engineers add appear without edits here).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
+
+#include "app/cli_fwd.h"
 
 namespace loft::app {
 

@@ -1,5 +1,6 @@
 #include "app/run_outputs.h"
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "app/resolved_config.h"

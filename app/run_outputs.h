@@ -3,13 +3,13 @@
 // files (tb/, with --tensorboard) and the HTML report (report.html, unless --no-report).
 // finetune registers the options with add_run_output_options and calls RunOutputs at three points.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app/cli_fwd.h"
 #include "datasets/data_loader.h"
 #include "engine/train/trainer.h"
 #include "report/tensorboard.h"

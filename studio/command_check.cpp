@@ -1,5 +1,7 @@
 #include "studio/command_check.h"
 
+#include <CLI/CLI.hpp>
+
 #include "app/commands.h"
 #include "app/recipe.h"
 #include "engine/core/error.h"

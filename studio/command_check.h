@@ -3,13 +3,14 @@
 // the option table the page shows, request keys mapped to options, and a parse of the argument
 // vector (or YAML recipe) a job will run, made before the job is queued.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "app/cli_fwd.h"
 
 namespace loft::studio {
 

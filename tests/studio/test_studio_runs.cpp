@@ -167,6 +167,9 @@ TEST_F(StudioTest, KilledStudioLeavesRunsConsistent) {
   close(c.out_fd);
   close(c.err_fd);
   ASSERT_TRUE(wait_for([&] { return fs::exists(runs() / "orphan" / "adapter" / "adapter_config.json"); }, 120));
+  // The job still holds the run's lock while it finishes after the adapter (the run lists as
+  // running until then; a busy machine, ctest -j2, made that window seconds long).
+  ASSERT_TRUE(wait_for([&] { return run_status("orphan") != "running"; }));
   const json run = get("/api/runs/orphan");
   EXPECT_EQ(run["status"], "stopped") << run.dump();
   const int64_t step = run["step"];
