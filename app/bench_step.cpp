@@ -113,8 +113,11 @@ llama::LlamaConfig check_options(const StepBenchOptions& o) {
 llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaConfig& cfg, DType dtype,
                                 Device device) {
   if (!o.model.empty())
-    return llama::load_llama_weights(SafetensorsCheckpoint::open(o.model), cfg, dtype, device);
-  return llama::random_llama_weights(cfg, dtype, device, o.seed);
+    return llama::load_llama_weights(SafetensorsCheckpoint::open(o.model), cfg, dtype, device,
+                                     llama::Fp8Load::dequantize, llama::Projections::as_stored);
+  // The dense projections wait in host memory until each method re-encodes them (as a checkpoint
+  // loads): a 13B model builds under --gpu-memory-limit 24GiB.
+  return llama::random_llama_weights(cfg, dtype, device, o.seed, device.is_cuda());
 }
 
 ModelBatch random_batch(const StepBenchOptions& o, int64_t vocab, Device device) {
@@ -202,8 +205,9 @@ bool is_out_of_memory(const Error& e) {
 
 // A fresh model for one method's plan on `device`: the shape's random weights (or the
 // checkpoint) and the adapter from --seed, so every data-parallel replica starts identical.
+// `attention_in_host`: the plan's estimate (MethodMemory::attention_in_host).
 std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const Setup& s,
-                                               const RunPlan& plan, Device device) {
+                                               const RunPlan& plan, Device device, bool attention_in_host) {
   std::mt19937_64 adapter_rng(o.seed);
   auto model = std::make_unique<llama::LlamaModel>(
       s.config, weights_for(o, s.config, s.dtype, device), make_linear_factory(plan.method, adapter_rng));
@@ -211,19 +215,20 @@ std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const 
   model->set_checkpoint_offload(plan.checkpoint_offload);
   model->set_token_tile(plan.token_tile);
   model->set_host_memory_share(int(s.devices.size()));
+  model->set_attention_in_host(attention_in_host);
   return model;
 }
 
 // --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
 // its copy of the batch and its rank's GradReducer, timed together.
-BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPlan& plan,
+BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPlan& plan, bool attention_in_host,
                          DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
   const size_t n = s.devices.size();
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
   std::vector<ModelBatch> batches(n);
   RankWorkers(s.devices).run([&](size_t i) {
-    models[i] = build_model(o, s, plan, s.devices[i]);
+    models[i] = build_model(o, s, plan, s.devices[i], attention_in_host);
     optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
     batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
   });
@@ -242,7 +247,8 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
   const RunPlan plan = plan_for(o, method);
   r.options = options_json(plan.method);
   r.max_grad_norm = plan.max_grad_norm;
-  r.estimated_peak = plan.memory(s.config, s.device, int(s.devices.size())).total();
+  const llama::MethodMemory estimate = plan.memory(s.config, s.device, int(s.devices.size()));
+  r.estimated_peak = estimate.total();
   plan_out << "method   " << method << ' ' << options_str(r.options) << " on " << kTargets
            << ", grad-norm clip " << (r.max_grad_norm > 0 ? fmt("%g", r.max_grad_norm) : "off")
            << std::endl;
@@ -253,9 +259,9 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                                 .max_grad_norm = r.max_grad_norm};
   try {
     if (dp.active()) {
-      r.times = time_replicas(o, s, plan, dp, schedule, r.trainable);
+      r.times = time_replicas(o, s, plan, estimate.attention_in_host, dp, schedule, r.trainable);
     } else {
-      auto model = build_model(o, s, plan, s.device);
+      auto model = build_model(o, s, plan, s.device, estimate.attention_in_host);
       const std::vector<Param*> params = model->params();
       for (const Param* p : params) r.trainable += p->value.numel();
       AdamW optimizer(params, AdamWConfig{.weight_decay = 0.01});  // torch.optim.AdamW's default

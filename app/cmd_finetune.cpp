@@ -145,6 +145,8 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
 std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const RunPlan& plan,
                                                               const std::vector<Device>& devices,
                                                               int host_share) {
+  // Decided before anything is loaded, from what the device holds then (as check_fits saw it).
+  const bool attention_in_host = plan.memory(llama::load_llama_config(o.model), devices.front(), host_share).attention_in_host;
   std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
   RankWorkers(devices).run([&](size_t i) {
     std::mt19937_64 rng(o.run.seed);
@@ -153,6 +155,7 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
     models[i]->set_checkpoint_offload(plan.checkpoint_offload);
     models[i]->set_token_tile(plan.token_tile);
     models[i]->set_host_memory_share(host_share);
+    models[i]->set_attention_in_host(attention_in_host);
     if (plan.init) llama::apply_adapter(*models[i], *plan.init, plan.init_adapter);
   });
   return models;

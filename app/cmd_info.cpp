@@ -248,6 +248,9 @@ void add_info_command(CLI::App& root) {
     if (!card->empty()) {
       if (!o->estimate.gpu) throw UsageError("--card plans for a GPU; it does not go with --estimate-for cpu");
       o->card = parse_gpu_card(*card);
+      // What the card leaves a run, as print_card_fits counts it: where restoring the attention
+      // tensors would not fit, the estimate recomputes them, as training on that card would.
+      o->estimate.device_budget = std::max<int64_t>(o->card->bytes - kRuntimeAllowance, 1);
     }
     run_info(*o);
   });

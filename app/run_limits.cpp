@@ -5,6 +5,8 @@
 #include "app/gpu_memory_limit.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
+#include "engine/device/memory.h"
+#include "engine/device/memory_limit.h"
 
 namespace loft::app {
 
@@ -40,6 +42,13 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.host_bytes = device_memory_bytes(Device::cpu());
   eo.host_share = host_share;
   eo.gpu = device.is_cuda();
+  if (device.is_cuda()) {
+    // The card (or --gpu-memory-limit) less what the process holds there already (the CUDA
+    // context, libraries): the attention tensors come back from host memory only within it.
+    const int64_t card = device_info(device).total_bytes;
+    const int64_t held = int64_t(memory_outside(device).bytes + memory_stats(device).allocated);
+    eo.device_budget = std::max<int64_t>(card - held, 1);
+  }
   return llama::estimate_method_memory(cfg, eo, m);
 }
 

@@ -66,6 +66,9 @@ struct MethodMemoryRow {
   bool saves_inputs = true;
   bool compute_copies = true;
   int64_t extra_bytes_per_trainable = 0;
+  // What one product's backward adds per token beyond the LoRA family's (HOT: dY rotated to fp32,
+  // its codes and the int32 accumulator of the dX product), counted over a token tile.
+  int64_t working_bytes_per_token = 0;
 };
 
 // 64-bit arithmetic for the memory estimate: UsageError instead of wrapping on absurd sizes.

@@ -57,7 +57,7 @@ std::optional<LlamaConfig> bench_shape_config(const std::string& name) {
 }
 
 LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
-                                  uint64_t seed) {
+                                  uint64_t seed, bool projections_in_host) {
   LOFT_CHECK(dtype == DType::F32 || dtype == DType::BF16, "random_llama_weights: dtype ",
              dtype_name(dtype), " requested; F32 or BF16 only");
   LlamaWeights w;
@@ -69,6 +69,12 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
     }
     *s.dst = Tensor::empty(s.shape, dtype, device);
     ops::fill_random(*s.dst, seeds(), kInitStd);
+    if (projections_in_host && s.fp8 && !device.is_cpu()) {
+      // Drawn on the device (the same values), parked in host memory until LlamaModel
+      // re-encodes it: the device holds one dense projection at a time.
+      *s.dst = s.dst->to(Device::cpu());
+      continue;
+    }
     if (s.dst == &w.embed && embedding_in_host_memory(cfg, device)) {
       // Drawn where every other matrix is (the same values as ever), then moved to host memory
       // before anything else is allocated; its GPU block goes back to the driver.
@@ -76,6 +82,7 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
       release_cached_memory(device);
     }
   }
+  if (projections_in_host) release_cached_memory(device);
   return w;
 }
 

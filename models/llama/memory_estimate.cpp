@@ -168,7 +168,16 @@ class Estimator {
 
   const ProjectionSizes& projection_sizes() const { return sizes_; }
 
+  // The attention tensors come back from host memory only where the host has room and the device
+  // the one layer's worth they add (opt.device_budget); else they are recomputed.
   MethodMemory entry(const MethodMemoryRow& row) const {
+    MethodMemory m = entry(row, keeps_attention_);
+    if (m.attention_in_host && opt_.device_budget > 0 && m.total() > opt_.device_budget) m = entry(row, false);
+    return m;
+  }
+
+ private:
+  MethodMemory entry(const MethodMemoryRow& row, bool keeps_attention) const {
     const int64_t L = c_.num_layers;
     const LayerBytes lb = layer_bytes(c_, r_, e_, row.saves_inputs, opt_.gpu);
     MethodMemory m;
@@ -191,21 +200,22 @@ class Estimator {
     const int64_t kept_layers = offloaded ? std::min<int64_t>(L, 2) : L;
     const int64_t kept_per_token =
         !opt_.grad_checkpointing ? mul(L, lb.saved())
-        : add(mul(kept_layers, lb.x), offloaded && keeps_attention_ ? mul(kept_layers - 1, lb.attention_tensors) : 0);
+        : add(mul(kept_layers, lb.x), offloaded && keeps_attention ? mul(kept_layers - 1, lb.attention_tensors) : 0);
+    m.attention_in_host = offloaded && opt_.grad_checkpointing && keeps_attention;
     m.activations = mul(T_, add(kept_per_token, kBatchBytesPerToken));
     // Every layer's input waits in pinned host memory (attention tensors only where the host
     // has room to spare: LlamaModel::keeps_attention).
     m.host_checkpoints = offloaded && opt_.grad_checkpointing ? mul(T_, L, lb.x) : 0;
     const int64_t tile = opt_.token_tile > 0 ? std::min(T_, opt_.token_tile) : T_;
-    const int64_t layer = opt_.grad_checkpointing ? lb.recompute_backward(T_, tile)
-                                                  : mul(T_, lb.backward_excess());
+    const int64_t layer = add(opt_.grad_checkpointing ? lb.recompute_backward(T_, tile)
+                                                      : mul(T_, lb.backward_excess()),
+                              mul(opt_.grad_checkpointing ? tile : T_, row.working_bytes_per_token));
     m.working = std::max(layer, loss_head_);
     m.logits = logits_;
     add(m.frozen_weights, m.embeddings, m.adapter, m.activations, m.working);  // total() fits
     return m;
   }
 
- private:
   const LlamaConfig& c_;
   const MemoryEstimateOptions& opt_;
   int64_t r_ = 0, T_ = 0, e_ = 0;

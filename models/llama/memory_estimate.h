@@ -41,6 +41,10 @@ struct MemoryEstimateOptions {
   // Replicas on this host (data parallel), which share host_bytes as LlamaModel's
   // set_host_memory_share says.
   int host_share = 1;
+  // The device memory the run may use (a card or --gpu-memory-limit, less what the CUDA context
+  // holds); where restoring the attention tensors would take the peak past it, they are
+  // recomputed instead (MethodMemory::attention_in_host). 0: no bound.
+  int64_t device_budget = 0;
 };
 
 // Bytes per part, for one method.
@@ -56,6 +60,9 @@ struct MethodMemory {
   int64_t working = 0;         // the most added on top at once (a layer's backward, or the loss head)
   int64_t logits = 0;          // one logits chunk (part of `working` when the loss head is larger)
   int64_t adapter_params = 0;  // trainable parameter count
+  // With checkpointing offloaded: the attention tensors wait in host memory beside the block
+  // inputs and come back for the backward (LlamaModel::set_attention_in_host); false: recomputed.
+  bool attention_in_host = false;
   int64_t total() const { return frozen_weights + embeddings + adapter + activations + working; }
   // What the run pins in host memory: the offloaded block inputs and the embedding table.
   int64_t host_pinned() const { return host_checkpoints + host_embeddings; }

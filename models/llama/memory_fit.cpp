@@ -6,8 +6,10 @@ namespace loft::llama {
 
 namespace {
 
-bool fits(const LlamaConfig& cfg, const MemoryEstimateOptions& opt, const MethodOptions& method,
-          int64_t budget) {
+// The estimate as a run within `budget` plans it: attention tensors restored from host memory
+// only where the budget has room for them.
+bool fits(const LlamaConfig& cfg, MemoryEstimateOptions opt, const MethodOptions& method, int64_t budget) {
+  opt.device_budget = budget;
   const MethodMemory e = estimate_method_memory(cfg, opt, method);
   return e.total() <= budget && pinned_fits_host(e.host_pinned(), opt.host_bytes);
 }

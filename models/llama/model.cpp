@@ -39,6 +39,11 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     // codes + scales goes to the factory as such (engine/peft/weight_source.h).
     auto make = [&](const char* module, const char* target, Proj proj) {
       quant::ScaledFp8& fp8 = w.fp8[size_t(proj)];
+      // Weights left in host memory or as stored (Projections::as_stored, staged bench weights)
+      // come to the device one projection at a time, just before the method re-encodes them.
+      Tensor& dense = w.proj(proj);
+      if (dense.defined() && (dense.device() != dev || dense.dtype() != compute_dtype()))
+        dense = convert_weight(dense, compute_dtype(), dev);
       WeightSource src = fp8.defined() ? WeightSource(std::move(fp8), compute_dtype(), dev)
                                        : WeightSource(std::move(w.proj(proj)));
       auto lin = factory(p + "." + module + "." + target, target, std::move(src));
@@ -181,7 +186,7 @@ LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh,
 constexpr size_t kInput = 0, kOffloadItems = 1 + std::tuple_size_v<decltype(BlockAttention().tensors())>;
 
 bool LlamaModel::keeps_attention(int64_t tokens) const {
-  return keeps_attention_in_host(config_, tokens, int64_t(dtype_size(compute_dtype())),
+  return attention_in_host_ && keeps_attention_in_host(config_, tokens, int64_t(dtype_size(compute_dtype())),
                                  device_memory_bytes(Device::cpu()), host_share_);
 }
 

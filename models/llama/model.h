@@ -91,6 +91,10 @@ class LlamaModel : public TrainableModel {
   // Replicas of a data-parallel run in one process share the host: each keeps attention tensors
   // only within its 1/n of the budget (keeps_attention).
   void set_host_memory_share(int n) { host_share_ = std::max(1, n); }
+  // False: the attention tensors are recomputed even where the host has room for them, because
+  // the device has not for the one layer's worth they bring back (the plan's estimate decides:
+  // MethodMemory::attention_in_host).
+  void set_attention_in_host(bool allowed) { attention_in_host_ = allowed; }
   // Tokens per tile of a block's row-wise work (norms, projections, MLP) wherever nothing is
   // saved whole for the backward: the checkpointed forward, its recompute and backward, and
   // inference; 0: no tiling. A positive multiple of ops::kGemmRowBlock, so that on the CPU a
@@ -163,6 +167,7 @@ class LlamaModel : public TrainableModel {
   bool checkpointing_ = false;
   bool offload_on_ = true;
   int host_share_ = 1;
+  bool attention_in_host_ = true;
   int64_t token_tile_ = kDefaultTokenTile;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   GradReadyHook grad_ready_;

@@ -46,21 +46,6 @@ std::vector<float> host_floats(const Tensor& t) {
   }
 }
 
-// `src` (a CPU view of the file) as `dtype` on `device`.
-Tensor convert_to(const Tensor& src, DType dtype, Device device) {
-  if (src.dtype() == dtype) return src.to(device);
-  const std::vector<float> f = host_floats(src);
-  Tensor host;
-  if (dtype == DType::F32) {
-    host = Tensor::from_vector(f, src.shape());
-  } else {
-    std::vector<uint16_t> h(f.size());
-    for (size_t i = 0; i < f.size(); ++i) h[i] = f32_to_bf16(f[i]);
-    host = Tensor::from_host(h.data(), src.shape(), DType::BF16);
-  }
-  return device.is_cpu() ? host : host.to(device);
-}
-
 void check_present(const SafetensorsCheckpoint& ckpt, const WeightSlot& w) {
   if (!ckpt.contains(w.name))
     throw Error(cat(ckpt.dir().string(), ": tensor ", w.name, " is missing from the checkpoint",
@@ -76,6 +61,20 @@ void check_present(const SafetensorsCheckpoint& ckpt, const WeightSlot& w) {
 }
 
 }  // namespace
+
+Tensor convert_weight(const Tensor& src, DType dtype, Device device) {
+  if (src.dtype() == dtype) return src.to(device);
+  const std::vector<float> f = host_floats(src);
+  Tensor host;
+  if (dtype == DType::F32) {
+    host = Tensor::from_vector(f, src.shape());
+  } else {
+    std::vector<uint16_t> h(f.size());
+    for (size_t i = 0; i < f.size(); ++i) h[i] = f32_to_bf16(f[i]);
+    host = Tensor::from_host(h.data(), src.shape(), DType::BF16);
+  }
+  return device.is_cpu() ? host : host.to(device);
+}
 
 Tensor& LlamaLayerWeights::proj(Proj p) {
   switch (p) {
@@ -129,7 +128,7 @@ std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
 }
 
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
-                                DType dtype, Device device, Fp8Load fp8) {
+                                DType dtype, Device device, Fp8Load fp8, Projections projections) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     throw Error(
         cat("load_llama_weights: dtype ", dtype_name(dtype), " requested; F32 or BF16 only"));
@@ -151,8 +150,10 @@ LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaCo
       require_finite(ckpt.tensor(x.name), x.name, file);
     }
     const Device to = x.dst == &w.embed && host_embed ? Device::cpu() : device;
-    if (!scaled[i].defined())
-      *x.dst = convert_to(ckpt.tensor(x.name), dtype, to);
+    if (!scaled[i].defined() && x.fp8 && projections == Projections::as_stored)
+      *x.dst = ckpt.tensor(x.name);  // a view of the mapped file: LlamaModel converts it
+    else if (!scaled[i].defined())
+      *x.dst = convert_weight(ckpt.tensor(x.name), dtype, to);
     else if (fp8 == Fp8Load::keep && x.fp8)
       *x.fp8 = std::move(scaled[i]);
     else

@@ -65,7 +65,16 @@ enum class Fp8Load { dequantize, keep };
 // stored F32/F16/BF16/F8 values are converted on the host (round to nearest even); scaled FP8
 // weights are decode(code) x scale in fp32, then rounded once to `dtype`. The embedding table goes
 // to host memory where embedding_in_host_memory says so.
+// Projections::as_stored leaves the 7 projections as views of the mapped file in its dtype, for
+// LlamaModel to convert and upload one at a time as each method re-encodes it: the device never
+// holds the whole dense model (a 13B model's 26 GB of bf16 on a 24 GB card).
+enum class Projections { converted, as_stored };
 LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
-                                DType dtype, Device device, Fp8Load fp8 = Fp8Load::dequantize);
+                                DType dtype, Device device, Fp8Load fp8 = Fp8Load::dequantize,
+                                Projections projections = Projections::converted);
+
+// `src` (a CPU view of a file, or any tensor) as `dtype` on `device`: stored F32/F16/BF16/F8
+// values converted on the host (round to nearest even), then copied.
+Tensor convert_weight(const Tensor& src, DType dtype, Device device);
 
 }  // namespace loft::llama

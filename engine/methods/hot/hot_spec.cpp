@@ -1,6 +1,8 @@
 // hot: LoRA beside a frozen weight whose dX product is Hadamard-quantized INT4/INT8 (docs/hot.md;
 // engine/methods/hot/hot_weight.h), over a dense, FP8 or NF4 backbone, optionally with LQS's
 // per-layer scale choice from a calibration pass before step 0.
+#include <algorithm>
+
 #include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
 #include "engine/methods/hot/hot_weight.h"
@@ -19,6 +21,7 @@ int64_t round_up(int64_t v, int64_t m) { return memory_mul((v + m - 1) / m, m); 
 // The memory rows' terms (below the spec).
 int64_t hot_code_bytes(const ProjectionSizes& s);
 int64_t hot_nf4_scratch(const ProjectionSizes& s);
+int64_t hot_backward_bytes_per_token(const ProjectionSizes& s);
 
 // HOT changes only the frozen weights' backward, so it keeps LoRA's recipe (the QLoRA defaults).
 class HotSpec : public MethodSpec {
@@ -112,7 +115,12 @@ class HotSpec : public MethodSpec {
   }
 
   MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
-    switch (m.get<HotOptions>().backbone) {
+    MethodMemoryRow row = frozen_row(s, m.get<HotOptions>().backbone);
+    row.working_bytes_per_token = hot_backward_bytes_per_token(s);
+    return row;
+  }
+  static MethodMemoryRow frozen_row(const ProjectionSizes& s, HotBackbone backbone) {
+    switch (backbone) {
       case HotBackbone::Fp8:
         return {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
                 memory_add(memory_add(s.weights, hot_code_bytes(s)), s.largest_projection), s.lora()};
@@ -150,6 +158,16 @@ class HotSpec : public MethodSpec {
   }
   bool quantized_backbone() const override { return true; }
 };
+
+// Per token, the most one dX product holds at once (hot_gemm.cpp, hot_quant.cpp): dY rotated to
+// fp32 and its int8 codes (out wide), and the int32 accumulator (in wide). A 24 GiB llama-7b run
+// at 10 × 2048 tokens went 0.4 GiB past the estimate without it.
+int64_t hot_backward_bytes_per_token(const ProjectionSizes& s) {
+  int64_t most = 0;
+  for (const auto& [out, in] : s.layer_shapes)
+    most = std::max(most, memory_add(memory_mul(kFp32 + 1, out), memory_mul(kFp32, in)));
+  return most;
+}
 
 // The resident W codes of every projection (INT8 carrier: K = out padded to 128, rows = in
 // padded to 16) plus a 4-byte step per in-channel.
