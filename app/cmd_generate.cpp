@@ -264,8 +264,8 @@ void add_generate_command(CLI::App& root) {
                 "render each prompt with the chat template (a --prompts line may also be a chat record: "
                 "messages, sharegpt, alpaca) and stop at its end-of-turn token");
   cmd->add_option("--template", o->chat_template,
-                  "--chat: auto (the model's chat template, else the adapter's training template), llama3, "
-                  "llama3.1, llama2, chatml, alpaca or plain")
+                  cat("--chat: auto (the model's chat template, else the adapter's training template), ",
+                      chat_template_list()))
       ->capture_default_str();
   cmd->add_option("--system", o->system, "--chat: a system prompt opening each conversation");
   add_device_option(*cmd, o->device);

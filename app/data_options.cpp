@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "app/option_checks.h"
+#include "engine/core/error.h"
+#include "tokenizer/templates.h"
 
 namespace loft::app {
 
@@ -18,8 +20,9 @@ void add_data_options(CLI::App& cmd, DataOptions& o, DataUse use) {
                  "record format: alpaca, messages, sharegpt, prompt_completion, text, gsm8k "
                  "(default: detected from the first record)");
   cmd.add_option("--template", o.chat_template,
-                 "prompt template: auto, alpaca, llama2, llama3, llama3.1, chatml, plain (default auto: the "
-                 "model's chat template from tokenizer_config.json when loft knows its family, else per format)");
+                 cat("prompt template: auto, ", chat_template_list(),
+                     " (default auto: the model's chat template from tokenizer_config.json when loft knows its "
+                     "family, else per format)"));
   cmd.add_option("--seq", o.seq, "tokens per row; longer examples are truncated")->capture_default_str()->transform(seq_bound());
   cmd.add_flag("--train-on-inputs", o.train_on_inputs, "also train prompt tokens");
   cmd.add_option("--on-bad-record", o.on_bad_record, "skip or fail on a bad record")->capture_default_str();

@@ -58,6 +58,7 @@ ChatTemplate default_template(RecordFormat format, const Tokenizer& tok, std::op
       if (model_template) return *model_template;
       if (tok.special_id("<|start_header_id|>") >= 0) return ChatTemplate::llama3;
       if (tok.special_id("<|im_start|>") >= 0) return ChatTemplate::chatml;
+      if (tok.special_id("[INST]") >= 0) return ChatTemplate::mistral_v3;  // Mistral's v3 control tokens
       return ChatTemplate::llama2;
   }
   return ChatTemplate::plain;

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config libsentencepiece-dev libcli11-dev
           nlohmann-json3-dev libzstd-dev zstd libgtest-dev libopenblas-dev libpcre2-dev
-          libyaml-cpp-dev protobuf-compiler libcpp-httplib-dev libjs-chart.js
+          libutf8proc-dev libyaml-cpp-dev protobuf-compiler libcpp-httplib-dev libjs-chart.js
           node-js-yaml)
 missing=()
 for p in "${packages[@]}"; do

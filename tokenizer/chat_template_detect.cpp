@@ -18,8 +18,19 @@ std::optional<ChatTemplate> chat_template_family(std::string_view jinja) {
   const auto has = [&](std::string_view marker) { return jinja.find(marker) != std::string_view::npos; };
   if (has("<|start_header_id|>") && has("<|end_header_id|>") && has("<|eot_id|>"))
     return has("Cutting Knowledge Date") ? ChatTemplate::llama31 : ChatTemplate::llama3;
-  if (has("<|im_start|>") && has("<|im_end|>")) return ChatTemplate::chatml;
-  if (has("[INST]") && has("[/INST]")) return ChatTemplate::llama2;
+  if (has("<|im_start|>") && has("<|im_end|>")) {
+    // Qwen 3's thinking blocks; Qwen 2.5's default system prompt.
+    if (has("<think>")) return ChatTemplate::qwen3;
+    if (has("You are Qwen, created by Alibaba Cloud.")) return ChatTemplate::qwen25;
+    return ChatTemplate::chatml;
+  }
+  if (has("[INST]") && has("[/INST]")) {
+    if (has("<<SYS>>")) return ChatTemplate::llama2;
+    // Mistral 7B Instruct v0.1/v0.2 put a space before each [INST]; v0.3 none after the user text.
+    if (has("' [INST] '") || has("\" [INST] \"")) return ChatTemplate::mistral;
+    if (has("+ '[/INST]'") || has("+ \"[/INST]\"")) return ChatTemplate::mistral_v3;
+    return ChatTemplate::llama2;
+  }
   return std::nullopt;
 }
 

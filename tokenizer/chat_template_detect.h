@@ -22,7 +22,9 @@ struct ChatTemplateDetection {
 };
 
 // The family whose markers `jinja` carries: Llama 3 headers (with Llama 3.1's "Cutting Knowledge
-// Date" system block: llama3.1), else ChatML, else Llama 2's [INST]; nullopt for anything else.
+// Date" system block: llama3.1); else ChatML (qwen3 with <think>, qwen2.5 with Qwen 2.5's default
+// system prompt); else [INST]: llama2 with <<SYS>>, mistral with " [INST] " (Mistral 7B Instruct
+// v0.1/v0.2), mistral-v3 with "...'[/INST]'" (v0.3), llama2 otherwise; nullopt for anything else.
 std::optional<ChatTemplate> chat_template_family(std::string_view jinja);
 
 // From a parsed tokenizer_config.json. `chat_template` may be a string or a list of

@@ -1,7 +1,11 @@
 #include "tokenizer/normalizers.h"
 
-#include <algorithm>
+#include <utf8proc.h>
 
+#include <algorithm>
+#include <cstdlib>
+
+#include "engine/core/error.h"
 #include "tokenizer/utf8.h"
 
 namespace loft {
@@ -65,5 +69,19 @@ void replace_matches(PreToken& t, const Regex& pattern, const std::string& conte
 void PrependNormalizer::normalize(PreToken& t) const { prepend(t, prefix_); }
 
 void ReplaceNormalizer::normalize(PreToken& t) const { replace_matches(t, pattern_, content_); }
+
+void NfcNormalizer::normalize(PreToken& t) const {
+  // ASCII is its own NFC: most text never reaches utf8proc.
+  if (std::all_of(t.text.begin(), t.text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return;
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(t.text.data()),
+                                          utf8proc_ssize_t(t.text.size()), &out,
+                                          utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (n < 0) throw Error(cat("NFC normalizer: ", utf8proc_errmsg(n)));
+  t.text.assign(reinterpret_cast<const char*>(out), size_t(n));
+  std::free(out);
+  // Composition can merge the first character with what follows; it stays aligned to offset 0.
+  if (t.zero_prefix > 0 && !t.text.empty()) t.zero_prefix = uint32_t(utf8::char_length(uint8_t(t.text[0])));
+}
 
 }  // namespace loft

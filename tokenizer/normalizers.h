@@ -1,6 +1,6 @@
 // tokenizer.json normalizers: rewrite a piece of text before pre-tokenization (and the content of
-// added tokens marked "normalized"). Supported: Prepend, Replace (String or Regex pattern) and
-// Sequence; tokenizer_json.cpp rejects the others by name.
+// added tokens marked "normalized"). Supported: NFC (Qwen), Prepend, Replace (String or Regex
+// pattern) and Sequence; tokenizer_json.cpp rejects the others by name.
 #pragma once
 #include <memory>
 #include <string>
@@ -34,6 +34,13 @@ class ReplaceNormalizer final : public Normalizer {
  private:
   Regex pattern_;
   std::string content_;
+};
+
+// Unicode canonical composition (tokenizers' NFC), through utf8proc: Qwen's tokenizer.json
+// composes "e" + U+0301 into "é" before byte-level BPE sees it.
+class NfcNormalizer final : public Normalizer {
+ public:
+  void normalize(PreToken& t) const override;
 };
 
 class SequenceNormalizer final : public Normalizer {

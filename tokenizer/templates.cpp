@@ -1,9 +1,70 @@
 #include "tokenizer/templates.h"
 
 #include "engine/core/error.h"
+#include "tokenizer/template_builder.h"
 
 namespace loft {
+
+namespace templates {
+
+std::string strip(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+std::string user_text(const Turn& t) { return t.input.empty() ? t.text : t.text + "\n\n" + t.input; }
+
+int32_t marker_or_eos(const Tokenizer& tok, std::string_view spelled) {
+  const int32_t sid = tok.special_id(spelled);
+  return sid >= 0 ? sid : tok.eos_id();
+}
+
+void PieceBuilder::text(std::string_view s, bool response) {
+  if (s.empty()) return;
+  if (!pieces_.empty() && pieces_.back().id < 0 && pieces_.back().response == response) {
+    pieces_.back().text += s;
+    return;
+  }
+  pieces_.push_back({std::string(s), -1, response});
+}
+
+void PieceBuilder::marker(std::string_view spelled, bool response) {
+  const int32_t sid = tok_.special_id(spelled);
+  if (sid >= 0)
+    id(sid, response);
+  else
+    text(spelled, response);
+}
+
+void chatml_header(PieceBuilder& b, std::string_view role) {
+  b.marker(kImStart);
+  b.text(std::string(role) + "\n");
+}
+
+void render_chatml(const Conversation& conv, PieceBuilder& b, std::string_view default_system) {
+  b.bos();
+  if (!default_system.empty() && (conv.turns.empty() || conv.turns[0].role != Role::system)) {
+    chatml_header(b, role_name(Role::system));
+    b.text(default_system);
+    b.end_of_turn(kImEnd, false);
+    b.text("\n");
+  }
+  for (const Turn& t : conv.turns) {
+    const bool response = t.role == Role::assistant;
+    chatml_header(b, role_name(t.role));
+    b.text(response ? t.text : user_text(t), response);
+    b.end_of_turn(kImEnd, response);
+    b.text("\n");
+  }
+}
+
+}  // namespace templates
+
 namespace {
+
+using namespace templates;
 
 // Alpaca, as in tatsu-lab/stanford_alpaca train.py PROMPT_DICT, with the "\n" after
 // "### Response:" that the released alpaca `text` field and alpaca-lora's template carry.
@@ -28,65 +89,11 @@ constexpr std::string_view kEotId = "<|eot_id|>";
 // first, holding this preamble and then the first message's content when that is a system one.
 constexpr std::string_view kLlama31Preamble = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
 
-// ChatML, as in OpenAI's ChatML description and HF chat templates:
-// "<|im_start|>{role}\n{content}<|im_end|>\n" per message.
-constexpr std::string_view kImStart = "<|im_start|>", kImEnd = "<|im_end|>";
-
-std::string strip(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(first, last - first + 1));
-}
-
 std::string replace_all(std::string s, std::string_view key, std::string_view value) {
   for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size()))
     s.replace(at, key.size(), value);
   return s;
 }
-
-// The user text a chat template shows: Alpaca's input, if any, follows the instruction.
-std::string user_text(const Turn& t) { return t.input.empty() ? t.text : t.text + "\n\n" + t.input; }
-
-// An end-of-turn marker's id, else EOS (so the model learns to stop even without the marker).
-int32_t marker_or_eos(const Tokenizer& tok, std::string_view spelled) {
-  const int32_t sid = tok.special_id(spelled);
-  return sid >= 0 ? sid : tok.eos_id();
-}
-
-class PieceBuilder {
- public:
-  explicit PieceBuilder(const Tokenizer& tok) : tok_(tok) {}
-
-  void text(std::string_view s, bool response = false) {
-    if (s.empty()) return;
-    if (!pieces_.empty() && pieces_.back().id < 0 && pieces_.back().response == response) {
-      pieces_.back().text += s;
-      return;
-    }
-    pieces_.push_back({std::string(s), -1, response});
-  }
-  void id(int32_t token, bool response = false) {
-    if (token >= 0) pieces_.push_back({{}, token, response});
-  }
-  void bos() { id(tok_.bos_id()); }
-  void eos(bool response) { id(tok_.eos_id(), response); }
-  // A special marker: its id when the tokenizer has one, else its text.
-  void marker(std::string_view spelled, bool response = false) {
-    const int32_t sid = tok_.special_id(spelled);
-    if (sid >= 0)
-      id(sid, response);
-    else
-      text(spelled, response);
-  }
-  // An end-of-turn marker (see marker_or_eos).
-  void end_of_turn(std::string_view spelled, bool response) { id(marker_or_eos(tok_, spelled), response); }
-  std::vector<TemplatePiece> take() { return std::move(pieces_); }
-
- private:
-  const Tokenizer& tok_;
-  std::vector<TemplatePiece> pieces_;
-};
 
 // Templates made of BOS <prompt> <response> EOS blocks, one per exchange (Alpaca, Llama-2 chat).
 // System text is held until the next user turn, whose prompt `prompt(turn, system)` builds.
@@ -159,22 +166,6 @@ void render_llama3(const Conversation& conv, PieceBuilder& b, bool llama31) {
   }
 }
 
-void chatml_header(PieceBuilder& b, std::string_view role) {
-  b.marker(kImStart);
-  b.text(std::string(role) + "\n");
-}
-
-void render_chatml(const Conversation& conv, PieceBuilder& b) {
-  b.bos();
-  for (const Turn& t : conv.turns) {
-    const bool response = t.role == Role::assistant;
-    chatml_header(b, role_name(t.role));
-    b.text(response ? t.text : user_text(t), response);
-    b.end_of_turn(kImEnd, response);
-    b.text("\n");
-  }
-}
-
 // Texts concatenated as they are (the prompt/completion convention); EOS after each response.
 void render_plain(const Conversation& conv, PieceBuilder& b) {
   b.bos();
@@ -190,6 +181,11 @@ void render_plain(const Conversation& conv, PieceBuilder& b) {
 
 }  // namespace
 
+bool uses_chatml_turns(ChatTemplate t) {
+  return t == ChatTemplate::chatml || t == ChatTemplate::qwen25 || t == ChatTemplate::qwen3 ||
+         t == ChatTemplate::qwen3_no_thinking;
+}
+
 std::string_view role_name(Role role) {
   switch (role) {
     case Role::system: return "system";
@@ -199,11 +195,16 @@ std::string_view role_name(Role role) {
   return "?";
 }
 
+std::string chat_template_list() {
+  std::string names;
+  for (ChatTemplate t : kAllChatTemplates) names += cat(names.empty() ? "" : ", ", chat_template_name(t));
+  return names;
+}
+
 ChatTemplate parse_chat_template(std::string_view name) {
   for (ChatTemplate t : kAllChatTemplates)
     if (chat_template_name(t) == name) return t;
-  throw UsageError(
-      cat("--template: unknown template '", name, "' (expected alpaca, llama2, llama3, llama3.1, chatml or plain)"));
+  throw UsageError(cat("--template: unknown template '", name, "' (expected one of ", chat_template_list(), ")"));
 }
 
 std::string_view chat_template_name(ChatTemplate t) {
@@ -213,6 +214,11 @@ std::string_view chat_template_name(ChatTemplate t) {
     case ChatTemplate::llama3: return "llama3";
     case ChatTemplate::llama31: return "llama3.1";
     case ChatTemplate::chatml: return "chatml";
+    case ChatTemplate::qwen25: return "qwen2.5";
+    case ChatTemplate::qwen3: return "qwen3";
+    case ChatTemplate::qwen3_no_thinking: return "qwen3-no-thinking";
+    case ChatTemplate::mistral: return "mistral";
+    case ChatTemplate::mistral_v3: return "mistral-v3";
     case ChatTemplate::plain: return "plain";
   }
   return "?";
@@ -227,11 +233,18 @@ std::vector<TemplatePiece> render_template(ChatTemplate t, const Conversation& c
     case ChatTemplate::llama3:
     case ChatTemplate::llama31: render_llama3(conv, b, t == ChatTemplate::llama31); break;
     case ChatTemplate::chatml: render_chatml(conv, b); break;
+    case ChatTemplate::qwen25: render_qwen25(conv, b); break;
+    case ChatTemplate::qwen3:
+    case ChatTemplate::qwen3_no_thinking: render_qwen3(conv, b); break;
+    case ChatTemplate::mistral: render_mistral(conv, b); break;
+    case ChatTemplate::mistral_v3: render_mistral_v3(conv, b); break;
     case ChatTemplate::plain: render_plain(conv, b); break;
   }
   if (add_generation_prompt) {
     if (t == ChatTemplate::llama3 || t == ChatTemplate::llama31) llama3_header(b, role_name(Role::assistant));
-    if (t == ChatTemplate::chatml) chatml_header(b, role_name(Role::assistant));
+    if (uses_chatml_turns(t)) chatml_header(b, role_name(Role::assistant));
+    // Qwen 3 with enable_thinking=false: an empty thinking block is part of the prompt.
+    if (t == ChatTemplate::qwen3_no_thinking) b.text("<think>\n\n</think>\n\n");
   }
   return b.take();
 }
@@ -240,8 +253,7 @@ int32_t end_of_turn_id(ChatTemplate t, const Tokenizer& tok) {
   switch (t) {
     case ChatTemplate::llama3:
     case ChatTemplate::llama31: return marker_or_eos(tok, kEotId);
-    case ChatTemplate::chatml: return marker_or_eos(tok, kImEnd);
-    default: return tok.eos_id();
+    default: return uses_chatml_turns(t) ? marker_or_eos(tok, kImEnd) : tok.eos_id();
   }
 }
 

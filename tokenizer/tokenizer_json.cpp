@@ -95,10 +95,11 @@ std::unique_ptr<Normalizer> normalizer(const Reader& r, const json& j, const std
     }
     return std::make_unique<SequenceNormalizer>(std::move(parts));
   }
+  if (t == "NFC") return std::make_unique<NfcNormalizer>();
   if (t == "Prepend") return std::make_unique<PrependNormalizer>(r.string(j, "prepend", where));
   if (t == "Replace") return std::make_unique<ReplaceNormalizer>(r.pattern(j, where), r.string(j, "content", where));
-  r.fail(where, cat("unsupported normalizer type ", brief(t), " (loft supports Prepend, Replace and Sequence",
-                    t.starts_with("NF") ? "; Unicode normalization forms are not implemented" : "", ")"));
+  r.fail(where, cat("unsupported normalizer type ", brief(t), " (loft supports NFC, Prepend, Replace and Sequence",
+                    t.starts_with("NF") ? "; of the Unicode normalization forms only NFC is implemented" : "", ")"));
 }
 
 PrependScheme prepend_scheme(const Reader& r, const json& j, const std::string& where) {

@@ -5,7 +5,7 @@ import { postStream } from './api.js';
 import { h, fill, field, select, notice } from './dom.js';
 import { state, on, fillAdapters, baseName } from './state.js';
 
-const TEMPLATES = ['auto', 'llama3', 'llama3.1', 'llama2', 'chatml', 'alpaca', 'plain'];
+const TEMPLATES = ['auto', 'llama3', 'llama3.1', 'llama2', 'chatml', 'qwen2.5', 'qwen3', 'qwen3-no-thinking', 'mistral', 'mistral-v3', 'alpaca', 'plain'];
 const MODES = [['base', 'base'], ['adapter', 'base + adapter'], ['both', 'side by side']];
 
 export function chatPage() {

@@ -7,7 +7,7 @@ import { state, on, setData, baseName } from './state.js';
 import { picker } from './picker.js';
 import { histogram } from './charts.js';
 
-const TEMPLATES = ['auto', 'alpaca', 'llama2', 'llama3', 'llama3.1', 'chatml', 'plain'];
+const TEMPLATES = ['auto', 'alpaca', 'llama2', 'llama3', 'llama3.1', 'chatml', 'qwen2.5', 'qwen3', 'qwen3-no-thinking', 'mistral', 'mistral-v3', 'plain'];
 const DATA_FILES = /\.(jsonl|json|txt|zst|jsonl\.zst)$/i;
 
 export function dataPage() {

@@ -314,8 +314,9 @@ TEST(DataConfig, OptionParsingAndValidation) {
   c.val_fraction = 0.1;
   c.val = {{"v.jsonl"}};
   EXPECT_THROW(validate(c), UsageError);
-  ByteTokenizer plain, llama3({"<|start_header_id|>"}), chatml({"<|im_start|>"});
+  ByteTokenizer plain, llama3({"<|start_header_id|>"}), chatml({"<|im_start|>"}), mistral({"[INST]", "[/INST]"});
   EXPECT_EQ(default_template(RecordFormat::messages, plain), ChatTemplate::llama2);
+  EXPECT_EQ(default_template(RecordFormat::messages, mistral), ChatTemplate::mistral_v3);
   EXPECT_EQ(default_template(RecordFormat::messages, llama3), ChatTemplate::llama3);
   EXPECT_EQ(default_template(RecordFormat::sharegpt, chatml), ChatTemplate::chatml);
   EXPECT_EQ(default_template(RecordFormat::gsm8k, plain), ChatTemplate::alpaca);

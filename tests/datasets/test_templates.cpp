@@ -158,10 +158,27 @@ TEST(Templates, GenerationPrompt) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(text(ChatTemplate::chatml, true), "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   // Prompts that already end where the answer starts are unchanged.
-  for (ChatTemplate t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::plain})
+  for (ChatTemplate t : {ChatTemplate::alpaca, ChatTemplate::llama2, ChatTemplate::mistral, ChatTemplate::mistral_v3,
+                         ChatTemplate::plain})
     EXPECT_EQ(text(t, true), text(t, false)) << chat_template_name(t);
+  EXPECT_EQ(text(ChatTemplate::qwen3, true), "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(text(ChatTemplate::qwen3_no_thinking, true),
+            "<s><|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
   EXPECT_EQ(text(ChatTemplate::llama2, true), "<s>[INST] Hi [/INST]");
   for (const auto& p : render_template(ChatTemplate::llama3, ask, tok, true)) EXPECT_FALSE(p.response);
+}
+
+// Mistral's templates (tests/tokenizer/test_chat_templates_real.cpp checks them on the real
+// tokenizers): one BOS, answers and EOS trained, the system prompt in the first user turn (v1) or
+// the last (v3, as mistral-common; HF's template drops it when the chat ends with an answer).
+TEST(Templates, MistralSystemPromptAndResponses) {
+  const ByteTokenizer tok({"[INST]", "[/INST]"});
+  const auto v1 = render_template(ChatTemplate::mistral, chat(), tok);
+  EXPECT_EQ(rendered_text(v1, tok), "<s>[INST] Be brief.\n\n Hi  [/INST] Hello! </s>[INST] Again [/INST]Sure.</s>");
+  EXPECT_EQ(responses(v1, tok), " Hello! [</s>]Sure.[</s>]");
+  const auto v3 = render_template(ChatTemplate::mistral_v3, chat(), tok);
+  EXPECT_EQ(rendered_text(v3, tok), "<s>[INST] Hi [/INST]Hello!</s>[INST]Be brief.\n\nAgain[/INST]Sure.</s>");
+  EXPECT_EQ(responses(v3, tok), "Hello![</s>]Sure.[</s>]") << "v3 trims the answer";
 }
 
 TEST(Templates, EndOfTurnIdIsWhatAssistantTurnsEndWith) {
@@ -170,7 +187,9 @@ TEST(Templates, EndOfTurnIdIsWhatAssistantTurnsEndWith) {
   EXPECT_EQ(end_of_turn_id(ChatTemplate::llama31, tok), tok.special_id("<|eot_id|>"));
   EXPECT_EQ(end_of_turn_id(ChatTemplate::chatml, tok), tok.special_id("<|im_end|>"));
   for (ChatTemplate t : kAllChatTemplates) {
-    if (t != ChatTemplate::llama3 && t != ChatTemplate::llama31 && t != ChatTemplate::chatml) {
+    if (uses_chatml_turns(t)) {
+      EXPECT_EQ(end_of_turn_id(t, tok), tok.special_id("<|im_end|>")) << chat_template_name(t);
+    } else if (t != ChatTemplate::llama3 && t != ChatTemplate::llama31) {
       EXPECT_EQ(end_of_turn_id(t, tok), ByteTokenizer::kEos) << chat_template_name(t);
     }
     EXPECT_EQ(end_of_turn_id(t, bare), ByteTokenizer::kEos) << "without the marker: EOS";

@@ -1,5 +1,5 @@
 // loft's tokenizers against Hugging Face on 2,991 strings (tests/tokenizer/data/hf_tokenizer_reference.md says how
-// they were made): the Llama 3 tokenizer.json and the stories260K one (SentencePiece-style BPE)
+// they were made): the Llama 3 tokenizer.json, Qwen 3's when its ids are there, and the stories260K one (SentencePiece-style BPE)
 // must give exactly the ids `tokenizers` gives, with and without transformers' special tokens, and
 // decode them back as `tokenizers` does.
 #include <gtest/gtest.h>
@@ -69,6 +69,17 @@ TEST(HfReference, Llama3TokenizerJsonMatchesTokenizersOn2991Strings) {
   const auto tok = load_tokenizer(test::data_path("tokenizers/llama3"));
   EXPECT_FALSE(tok->adds_bos());
   check(*tok, "llama3_ids", "", "llama3_decoded");
+}
+
+// Qwen 3's ids join the file when scripts/dev/hf_tokenize.py has been run on
+// tests/data/tokenizers/qwen3 (hf_tokenizer_reference.md); until then test_bpe_qwen.cpp checks it
+// against llama.cpp's references and round trips.
+TEST(HfReference, Qwen3TokenizerJsonMatchesTokenizersOn2991Strings) {
+  if (!reference().front().contains("qwen3_ids"))
+    GTEST_SKIP() << "hf_tokenizer_reference.jsonl.zst has no qwen3_ids yet (scripts/dev/hf_tokenize.py "
+                    "tests/data/tokenizers/qwen3 on a machine with tokenizers)";
+  const auto tok = load_tokenizer(test::data_path("tokenizers/qwen3"));
+  check(*tok, "qwen3_ids", "qwen3_special_ids", "qwen3_decoded");
 }
 
 TEST(HfReference, Stories260KTokenizerJsonMatchesTokenizersOn2991Strings) {
