@@ -16,6 +16,7 @@
 #include "engine/core/error.h"
 #include "engine/io/safetensors_checkpoint.h"
 #include "models/llama/config.h"
+#include "models/llama/family.h"
 #include "models/llama/memory_estimate.h"
 
 namespace loft::app {
@@ -99,6 +100,9 @@ nlohmann::json to_json(const InfoOptions& o, const llama::LlamaConfig& c,
     }
   return {{"model", o.model},
           {"architecture", c.architecture},
+          {"model_type", c.model_type},
+          {"family_differences", llama::family_differences(c)},
+          {"sliding_window", c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json()},
           {"parameters", ck.parameter_count()},
           {"files", ck.files().size()},
           {"dtypes_on_disk", dtypes},
@@ -148,6 +152,9 @@ void print_text(std::ostream& out, const InfoOptions& o, const llama::LlamaConfi
                 const TokenizerInfo& tok) {
   out << "model         " << o.model;
   if (!c.architecture.empty()) out << " (" << c.architecture << ")";
+  const std::string differences = llama::family_differences(c);
+  out << "\nfamily        " << c.model_type
+      << (differences.empty() ? std::string() : ": Llama with " + differences);
   out << "\narchitecture  " << c.num_layers << " layers, hidden " << c.hidden_size
       << ", intermediate " << c.intermediate_size << ", " << c.num_heads << " heads / "
       << c.num_kv_heads << " KV heads, head_dim " << c.head_dim << ", vocab " << c.vocab_size

@@ -26,6 +26,7 @@ TensorRole role_of(const std::string& name) {
   if (name == "model.embed_tokens.weight") return TensorRole::Embedding;
   if (name == "lm_head.weight") return TensorRole::LmHead;
   if (name.ends_with("norm.weight")) return TensorRole::Norm;
+  if (name.ends_with(".bias")) return TensorRole::Bias;  // a family's frozen bias (Qwen2's q/k/v)
   return TensorRole::Projection;
 }
 

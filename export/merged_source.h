@@ -10,7 +10,8 @@
 //
 // Order (llama::weight_slots'): model.embed_tokens.weight, model.norm.weight, lm_head.weight
 // (absent when tie_word_embeddings); then per layer i: input_layernorm, post_attention_layernorm,
-// q, k, v, o, gate, up, down (model.layers.i.self_attn.q_proj.weight, ...). MergedTensorInfo::layer
+// q, k, v, o, gate, up, down (model.layers.i.self_attn.q_proj.weight, ...), then a family's biases
+// and q/k norms, as stored (model.layers.i.self_attn.q_proj.bias, ...). MergedTensorInfo::layer
 // says which layer a tensor belongs to (-1 for the three outside the layers), so a consumer can
 // group by layer.
 //
@@ -39,7 +40,7 @@
 
 namespace loft::exporter {
 
-enum class TensorRole { Embedding, Norm, Projection, LmHead };
+enum class TensorRole { Embedding, Norm, Bias, Projection, LmHead };
 
 struct MergedTensorInfo {
   std::string name;  // Hugging Face name, "model.layers.3.mlp.down_proj.weight"

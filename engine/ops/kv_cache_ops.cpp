@@ -2,6 +2,7 @@
 #include "engine/ops/kv_cache_ops.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/ops/dispatch.h"
 
@@ -69,8 +70,10 @@ std::vector<int32_t> make_query_tiles(const std::vector<int32_t>& slot, const st
 
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
-                      const Tensor* tiles) {
+                      const Tensor* tiles, int64_t window) {
   const char* op = "cached_attention";
+  LOFT_CHECK(window >= 0 && window <= INT32_MAX, op, ": window ", window,
+             " must be 0 (none) or a key count up to 2^31-1");
   one_device(op, {&q, &k_cache, &v_cache, &slots, &pos, &out});
   check_cache(op, k_cache, v_cache, slots, pos, q.dim() > 0 ? q.size(0) : 0);
   need(q.dim() == 3 && q.size(2) == k_cache.size(3) && q.dtype() == k_cache.dtype() &&
@@ -84,7 +87,8 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
              tiles->device() == q.device(),
          op, "tiles", *tiles, "I32 [runs, 4] on q's device");
   if (q.size(0) == 0) return;
-  dispatch::cached_attention(q.device(), q, k_cache, v_cache, slots, pos, scale, out, tiles);
+  dispatch::cached_attention(q.device(), q, k_cache, v_cache, slots, pos, scale, out, tiles,
+                             window);
 }
 
 void argmax_rows(const Tensor& x, Tensor& out) {

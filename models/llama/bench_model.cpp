@@ -63,7 +63,7 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
   LlamaWeights w;
   std::mt19937_64 seeds(seed);
   for (const WeightSlot& s : weight_slots(cfg, w)) {
-    if (s.shape.size() == 1) {  // RMSNorm weights
+    if (s.shape.size() == 1) {  // RMSNorm weights (and a family's biases: ones too)
       *s.dst = ones(s.shape, dtype, device);
       continue;
     }

@@ -27,6 +27,15 @@ std::vector<Tile> tiles_of(int64_t T, int64_t tile) {
 
 Tensor rows(const Tensor& t, const Tile& c) { return t.slice(c.begin, c.n); }
 
+// A projection's frozen bias (LlamaConfig::bias), added to its output after the method's product
+// (frozen GEMM + adapter), so every method gets it untouched. Frozen, it has no gradient, and dy
+// passes through it unchanged: no backward reads it.
+void add_bias(const Tensor& bias, Tensor& y) {
+  if (!bias.defined()) return;
+  prof::Scope p(kElementwise);
+  ops::add_bias(y, bias);
+}
+
 }  // namespace
 
 void LlamaModel::set_token_tile(int64_t tokens) {
@@ -50,6 +59,9 @@ void LlamaModel::attention_inputs(Layer& L, const Tensor& x, Tensor* q, Tensor* 
     L.q->forward(h1, *q, s ? &s->sq : nullptr, &in);
     L.k->forward(h1, *k, s ? &s->sk : nullptr, &in);
     L.v->forward(h1, *v, s ? &s->sv : nullptr, &in);
+    add_bias(L.bias_of(Proj::Q), *q);
+    add_bias(L.bias_of(Proj::K), *k);
+    add_bias(L.bias_of(Proj::V), *v);
   } else {
     L.q->save_for_backward(h1, s->sq, &in);
     L.k->save_for_backward(h1, s->sk, &in);
@@ -67,6 +79,7 @@ void LlamaModel::post_attention(Layer& L, const Tensor& x, const Tensor& att, Te
   const int64_t n = x.size(0), H = d.sizes.hidden, F = d.sizes.ffn;
   Tensor x2 = d.act({n, H});
   L.o->forward(att, x2, s ? &s->so : nullptr);
+  add_bias(L.bias_of(Proj::O), x2);
   Tensor h2 = d.act({n, H}), rstd2 = d.f32({n});
   {
     prof::Scope p(kElementwise);  // x2 += x (residual), h2 = norm(x2)
@@ -78,12 +91,15 @@ void LlamaModel::post_attention(Layer& L, const Tensor& x, const Tensor& att, Te
     L.gate->forward(h2, gate, s ? &s->sgate : nullptr, &in);
     L.up->forward(h2, up, s ? &s->sup : nullptr, &in);
   }
+  add_bias(L.bias_of(Proj::Gate), gate);
+  add_bias(L.bias_of(Proj::Up), up);
   Tensor act = d.act({n, F});
   { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
   if (!out) {
     L.down->save_for_backward(act, s->sdown);  // a recompute: the block's output is not needed again
   } else {
     L.down->forward(act, *out, s ? &s->sdown : nullptr);
+    add_bias(L.bias_of(Proj::Down), *out);
     { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, *out); }  // residual
   }
   if (s) {
@@ -140,11 +156,21 @@ void LlamaModel::attention_inputs_backward(Layer& L, AttentionInputsSaved& s, co
 
 void LlamaModel::attend(int l, const Tensor& q, const Tensor& k, const Tensor& v,
                         const ModelBatch& b, const Attend* attend_at, BlockAttention& a) {
+  const Layer& L = *layers_[size_t(l)];
   const Dims d = dims_for(q);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
   a.q = q.view({T, hq, D}), a.k = k.view({T, hkv, D}), a.v = v.view({T, hkv, D});
   {
     prof::Scope p(kElementwise);
+    if (config_.qk_norm) {  // each head's q and k normed over head_dim, before RoPE (Qwen3)
+      const float eps = float(config_.rms_norm_eps);
+      a.q_in = std::move(a.q), a.k_in = std::move(a.k);
+      a.q = d.act({T, hq, D}), a.k = d.act({T, hkv, D});
+      a.q_rstd = d.f32({T * hq}), a.k_rstd = d.f32({T * hkv});
+      Tensor qn = a.q.view({T * hq, D}), kn = a.k.view({T * hkv, D});
+      ops::rmsnorm(a.q_in.view({T * hq, D}), L.q_norm, eps, qn, &a.q_rstd);
+      ops::rmsnorm(a.k_in.view({T * hkv, D}), L.k_norm, eps, kn, &a.k_rstd);
+    }
     ops::rope(a.q, b.positions, inv_freq_);
     ops::rope(a.k, b.positions, inv_freq_);
   }
@@ -191,7 +217,7 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelB
   if (s) s->attention = std::move(a);
 }
 
-void LlamaModel::attention_backward(const BlockAttention& a, const Tensor& datt,
+void LlamaModel::attention_backward(int l, const BlockAttention& a, const Tensor& datt,
                                     const ModelBatch& b, Tensor& dq, Tensor& dk, Tensor& dv) {
   const Dims d = dims_for(datt);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
@@ -205,6 +231,14 @@ void LlamaModel::attention_backward(const BlockAttention& a, const Tensor& datt,
   prof::Scope p(kElementwise);
   ops::rope(dq3, b.positions, inv_freq_, /*inverse=*/true);
   ops::rope(dk3, b.positions, inv_freq_, /*inverse=*/true);
+  if (!config_.qk_norm) return;
+  // Through the per-head norms, to the projections' outputs (the norm weights are frozen).
+  const Layer& L = *layers_[size_t(l)];
+  Tensor dq_in = d.act({T, hq * D}), dk_in = d.act({T, hkv * D});
+  Tensor dqn = dq_in.view({T * hq, D}), dkn = dk_in.view({T * hkv, D});
+  ops::rmsnorm_backward(dq.view({T * hq, D}), a.q_in.view({T * hq, D}), L.q_norm, a.q_rstd, dqn);
+  ops::rmsnorm_backward(dk.view({T * hkv, D}), a.k_in.view({T * hkv, D}), L.k_norm, a.k_rstd, dkn);
+  dq = std::move(dq_in), dk = std::move(dk_in);
 }
 
 void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx) {
@@ -215,7 +249,7 @@ void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx
   Tensor datt = d.act({T, hq * D});
   post_attention_backward(L, s.post, dx2, datt);
   Tensor dq, dk, dv;
-  attention_backward(s.attention, datt, b, dq, dk, dv);
+  attention_backward(l, s.attention, datt, b, dq, dk, dv);
   s.attention = BlockAttention();
   datt = Tensor();
   dx = d.act({T, H});
@@ -246,7 +280,7 @@ void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAtt
     post_attention_backward(L, ps, dc, datt_c);
   }
   Tensor dq, dk, dv;
-  attention_backward(a, datt, b, dq, dk, dv);
+  attention_backward(l, a, datt, b, dq, dk, dv);
   a = BlockAttention();
   datt = Tensor();
   dx = d.act({T, H});

@@ -22,6 +22,11 @@ struct LlamaModel::Dims {
 struct LlamaModel::Layer {
   Tensor attn_norm, ffn_norm;
   std::unique_ptr<AdaptedLinear> q, k, v, o, gate, up, down;
+  // The family's frozen extras (LlamaConfig): each projection's bias by Proj (undefined: none),
+  // the per-head q/k norm weights (undefined without qk_norm).
+  std::array<Tensor, kNumProj> bias;
+  Tensor q_norm, k_norm;
+  const Tensor& bias_of(Proj p) const { return bias[size_t(p)]; }
 };
 
 // Rows [begin, begin + n) of a block's tokens (block.cpp works over such tiles).

@@ -7,6 +7,7 @@
 #include "engine/core/error.h"
 #include "engine/io/json_fields.h"
 #include "engine/io/json_read.h"
+#include "models/llama/family.h"
 
 namespace loft::llama {
 
@@ -40,6 +41,11 @@ RopeScaling parse_rope_scaling(const JsonFields& f) {
 
 }  // namespace
 
+const char* proj_name(Proj p) {
+  static constexpr const char* kNames[kNumProj] = {"q", "k", "v", "o", "gate", "up", "down"};
+  return kNames[size_t(p)];
+}
+
 std::array<ProjShape, kNumProj> LlamaConfig::projections() const {
   return {{{Proj::Q, q_dim(), hidden_size},
            {Proj::K, kv_dim(), hidden_size},
@@ -61,16 +67,11 @@ LlamaConfig LlamaConfig::from_json_text(const std::string& text, const std::stri
   if (!j.is_object()) throw Error(cat(source, ": not a JSON object"));
   const JsonFields f(j, source);
 
-  const std::string model_type = f.string("model_type", "llama");
-  if (model_type != "llama")
-    f.fail("model_type", cat("is ", brief(model_type), "; loft reads Llama checkpoints only"));
-  for (const char* key : {"attention_bias", "mlp_bias"})
-    if (f.boolean(key, false))
-      f.fail(key, "is true; Llama projections with biases are not supported");
   if (const std::string act = f.string("hidden_act", "silu"); act != "silu")
     f.fail("hidden_act", cat("is ", brief(act), "; only silu is supported"));
 
   LlamaConfig c;
+  read_family(f, c);  // first: an unsupported model_type is named before any field it lacks
   if (f.has("architectures")) {
     const json& a = f.at("architectures");
     if (!a.is_array() || (!a.empty() && !a[0].is_string()))

@@ -1,6 +1,7 @@
-// The architecture of a Llama checkpoint, read from its Hugging Face config.json. Both the
-// transformers 4 spelling (top-level rope_theta + rope_scaling) and the transformers 5 one
-// (rope_parameters: {rope_theta, rope_type, ...}) are understood.
+// The architecture of a Llama-family checkpoint (llama, qwen2, qwen3, mistral), read from its
+// Hugging Face config.json. Both the transformers 4 spelling (top-level rope_theta + rope_scaling)
+// and the transformers 5 one (rope_parameters: {rope_theta, rope_type, ...}) are understood. How a
+// family differs from Llama is a property here (bias, qk_norm, sliding_window: family.h).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,6 +18,8 @@ namespace loft::llama {
 // The seven frozen projections of a decoder layer, each an nn.Linear with weight [out, in].
 enum class Proj { Q, K, V, O, Gate, Up, Down };
 constexpr int kNumProj = 7;
+// "q", "k", "v", "o", "gate", "up", "down".
+const char* proj_name(Proj p);
 struct ProjShape {
   Proj proj;
   int64_t out, in;
@@ -33,6 +36,7 @@ constexpr int64_t kMaxVocab = int64_t(1) << 24;         // vocab_size
 constexpr int64_t kMaxPositions = int64_t(1) << 24;     // max_position_embeddings
 
 struct LlamaConfig {
+  std::string model_type = "llama";  // llama, qwen2, qwen3 or mistral (family.h)
   std::string architecture;  // architectures[0] when given, e.g. "LlamaForCausalLM"
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -50,7 +54,18 @@ struct LlamaConfig {
   std::vector<int64_t> eos_token_ids;  // eos_token_id may be one id or a list
   std::string torch_dtype;             // "dtype"/"torch_dtype" as written (informational)
   std::optional<Fp8Checkpoint> quantization;  // an FP8 checkpoint's quantization_config
+  // The family's differences from Llama (models/llama/family.cpp sets them from model_type):
+  // the projections, by Proj, that add a frozen bias [out] after their product (Qwen2's q, k, v;
+  // Llama's attention_bias / mlp_bias; Qwen3's attention_bias);
+  std::array<bool, kNumProj> bias{};
+  // an RMSNorm over each head's query and key (weights [head_dim], eps rms_norm_eps) between the
+  // projection and RoPE (Qwen3);
+  bool qk_norm = false;
+  // a sliding window: a query sees only the last sliding_window keys, itself included; 0 = all
+  // (Mistral).
+  int64_t sliding_window = 0;
 
+  bool has_bias(Proj p) const { return bias[size_t(p)]; }
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
   // Shapes of q, k, v, o, gate, up, down, in that order.

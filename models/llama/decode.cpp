@@ -6,6 +6,7 @@
 
 #include "engine/ops/kv_cache_ops.h"
 #include "engine/ops/ops.h"
+#include "models/llama/sliding_window.h"
 
 namespace loft::llama {
 
@@ -83,7 +84,10 @@ Tensor decode_logits(LlamaModel& model, KvCache& cache, const std::vector<Feed>&
              " kv heads of ", c.head_dim, ", ", dtype_name(model.compute_dtype()), " on ",
              model.device().str(), ")");
   if (feeds.empty()) return Tensor::empty({0, c.vocab_size}, DType::F32, model.device());
-  const StepLayout s = layout_of(cache, feeds, c.vocab_size);
+  StepLayout s = layout_of(cache, feeds, c.vocab_size);
+  // A sliding window: the prefill's one packed row of T tokens narrowed as training narrows a
+  // batch's, and cached_attention told the window (both: keys pos − W < j <= pos).
+  if (s.prefill) apply_sliding_window(s.doc_start, int64_t(s.ids.size()), c.sliding_window);
   const Device dev = model.device();
   const int64_t T = int64_t(s.ids.size());
   const Tensor ids = ints(s.ids, dev), slots = ints(s.slots, dev), pos = ints(s.pos, dev);
@@ -106,7 +110,8 @@ Tensor decode_logits(LlamaModel& model, KvCache& cache, const std::vector<Feed>&
       Tensor lse = Tensor::empty({T, q.size(1)}, DType::F32, dev);
       ops::attention(q, k, v, doc_start, T, scale, out, lse);
     } else {
-      ops::cached_attention(q, kc, vc, slots, pos, scale, out, tiles.defined() ? &tiles : nullptr);
+      ops::cached_attention(q, kc, vc, slots, pos, scale, out, tiles.defined() ? &tiles : nullptr,
+                            c.sliding_window);
     }
   };
   const Tensor hidden = model.forward_hidden(ids, pos, attend);

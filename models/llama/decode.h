@@ -9,6 +9,8 @@
 //   - every fed slot empty (a prefill): ops::attention over one packed row in which each feed is a
 //     document — exactly the training forward's attention, on CUDA the flash kernel where it fits;
 //   - otherwise: ops::cached_attention of the new queries against their slots' caches.
+// A sliding window (LlamaConfig::sliding_window) narrows both as training does; the cache still
+// holds every position (its size does not shrink to the window).
 // Only the rows whose logits are asked for go through the final norm and lm_head.
 #pragma once
 #include <cstdint>

@@ -50,6 +50,15 @@ ProjectionSizes sizes(const LlamaConfig& c, int64_t r, int64_t e) {
   return s;
 }
 
+// A layer's frozen values beyond its norms and projections, per element: the biases and the
+// per-head q/k norm weights (LlamaConfig's family properties).
+int64_t family_extras_per_layer(const LlamaConfig& c) {
+  int64_t n = c.qk_norm ? mul(2, c.head_dim) : 0;
+  for (const ProjShape& p : c.projections())
+    if (c.has_bias(p.proj)) n = add(n, p.out);
+  return n;
+}
+
 // One layer's tensors per token (models/llama/block.cpp), in bytes.
 struct LayerBytes {
   int64_t x = 0;          // the block input
@@ -86,25 +95,30 @@ struct LayerBytes {
 //     the LoRA family's q/k/v input rmsnorm(x); x·Aᵀ of q, k, v, o       e·(2q + 2kv [+ h] + 4r) + 4(1 + heads)
 //   MLP: x2 (the residual), rstd2 (fp32), gate, up; the LoRA family's inputs of gate/up
 //     (rmsnorm(x2)) and of down (silu(gate)·up); x·Aᵀ of gate, up, down  e·(h + 2i [+ h + i] + 3r) + 4
+//   qk_norm (Qwen3): q and k before their per-head norms and the norms' fp32 statistics
+//                                                                       e·(q + kv) + 4(heads + kv_heads)
 // Backward (block_backward lets each tensor go after its last reader; swiglu's gradients
 // overwrite gate and up): down_proj's backward holds the incoming gradient, its dX and LoRA's
 // dY·B (e·(h + i + r)); the attention backward holds dx2, the gradient of the attention output,
-// dq, dk, dv, and on a GPU the flash kernel's fp32 dQ and per-row dot (4q + 4·heads).
+// dq, dk, dv, and on a GPU the flash kernel's fp32 dQ and per-row dot (4q + 4·heads); with
+// qk_norm also the gradients of q and k before their norms (e·(q + kv)).
 LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_inputs, bool gpu) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), i = c.intermediate_size;
+  const int64_t qk_norm = c.qk_norm ? add(mul(e, add(q, kv)), mul(kFp32, add(c.num_heads, c.num_kv_heads))) : 0;
+  const int64_t qk_norm_grads = c.qk_norm ? mul(e, add(q, kv)) : 0;
   LayerBytes b;
   b.x = mul(e, h);
   b.attn = add(mul(e, add(mul(2, q), mul(2, kv), saves_inputs ? h : 0, mul(4, r))),
-               mul(kFp32, add(1, c.num_heads)));
+               mul(kFp32, add(1, c.num_heads)), qk_norm);
   b.mlp = add(mul(e, add(h, mul(2, i), saves_inputs ? add(h, i) : 0, mul(3, r))), kFp32);
-  b.attention_tensors = add(mul(e, add(mul(2, q), mul(2, kv))), mul(kFp32, c.num_heads));
+  b.attention_tensors = add(mul(e, add(mul(2, q), mul(2, kv))), mul(kFp32, c.num_heads), qk_norm);
   b.qkv_saved = add(mul(e, add(saves_inputs ? h : 0, mul(3, r))), kFp32);
-  b.grads = add(mul(e, add(q, mul(2, kv))), gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
+  b.grads = add(mul(e, add(q, mul(2, kv))), gpu ? mul(kFp32, add(q, c.num_heads)) : 0, qk_norm_grads);
   b.qkv_bwd = mul(e, add(h, r));
   b.e_q = mul(e, q);
   b.down_bwd = mul(e, add(h, i, r));
   b.attn_bwd = add(mul(e, add(h, mul(2, q), mul(2, kv))),
-                   gpu ? mul(kFp32, add(q, c.num_heads)) : 0);
+                   gpu ? mul(kFp32, add(q, c.num_heads)) : 0, qk_norm_grads);
   return b;
 }
 
@@ -152,7 +166,7 @@ class Estimator {
     e_ = opt.gpu ? 2 : kFp32;
     const int64_t L = c.num_layers, h = c.hidden_size, V = c.vocab_size;
     sizes_ = sizes(c, r_, e_);
-    norms_ = mul(e_, add(mul(2, L), 1), h);
+    norms_ = add(mul(e_, add(mul(2, L), 1), h), mul(e_, L, family_extras_per_layer(c)));
     table_ = mul(e_, V, h);
     table_on_host_ = opt.gpu && !c.tie_word_embeddings;
     embeddings_ = add(table_on_host_ ? 0 : table_, c.tie_word_embeddings ? 0 : table_);

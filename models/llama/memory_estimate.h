@@ -51,7 +51,8 @@ struct MemoryEstimateOptions {
 struct MethodMemory {
   std::string method;          // the method and its weight form: MethodSpec::memory_row's name
   std::string description;     // how the frozen projections are held
-  int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights
+  int64_t frozen_weights = 0;  // the 7 projections in the method's format + RMSNorm weights (and
+                               // a family's biases and q/k norm weights)
   int64_t embeddings = 0;      // on the device: lm_head, and embed_tokens where it is there
   int64_t host_embeddings = 0; // embed_tokens in host memory (not in total())
   int64_t host_checkpoints = 0; // offloaded block inputs in pinned host memory (not in total())
@@ -83,7 +84,8 @@ int64_t activation_bytes_per_token_layer(const LlamaConfig& cfg, int64_t lora_ra
                                          int64_t compute_bytes = 2, bool saves_inputs = true);
 
 // Bytes per token a decoder layer hands to CheckpointOffload when it keeps its attention tensors
-// too: the block input, q, k, v, the attention output (compute dtype) and the fp32 log-sum-exp.
+// too: the block input, q, k, v, the attention output (compute dtype) and the fp32 log-sum-exp
+// (with qk_norm also q and k before their norms and the norms' statistics).
 int64_t offloaded_bytes_per_token_layer(const LlamaConfig& cfg, int64_t compute_bytes = 2);
 
 // Whether a checkpointed step of `tokens` keeps each block's attention tensors in host memory

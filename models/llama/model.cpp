@@ -12,6 +12,7 @@
 #include "engine/peft/shared_input.h"
 #include "models/llama/block.h"
 #include "models/llama/memory_estimate.h"
+#include "models/llama/sliding_window.h"
 
 namespace loft::llama {
 
@@ -33,6 +34,9 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     auto layer = std::make_unique<Layer>();
     layer->attn_norm = w.attn_norm;
     layer->ffn_norm = w.ffn_norm;
+    layer->bias = std::move(w.bias);
+    layer->q_norm = std::move(w.q_norm);
+    layer->k_norm = std::move(w.k_norm);
     const std::string p = "model.layers." + std::to_string(l);
     // The model owns each frozen weight through its AdaptedLinear only, so a method that
     // re-encodes the weight (FP8, NF4) lets the original go. A weight an FP8 checkpoint keeps as
@@ -182,15 +186,23 @@ LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh,
 }
 
 // Tensors a layer keeps in CheckpointOffload: its input (item 0), then its BlockAttention's
-// (items 1..5, BlockAttention::tensors order).
-constexpr size_t kInput = 0, kOffloadItems = 1 + std::tuple_size_v<decltype(BlockAttention().tensors())>;
+// (items 1.., BlockAttention::tensors order).
+constexpr size_t kInput = 0, kOffloadItems = 1 + BlockAttention::kMaxTensors;
+
+ModelBatch LlamaModel::windowed(const ModelBatch& b) const {
+  if (config_.sliding_window <= 0) return b;
+  ModelBatch w = b;
+  w.doc_start = apply_sliding_window(b.doc_start, b.seq, config_.sliding_window);
+  return w;
+}
 
 bool LlamaModel::keeps_attention(int64_t tokens) const {
   return attention_in_host_ && keeps_attention_in_host(config_, tokens, int64_t(dtype_size(compute_dtype())),
                                  device_memory_bytes(Device::cpu()), host_share_);
 }
 
-LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
+LossSums LlamaModel::forward_backward(const ModelBatch& batch, float grad_scale) {
+  const ModelBatch b = windowed(batch);
   const size_t n = layers_.size();
   std::vector<Tensor> inputs(n);
   std::vector<Saved> saved(checkpointing_ ? 0 : n);
@@ -208,7 +220,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
     BlockAttention kept;
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
                   keep_attention ? &kept : nullptr);
-    const auto attention = kept.tensors();
+    const auto attention = kept.tensors(config_.qk_norm);
     size_t bytes = 0;
     for (const Tensor* t : attention) bytes += t->nbytes();
     // Paced to the host link: a layer whose tensors would make the copies fall behind the
@@ -228,7 +240,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
       const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
       BlockAttention restored;
       if (restores[l]) {
-        const auto attention = restored.tensors();
+        const auto attention = restored.tensors(config_.qk_norm);
         for (size_t i = 0; i < attention.size(); ++i) *attention[i] = off->fetch(l, 1 + i);
       }
       if (off && l > 0) off->prefetch(l - 1);  // comes up while this layer computes
@@ -243,7 +255,8 @@ LossSums LlamaModel::forward_backward(const ModelBatch& b, float grad_scale) {
   return sums;
 }
 
-Tensor LlamaModel::forward_hidden(const ModelBatch& b, const Attend* attend) {
+Tensor LlamaModel::forward_hidden(const ModelBatch& batch, const Attend* attend) {
+  const ModelBatch b = windowed(batch);
   Tensor x = embed(b);
   for (size_t l = 0; l < layers_.size(); ++l) {
     Tensor out;

@@ -19,11 +19,19 @@
 namespace loft::llama {
 
 // A block's attention tensors as block_backward reads them: q and k rotated, v, the attention
-// output and its log-sum-exp.
+// output and its log-sum-exp; with LlamaConfig::qk_norm also q and k before their per-head norm
+// and the norms' statistics.
 struct BlockAttention {
   Tensor q, k, v, att, lse;
-  // All five, in this order (CheckpointOffload stores and fetches them as items 1..5).
-  std::array<Tensor*, 5> tensors() { return {&q, &k, &v, &att, &lse}; }
+  Tensor q_in, k_in, q_rstd, k_rstd;  // qk_norm only
+  static constexpr size_t kMaxTensors = 9;
+  // The ones a model keeps, in this order (CheckpointOffload stores and fetches them as items
+  // 1..n): the first five, and the four of qk_norm where it has it.
+  std::vector<Tensor*> tensors(bool qk_norm) {
+    std::vector<Tensor*> out{&q, &k, &v, &att, &lse};
+    if (qk_norm) out.insert(out.end(), {&q_in, &k_in, &q_rstd, &k_rstd});
+    return out;
+  }
 };
 struct AttentionInputsSaved;
 struct PostAttentionSaved;
@@ -136,16 +144,21 @@ class LlamaModel : public TrainableModel {
   void post_attention_backward(Layer& L, PostAttentionSaved& saved, Tensor& dout, Tensor& datt);
   void attention_inputs_backward(Layer& L, AttentionInputsSaved& saved, const Tensor& dq,
                                  const Tensor& dk, const Tensor& dv, const Tensor& dx2, Tensor& dx);
-  // RoPE on q and k [T, heads·D], then the attention over every token into a.
+  // The per-head q/k norms (qk_norm) and RoPE on q and k [T, heads·D], then the attention over
+  // every token into a.
   void attend(int l, const Tensor& q, const Tensor& k, const Tensor& v, const ModelBatch& b,
               const Attend* attend_at, BlockAttention& a);
   // attention_inputs of every tile of x into whole q, k, v (into `saved` too, for one tile),
   // then attend: the attention tensors of block l in a.
   void tiled_attention(int l, const Tensor& x, const std::vector<Tile>& tiles, const ModelBatch& b,
                        const Attend* attend_at, AttentionInputsSaved* saved, BlockAttention& a);
-  // The attention's backward with RoPE's: dq, dk, dv [T, heads·D] are made here.
-  void attention_backward(const BlockAttention& a, const Tensor& datt, const ModelBatch& b,
+  // The attention's backward with RoPE's (and the q/k norms') of block l: dq, dk, dv
+  // [T, heads·D] are made here.
+  void attention_backward(int l, const BlockAttention& a, const Tensor& datt, const ModelBatch& b,
                           Tensor& dq, Tensor& dk, Tensor& dv);
+  // `b` with its doc_start narrowed to the config's sliding window (models/llama/sliding_window.h),
+  // or `b` itself without one: what every attention of a batch reads.
+  ModelBatch windowed(const ModelBatch& b) const;
   // The tile length for T tokens: token_tile_, or T when that is shorter (or tiling is off).
   int64_t tile_for(int64_t tokens) const;
   // The params of layer l's projections.

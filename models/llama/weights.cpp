@@ -1,5 +1,7 @@
 #include "models/llama/weights.h"
 
+#include <set>
+
 #include "engine/core/error.h"
 #include "engine/tensor/finite.h"
 #include "engine/peft/weight_source.h"
@@ -60,6 +62,23 @@ void check_present(const SafetensorsCheckpoint& ckpt, const WeightSlot& w) {
         cat(file, ": tensor ", w.name, " is ", dtype_name(e.dtype), ", expected a float dtype"));
 }
 
+// A layer tensor of the families' (a bias, q_norm, k_norm) that `cfg` does not expect: loading
+// without it would silently compute another model.
+void check_nothing_dropped(const SafetensorsCheckpoint& ckpt, const LlamaConfig& cfg,
+                           const std::vector<WeightSlot>& wanted) {
+  std::set<std::string> names;
+  for (const WeightSlot& w : wanted) names.insert(w.name);
+  for (const std::string& n : ckpt.names()) {
+    const bool family_tensor = n.rfind("model.layers.", 0) == 0 &&
+                               (n.ends_with(".bias") || n.ends_with("q_norm.weight") ||
+                                n.ends_with("k_norm.weight"));
+    if (family_tensor && !names.count(n))
+      throw Error(cat(ckpt.file_of(n).path().string(), ": tensor ", n,
+                      " is not part of a ", cfg.model_type, " model as its config.json describes it",
+                      " (see attention_bias, mlp_bias and model_type)"));
+  }
+}
+
 }  // namespace
 
 Tensor convert_weight(const Tensor& src, DType dtype, Device device) {
@@ -108,6 +127,10 @@ std::string hf_proj_name(int64_t layer, Proj p) {
   return cat("model.layers.", layer, ".", hf_proj_suffix(p), ".weight");
 }
 
+std::string hf_bias_name(int64_t layer, Proj p) {
+  return cat("model.layers.", layer, ".", hf_proj_suffix(p), ".bias");
+}
+
 std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
   w.layers.resize(size_t(cfg.num_layers));
   const int64_t h = cfg.hidden_size;
@@ -123,6 +146,12 @@ std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
     for (const ProjShape& p : cfg.projections())
       slots.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj),
                        &l.fp8[size_t(p.proj)]});
+    for (const ProjShape& p : cfg.projections())
+      if (cfg.has_bias(p.proj)) slots.push_back({hf_bias_name(i, p.proj), {p.out}, &l.bias[size_t(p.proj)]});
+    if (cfg.qk_norm) {
+      slots.push_back({pre + "self_attn.q_norm.weight", {cfg.head_dim}, &l.q_norm});
+      slots.push_back({pre + "self_attn.k_norm.weight", {cfg.head_dim}, &l.k_norm});
+    }
   }
   return slots;
 }
@@ -140,6 +169,7 @@ LlamaWeights load_llama_weights(const SafetensorsCheckpoint& ckpt, const LlamaCo
     check_present(ckpt, wanted[i]);
     if (cfg.quantization) scaled[i] = read_fp8_weight(ckpt, *cfg.quantization, wanted[i].name);
   }
+  check_nothing_dropped(ckpt, cfg, wanted);
   for (size_t i = 0; i < wanted.size(); ++i) {
     const WeightSlot& x = wanted[i];
     const std::string file = ckpt.file_of(x.name).path().string();

@@ -16,6 +16,10 @@ struct LlamaLayerWeights {
   Tensor attn_norm;  // input_layernorm [hidden]
   Tensor ffn_norm;   // post_attention_layernorm [hidden]
   Tensor q, k, v, o, gate, up, down;
+  // The family's extra frozen tensors (LlamaConfig): a projection's bias [out] by Proj, undefined
+  // where it has none; Qwen3's per-head q_norm / k_norm [head_dim], undefined without qk_norm.
+  std::array<Tensor, kNumProj> bias;
+  Tensor q_norm, k_norm;
   // A projection an FP8 checkpoint stores as codes + scales, kept so (its Tensor above undefined)
   // when loaded with Fp8Load::keep, for the method's factory to take as it needs; by Proj.
   std::array<quant::ScaledFp8, kNumProj> fp8;
@@ -42,9 +46,13 @@ bool embedding_in_host_memory(const LlamaConfig& cfg, Device device);
 
 // "model.layers.3.self_attn.q_proj.weight", ...
 std::string hf_proj_name(int64_t layer, Proj p);
+// "model.layers.3.self_attn.q_proj.bias", ...
+std::string hf_bias_name(int64_t layer, Proj p);
 
 // Every tensor a model of `cfg` holds: its Hugging Face name, shape and where it goes in `w`
 // (whose layers are resized to cfg.num_layers). The loader and random initialisation fill these.
+// Per layer: the two norms, the 7 projections, then the family's biases (Proj order) and q_norm,
+// k_norm.
 struct WeightSlot {
   std::string name;
   Shape shape;
@@ -60,7 +68,8 @@ enum class Fp8Load { dequantize, keep };
 
 // Checks every expected tensor first (a missing one, a wrong shape or a non-float dtype is an
 // Error naming the tensor, with expected vs found; an FP8 weight's scale as read_fp8_weight
-// checks it), then loads them. Tensors the model does not use (rotary_emb.inv_freq, a tied
+// checks it; a bias or q/k norm the config does not give the model, which would be dropped, is
+// an Error naming the tensor and config.json's model_type), then loads them. Tensors the model does not use (rotary_emb.inv_freq, a tied
 // lm_head.weight, scales of other modules, input scales) are ignored. `dtype` must be F32 or BF16;
 // stored F32/F16/BF16/F8 values are converted on the host (round to nearest even); scaled FP8
 // weights are decode(code) x scale in fp32, then rounded once to `dtype`. The embedding table goes

@@ -44,9 +44,13 @@ std::unique_ptr<llama::LlamaModel> build_model(const std::string& model_dir,
     round_to_bf16(w.embed);
     round_to_bf16(w.final_norm);
     if (w.lm_head.defined()) round_to_bf16(w.lm_head);
-    for (auto& L : w.layers)
-      for (Tensor* t : {&L.attn_norm, &L.ffn_norm, &L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down})
-        round_to_bf16(*t);
+    for (auto& L : w.layers) {
+      for (Tensor* t : {&L.attn_norm, &L.ffn_norm, &L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down,
+                        &L.q_norm, &L.k_norm})
+        if (t->defined()) round_to_bf16(*t);
+      for (Tensor& b : L.bias)
+        if (b.defined()) round_to_bf16(b);
+    }
   }
   std::mt19937_64 rng(0);
   return std::make_unique<llama::LlamaModel>(

@@ -90,15 +90,17 @@ std::vector<OpCase> attention_pair() {
 }
 
 // slots, max_len, query heads, kv heads, head_dim, tokens, tiled (tokens as runs of consecutive
-// positions with cached_attention's tile table).
-const std::vector<std::string> kCacheDims = {"slots", "len", "hq", "hkv", "hd", "t", "tiled"};
+// positions with cached_attention's tile table), window (cached_attention's sliding window; 0:
+// none).
+const std::vector<std::string> kCacheDims = {"slots", "len", "hq", "hkv", "hd", "t", "tiled", "window"};
 const std::vector<Sizes> kCacheSizes = {
-    {1, 4, 1, 1, 8, 1, 0}, {3, 16, 4, 2, 16, 5, 0}, {2, 40, 8, 2, 64, 9, 0}, {3, 80, 4, 4, 128, 7, 0},
-    {2, 90, 4, 2, 64, 75, 1}, {3, 20, 2, 1, 16, 12, 1}};
+    {1, 4, 1, 1, 8, 1, 0, 0},   {3, 16, 4, 2, 16, 5, 0, 0},  {2, 40, 8, 2, 64, 9, 0, 0},
+    {3, 80, 4, 4, 128, 7, 0, 0}, {2, 90, 4, 2, 64, 75, 1, 0}, {3, 20, 2, 1, 16, 12, 1, 0},
+    {3, 40, 4, 2, 64, 9, 0, 7}, {2, 90, 4, 2, 64, 75, 1, 16}};
 
 // A decode step: one new token for each of the batch's sequences, caches of seq positions.
 std::vector<Sizes> decode_step(const LayerSizes& l) {
-  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, l.batch, 0}};
+  return {{l.batch, l.seq, l.heads, l.kv_heads, l.head_dim, l.batch, 0, 0}};
 }
 
 // Per token a (slot, position) pair, all different: `tiled` gives each slot one run of
@@ -169,16 +171,18 @@ OpCase kv_cache_write_case() {
 
 OpCase cached_attention_case() {
   OpCase c = cache_case("cached_attention");
-  c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles
+  c.make = [](const Sizes& s, std::mt19937& rng) {  // q, k_cache, v_cache, slots, pos, tiles, window
     const CacheDraw draw = cache_draw(s, rng);
-    return Tensors{random_tensor({s[5], s[2], s[4]}, rng), draw.k_cache, draw.v_cache, draw.slots, draw.pos, draw.tiles};
+    return Tensors{random_tensor({s[5], s[2], s[4]}, rng), draw.k_cache, draw.v_cache, draw.slots, draw.pos, draw.tiles,
+                   Tensor::from_vector(std::vector<int32_t>{int32_t(s[7])}, {1})};
   };
   c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     const Tensor& q = in[0];
     const Tensor qd = on(q, d, dt), kc = on(in[1], d, dt), vc = on(in[2], d, dt), slots = on(in[3], d, dt);
     const Tensor pos = on(in[4], d, dt), tiles = on(in[5], d, dt);
     Tensor out = out_like(q.shape(), d, dt);
-    call([&] { ops::cached_attention(qd, kc, vc, slots, pos, attention_scale(q), out, tiles.size(0) > 0 ? &tiles : nullptr); });
+    const int64_t window = in[6].to_int_vector()[0];
+    call([&] { ops::cached_attention(qd, kc, vc, slots, pos, attention_scale(q), out, tiles.size(0) > 0 ? &tiles : nullptr, window); });
     return Tensors{host_f32(out)};
   };
   c.tol_f32 = 2e-5;

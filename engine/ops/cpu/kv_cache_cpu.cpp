@@ -50,7 +50,7 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
-                      const Tensor*) {  // tiles: a CUDA layout hint
+                      const Tensor*, int64_t window) {  // tiles: a CUDA layout hint
   const CacheShape c = shape_of(k_cache);
   const int64_t T = q.size(0), hq = q.size(1), d = c.d, group = hq / c.hkv;
   const int32_t *S = slots.ptr<int32_t>(), *P = pos.ptr<int32_t>();
@@ -59,11 +59,13 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
   float* O = out.ptr<float>();
   std::vector<float> p(size_t(c.max_len));
   for (int64_t t = 0; t < T; ++t) {
-    const int64_t n = int64_t(P[t]) + 1;
+    // Keys first..pos[t], in the order attention_cpu.cpp sums a windowed doc_start's.
+    const int64_t first = window > 0 ? std::max<int64_t>(0, int64_t(P[t]) - window + 1) : 0;
+    const int64_t n = int64_t(P[t]) + 1 - first;
     for (int64_t h = 0; h < hq; ++h) {
       const int64_t kh = h / group;
-      auto key = [&](int64_t j) { return K + c.row(S[t], j, kh); };
-      auto value = [&](int64_t j) { return V + c.row(S[t], j, kh); };
+      auto key = [&](int64_t j) { return K + c.row(S[t], first + j, kh); };
+      auto value = [&](int64_t j) { return V + c.row(S[t], first + j, kh); };
       attend_row(Q + (t * hq + h) * d, n, d, scale, key, value, p.data(), O + (t * hq + h) * d);
     }
   }
