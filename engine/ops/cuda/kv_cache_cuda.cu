@@ -41,7 +41,7 @@ __global__ void write_kernel(const T* k, const T* v, const int32_t* slots, const
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32)
     attend_kernel(const T* q, const T* kc, const T* vc, const int32_t* slots, const int32_t* pos,
-                  T* out, int hq, CacheDims c, float scale_log2) {
+                  T* out, int hq, CacheDims c, float scale_log2, int window) {
   extern __shared__ float s_acc[];  // [kWarps][d]
   __shared__ float s_m[kWarps], s_l[kWarps];
   const int64_t t = blockIdx.x / hq;
@@ -61,7 +61,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   float m = -INFINITY, l = 0.0f;
   const int64_t stride = int64_t(c.hkv) * d;
   const int64_t base = n > 0 ? c.at(s, 0) + int64_t(kh) * d : 0;
-  for (int j = warp; j < n; j += kWarps) {
+  const int first = window > 0 ? max(0, p - window + 1) : 0;  // a sliding window's oldest key
+  for (int j = first + warp; j < n; j += kWarps) {
     const T* kj = kc + base + j * stride;
     float sc = 0.0f;
 #pragma unroll
@@ -156,10 +157,11 @@ void kv_cache_write(const Tensor& k, const Tensor& v, const Tensor& slots, const
 
 void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slots, const Tensor& pos, float scale, Tensor& out,
-                      const Tensor* tiles) {
-  if (tiles && cuda_attention::flash_cached_supports(q, k_cache, tiles->size(0)))
+                      const Tensor* tiles, int64_t window) {
+  // The flash and decode kernels read every key from 0: a sliding window takes the general one.
+  if (window == 0 && tiles && cuda_attention::flash_cached_supports(q, k_cache, tiles->size(0)))
     return cuda_attention::flash_cached_forward(q, k_cache, v_cache, *tiles, scale, out);
-  if (!tiles && decode_attention_supports(q, k_cache))
+  if (window == 0 && !tiles && decode_attention_supports(q, k_cache))
     return decode_attention(q, k_cache, v_cache, slots, pos, scale, out);
   const int dev = use_device(q);
   const int64_t tokens = q.size(0), hq = q.size(1);
@@ -174,7 +176,7 @@ void cached_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
     attend_kernel<T><<<unsigned(tokens * hq), kWarps * 32, shared, loft::cuda::stream(dev)>>>(
         q.ptr<const T>(), k_cache.ptr<const T>(), v_cache.ptr<const T>(),
         slots.ptr<const int32_t>(), pos.ptr<const int32_t>(), out.ptr<T>(), int(hq), c,
-        scale_log2);
+        scale_log2, int(window));
     loft::cuda::check_launch("cached_attention");
   });
 }
