@@ -1,11 +1,6 @@
 #include "engine/device/cublas_api.h"
 
-#include <dlfcn.h>
-
-#include <mutex>
-#include <string>
-
-#include "engine/core/error.h"
+#include "engine/core/dynamic_library.h"
 
 namespace loft::cuda {
 
@@ -17,31 +12,14 @@ namespace {
 constexpr const char* kCublas = LOFT_CUBLAS_SONAME("cublas", CUBLAS_VER_MAJOR);
 constexpr const char* kCublasLt = LOFT_CUBLAS_SONAME("cublasLt", CUBLAS_VER_MAJOR);
 
-struct Library {
-  const char* name;
-  void* handle;
-};
-
-Library open(const char* name) {
-  void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    throw Error(cat("the CUDA backend needs cuBLAS, and ", name, " could not be loaded (", dlerror(),
-                    "): add the CUDA toolkit's lib folder to LD_LIBRARY_PATH"));
-  return {name, handle};
-}
-
-void* symbol(const Library& lib, const char* name) {
-  void* f = dlsym(lib.handle, name);
-  if (!f) throw Error(cat(lib.name, " has no ", name, " (", dlerror(), ")"));
-  return f;
-}
-
 CublasApi load() {
-  const Library blas = open(kCublas), lt = open(kCublasLt);
+  const char* remedy = "add the CUDA toolkit's lib folder to LD_LIBRARY_PATH";
+  const DynamicLibrary blas = open_library(kCublas, "the CUDA backend needs cuBLAS", remedy),
+                       lt = open_library(kCublasLt, "the CUDA backend needs cuBLAS", remedy);
   CublasApi a;
   // Stringised after expansion, so cublasCreate looks up cublasCreate_v2 (cublas_v2.h's macro).
 #define LOFT_CUBLAS_NAME(f) LOFT_CUBLAS_STR(f)
-#define LOFT_CUBLAS_SYMBOL(lib, f) a.f = reinterpret_cast<decltype(a.f)>(symbol(lib, LOFT_CUBLAS_NAME(f)))
+#define LOFT_CUBLAS_SYMBOL(lib, f) a.f = reinterpret_cast<decltype(a.f)>(library_symbol(lib, LOFT_CUBLAS_NAME(f)))
   LOFT_CUBLAS_SYMBOL(blas, cublasCreate);
   LOFT_CUBLAS_SYMBOL(blas, cublasSetStream);
   LOFT_CUBLAS_SYMBOL(blas, cublasSetWorkspace);
@@ -62,16 +40,11 @@ CublasApi load() {
   LOFT_CUBLAS_SYMBOL(lt, cublasLtMatrixLayoutDestroy);
 #undef LOFT_CUBLAS_SYMBOL
 #undef LOFT_CUBLAS_NAME
-  return a;  // the libraries stay loaded for the process
+  return a;
 }
 
 }  // namespace
 
-const CublasApi& cublas_api() {
-  static std::once_flag once;
-  static CublasApi api;
-  std::call_once(once, [] { api = load(); });  // a failed load throws and is tried again next time
-  return api;
-}
+const CublasApi& cublas_api() { return load_once(load); }
 
 }  // namespace loft::cuda

@@ -1,32 +1,18 @@
 #include "engine/parallel/nccl_api.h"
 
 #ifdef LOFT_WITH_NCCL
-#include <dlfcn.h>
-
-#include <mutex>
-
-#include "engine/core/error.h"
+#include "engine/core/dynamic_library.h"
 
 namespace loft {
 
 namespace {
 
-constexpr const char* kLibrary = "libnccl.so.2";
-
-void* symbol(void* lib, const char* name) {
-  void* f = dlsym(lib, name);
-  if (!f) throw Error(cat(kLibrary, " has no ", name, " (", dlerror(), "): NCCL 2.14 or newer is needed"));
-  return f;
-}
-
 NcclApi load() {
-  void* lib = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
-    throw Error(cat("training on several GPUs needs NCCL, and ", kLibrary,
-                    " could not be loaded (", dlerror(),
-                    "): install NCCL or add its lib folder to LD_LIBRARY_PATH"));
+  const DynamicLibrary lib = open_library("libnccl.so.2", "training on several GPUs needs NCCL",
+                                           "install NCCL or add its lib folder to LD_LIBRARY_PATH");
   NcclApi a;
-#define LOFT_NCCL_SYMBOL(f) a.f = reinterpret_cast<decltype(a.f)>(symbol(lib, #f))
+#define LOFT_NCCL_SYMBOL(f) \
+  a.f = reinterpret_cast<decltype(a.f)>(library_symbol(lib, #f, ": NCCL 2.14 or newer is needed"))
   LOFT_NCCL_SYMBOL(ncclGetUniqueId);
   LOFT_NCCL_SYMBOL(ncclCommInitAll);
   LOFT_NCCL_SYMBOL(ncclCommInitRankConfig);
@@ -39,17 +25,12 @@ NcclApi load() {
   LOFT_NCCL_SYMBOL(ncclGetErrorString);
   LOFT_NCCL_SYMBOL(ncclGetLastError);
 #undef LOFT_NCCL_SYMBOL
-  return a;  // the library stays loaded for the process
+  return a;
 }
 
 }  // namespace
 
-const NcclApi& nccl_api() {
-  static std::once_flag once;
-  static NcclApi api;
-  std::call_once(once, [] { api = load(); });  // a failed load throws and is tried again next time
-  return api;
-}
+const NcclApi& nccl_api() { return load_once(load); }
 
 }  // namespace loft
 #endif  // LOFT_WITH_NCCL
