@@ -42,7 +42,7 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.host_bytes = device_memory_bytes(Device::cpu());
   eo.host_share = host_share;
   eo.gpu = device.is_cuda();
-  if (device.is_cuda()) {
+  if (device.is_cuda() && device.index < cuda_device_count()) {  // planning for an absent GPU: no bound
     // The card (or --gpu-memory-limit) less what the process holds there already (the CUDA
     // context, libraries): the attention tensors come back from host memory only within it.
     const int64_t card = device_info(device).total_bytes;
