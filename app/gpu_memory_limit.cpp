@@ -37,12 +37,16 @@ void add_gpu_memory_limit_option(CLI::App& cmd, const std::string& device) {
       ->type_name("SIZE");
 }
 
+int64_t held_on_gpu(Device device) {
+  return int64_t(memory_outside(device).bytes + memory_stats(device).allocated);
+}
+
 void check_fits_gpu_memory_limit(const llama::MethodMemory& e, int64_t micro, int64_t seq,
                                  bool grad_checkpointing, Device device) {
   const int64_t cap = gpu_memory_limit();
   if (cap <= 0 || !device.is_cuda()) return;
   const int64_t card = device_info(device).total_bytes;  // the cap, or the card when smaller
-  const int64_t already = int64_t(memory_outside(device).bytes + memory_stats(device).allocated);
+  const int64_t already = held_on_gpu(device);
   if (e.total() + already <= card) return;
   throw UsageError(cat(
       e.method, " at --micro-batch ", micro, " x --seq ", seq, " needs about ", gib_text(e.total()),

@@ -16,6 +16,10 @@ namespace loft::app {
 // command's --device value: a run that lands on the CPU is told the cap applies to GPUs only.
 void add_gpu_memory_limit_option(CLI::App& cmd, const std::string& device);
 
+// What this process already holds on GPU `device` beside the estimate's parts: the CUDA context,
+// libraries and loft's allocated blocks.
+int64_t held_on_gpu(Device device);
+
 // Under a cap, on a GPU: UsageError when the estimate `e` of one micro-batch of `micro` x `seq`
 // plus what the process already holds there (the CUDA context, libraries, loft's blocks) is more
 // than the cap, naming the cap, the estimate and its parts.

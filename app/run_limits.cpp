@@ -5,8 +5,6 @@
 #include "app/gpu_memory_limit.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
-#include "engine/device/memory.h"
-#include "engine/device/memory_limit.h"
 
 namespace loft::app {
 
@@ -46,8 +44,7 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
     // The card (or --gpu-memory-limit) less what the process holds there already (the CUDA
     // context, libraries): the attention tensors come back from host memory only within it.
     const int64_t card = device_info(device).total_bytes;
-    const int64_t held = int64_t(memory_outside(device).bytes + memory_stats(device).allocated);
-    eo.device_budget = std::max<int64_t>(card - held, 1);
+    eo.device_budget = std::max<int64_t>(card - held_on_gpu(device), 1);
   }
   return llama::estimate_method_memory(cfg, eo, m);
 }
