@@ -143,10 +143,11 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
 // on every rank (each with its own generator from --seed).
 // `host_share`: the replicas on this host (threads and processes), which share its pinned memory.
 std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const RunPlan& plan,
+                                                              const llama::LlamaConfig& cfg,
                                                               const std::vector<Device>& devices,
                                                               int host_share) {
   // Decided before anything is loaded, from what the device holds then (as check_fits saw it).
-  const bool attention_in_host = plan.memory(llama::load_llama_config(o.model), devices.front(), host_share).attention_in_host;
+  const bool attention_in_host = plan.memory(cfg, devices.front(), host_share).attention_in_host;
   std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
   RankWorkers(devices).run([&](size_t i) {
     std::mt19937_64 rng(o.run.seed);
@@ -247,7 +248,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::optional<StopSignals> stop;
   if (!env) tc.stop = &stop.emplace().flag();
 
-  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, devices, host_share);
+  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, cfg, devices, host_share);
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();
