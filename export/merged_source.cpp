@@ -178,7 +178,7 @@ MergedTensor MergedSource::read(size_t index) const {
   ckpt_.release(name);
   if (cfg_.quantization) {
     const std::string scale = llama::fp8_scale_name(*cfg_.quantization, name);
-    if (ckpt_.contains(scale)) ckpt_.release(scale);
+    if (!scale.empty() && ckpt_.contains(scale)) ckpt_.release(scale);
   }
   return t;
 }

@@ -9,11 +9,11 @@ namespace {
 
 const std::string kWeight = "weight";
 
+// "X.weight" -> "X." + suffix; "" for a tensor that is not a weight (a family's bias), which no
+// FP8 scheme scales.
 std::string with_suffix(const std::string& weight_name, const std::string& suffix) {
-  const size_t n = weight_name.size(), k = kWeight.size();
-  LOFT_CHECK(n >= k && weight_name.compare(n - k, k, kWeight) == 0, "FP8 checkpoint: '",
-             weight_name, "' is not a weight name");
-  return weight_name.substr(0, n - k) + suffix;
+  if (!weight_name.ends_with(kWeight)) return "";
+  return weight_name.substr(0, weight_name.size() - kWeight.size()) + suffix;
 }
 
 // The scale shapes the scheme allows for a weight [out, in]; the first is the one named in errors.
@@ -34,7 +34,7 @@ void check_zero_point(const SafetensorsCheckpoint& ckpt, const Fp8Checkpoint& q,
                       const std::string& name) {
   if (q.zero_point_name.empty()) return;
   const std::string zp = with_suffix(name, q.zero_point_name);
-  if (!ckpt.contains(zp)) return;
+  if (zp.empty() || !ckpt.contains(zp)) return;
   const Tensor t = ckpt.tensor(zp);
   const auto* b = static_cast<const unsigned char*>(t.data());
   for (size_t i = 0; i < t.nbytes(); ++i)
@@ -54,7 +54,7 @@ quant::ScaledFp8 read_fp8_weight(const SafetensorsCheckpoint& ckpt, const Fp8Che
   const SafetensorsEntry& e = ckpt.info(name);
   const std::string file = ckpt.file_of(name).path().string();
   const std::string scale = fp8_scale_name(q, name);
-  const bool has_scale = ckpt.contains(scale);
+  const bool has_scale = !scale.empty() && ckpt.contains(scale);
   if (e.dtype != DType::F8_E4M3 && e.dtype != DType::F8_E5M2) {
     if (has_scale)
       throw Error(cat(file, ": tensor ", name, " is ", dtype_name(e.dtype), " but has a scale ",
@@ -64,9 +64,9 @@ quant::ScaledFp8 read_fp8_weight(const SafetensorsCheckpoint& ckpt, const Fp8Che
   if (e.dtype == DType::F8_E5M2)
     throw Error(cat(file, ": tensor ", name, " is F8_E5M2; FP8 checkpoints are read with E4M3 ",
                     "weights only (", q.describe(), ")"));
-  if (e.shape.size() != 2)
+  if (e.shape.size() != 2 || scale.empty())
     throw Error(cat(file, ": tensor ", name, " is F8_E4M3 ", shape_str(e.shape),
-                    "; scaled FP8 weights must be 2-D [out, in]"));
+                    "; scaled FP8 weights must be 2-D [out, in] and named *.weight"));
   if (!has_scale)
     throw Error(cat(file, ": tensor ", name, " is F8_E4M3 but its scale ", scale,
                     " is missing (", q.describe(), ")"));

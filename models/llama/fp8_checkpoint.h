@@ -9,7 +9,8 @@
 
 namespace loft::llama {
 
-// "X.weight" -> "X.weight_scale_inv" (transformers fp8) or "X.weight_scale" (compressed-tensors).
+// "X.weight" -> "X.weight_scale_inv" (transformers fp8) or "X.weight_scale" (compressed-tensors);
+// "" for a tensor that is not a weight (a bias has no scale).
 std::string fp8_scale_name(const Fp8Checkpoint& q, const std::string& weight_name);
 
 // For a weight `name` in `ckpt`: stored F8_E4M3, its codes (a view of the file) and its scales as

@@ -18,6 +18,7 @@
 #include "tests/common/decode_check.h"
 #include "tests/common/golden.h"
 #include "tests/common/test_util.h"
+#include "tests/common/tiny_families.h"
 
 namespace loft {
 namespace {
@@ -91,14 +92,7 @@ TEST_P(FamilyGolden, GreedyTokensMatchTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden,
-                         ::testing::Values("qwen2-tiny-tied", "qwen2-tiny", "qwen3-tiny", "mistral-tiny"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string s = i.param;
-                           for (char& c : s)
-                             if (c == '-') c = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden, test::tiny_families(), test::family_test_name);
 
 }  // namespace
 }  // namespace loft
