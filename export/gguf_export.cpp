@@ -34,6 +34,17 @@ std::span<const float> f32_values(const Tensor& t, const std::string& what) {
   return {t.ptr<float>(), size_t(t.numel())};
 }
 
+// llama.cpp's llama architecture, which Mistral converts to, attends to every earlier key: it
+// reproduces a windowed model only while a sequence fits the window (LlamaCpp.Families measures
+// both sides of that line).
+void warn_window(const llama::LlamaConfig& cfg, std::ostream& log) {
+  if (cfg.sliding_window <= 0) return;
+  log << "export: warning: this " << cfg.model_type << " model attends to the last " << cfg.sliding_window
+      << " tokens; llama.cpp's " << gguf::gguf_architecture(cfg) << " architecture has no sliding window"
+      << " and attends to all of them, so its results equal this model's only for sequences of at most "
+      << cfg.sliding_window << " tokens\n";
+}
+
 }  // namespace
 
 bool is_gguf_format(const std::string& format) { return format == "gguf" || format == "gguf-lora"; }
@@ -101,6 +112,7 @@ void run_gguf_export(const ExportOptions& opt, std::ostream& log, std::ostream* 
   const MergedSource src(opt.model, opt.adapter, opt.method, log);
   const std::string name = folder_name(opt.model) + (src.method() ? "-" + src.method()->method : "");
   const std::string type_name(gguf::out_type_name(type));
+  warn_window(src.config(), log);
   if (lora) {
     const PeftExport e = fit_peft_export(src, "export gguf-lora", progress);
     write_gguf_lora(e, src.config(), file, type, name);

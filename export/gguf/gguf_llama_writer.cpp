@@ -30,9 +30,10 @@ void write_values(Writer& w, size_t index, std::span<const float> data, std::spa
   if (int64_t(data.size()) != n)
     throw Error(cat("GGUF export: tensor '", info.name, "' has ", data.size(), " values for shape ", shape_text(shape)));
   std::vector<float> permuted;
-  if (heads > 0) {
+  if (heads > 0) {  // a q/k bias [out] permutes as out rows of one value
+    const int64_t row = shape.size() == 1 ? 1 : cols;
     permuted.resize(data.size());
-    permute_qk_rows(data, n / cols, cols, heads, permuted);
+    permute_qk_rows(data, n / row, row, heads, permuted);
     data = permuted;
   }
   const std::vector<uint8_t> bytes = encode_tensor(info.type, data, cols);
@@ -40,34 +41,36 @@ void write_values(Writer& w, size_t index, std::span<const float> data, std::spa
 }
 
 void set_llama_metadata(Writer& w, const llama::LlamaConfig& cfg, OutType type) {
-  const auto u32 = [&](const char* key, int64_t v) { w.set(key, Value::of<uint32_t>(uint32_t(v))); };
-  u32("llama.vocab_size", cfg.vocab_size);
-  u32("llama.context_length", cfg.max_position_embeddings);
-  u32("llama.embedding_length", cfg.hidden_size);
-  u32("llama.block_count", cfg.num_layers);
-  u32("llama.feed_forward_length", cfg.intermediate_size);
-  u32("llama.rope.dimension_count", cfg.head_dim);
-  u32("llama.attention.head_count", cfg.num_heads);
-  u32("llama.attention.head_count_kv", cfg.num_kv_heads);
-  u32("llama.attention.key_length", cfg.head_dim);
-  u32("llama.attention.value_length", cfg.head_dim);
-  w.set("llama.rope.freq_base", Value::of<float>(float(cfg.rope_theta)));
-  w.set("llama.attention.layer_norm_rms_epsilon", Value::of<float>(float(cfg.rms_norm_eps)));
+  const std::string arch = gguf_architecture(cfg);  // the keys' prefix: llama.*, qwen2.*, qwen3.*
+  const auto key = [&](const char* k) { return arch + "." + k; };
+  const auto u32 = [&](const char* k, int64_t v) { w.set(key(k), Value::of<uint32_t>(uint32_t(v))); };
+  u32("vocab_size", cfg.vocab_size);
+  u32("context_length", cfg.max_position_embeddings);
+  u32("embedding_length", cfg.hidden_size);
+  u32("block_count", cfg.num_layers);
+  u32("feed_forward_length", cfg.intermediate_size);
+  u32("rope.dimension_count", cfg.head_dim);
+  u32("attention.head_count", cfg.num_heads);
+  u32("attention.head_count_kv", cfg.num_kv_heads);
+  u32("attention.key_length", cfg.head_dim);
+  u32("attention.value_length", cfg.head_dim);
+  w.set(key("rope.freq_base"), Value::of<float>(float(cfg.rope_theta)));
+  w.set(key("attention.layer_norm_rms_epsilon"), Value::of<float>(float(cfg.rms_norm_eps)));
   const std::string& rope = cfg.rope_scaling.type;
   if (rope == "linear") {
-    w.set("llama.rope.scaling.type", Value::string("linear"));
-    w.set("llama.rope.scaling.factor", Value::of<float>(float(cfg.rope_scaling.factor)));
+    w.set(key("rope.scaling.type"), Value::string("linear"));
+    w.set(key("rope.scaling.factor"), Value::of<float>(float(cfg.rope_scaling.factor)));
   } else if (rope != "default" && rope != "llama3") {  // llama3 is the rope_freqs tensor
     throw Error(cat("GGUF export does not support rope scaling '", rope, "'"));
   }
-  u32("general.file_type", int64_t(file_type_of(type)));
+  w.set("general.file_type", Value::of<uint32_t>(uint32_t(file_type_of(type))));
 }
 
 LlamaWriter::LlamaWriter(const std::filesystem::path& out, const llama::LlamaConfig& cfg,
                          const std::filesystem::path& tokenizer_dir, OutType type, const std::string& name)
     : cfg_(cfg), writer_(out), plan_(llama_tensors(cfg)) {
   if (cfg.head_dim % 2 != 0) throw Error(cat("GGUF export needs an even head_dim, got ", cfg.head_dim));
-  writer_.set("general.architecture", Value::string("llama"));
+  writer_.set("general.architecture", Value::string(gguf_architecture(cfg)));
   writer_.set("general.type", Value::string("model"));
   if (!name.empty()) writer_.set("general.name", Value::string(name));
   set_llama_metadata(writer_, cfg, type);
@@ -91,7 +94,7 @@ void LlamaWriter::add(const std::string& hf_name, std::span<const float> data, s
   if (hf_name == "lm_head.weight" && cfg_.tie_word_embeddings) return;
   size_t i = 0;
   while (i < plan_.size() && plan_[i].hf_name != hf_name) ++i;
-  if (i == plan_.size()) throw Error(cat("GGUF export: tensor '", hf_name, "' is not part of a Llama model"));
+  if (i == plan_.size()) throw Error(cat("GGUF export: tensor '", hf_name, "' is not part of this ", gguf_architecture(cfg_), " model"));
   const LlamaTensor& t = plan_[i];
   if (added_[i]) throw Error(cat("GGUF export: tensor '", hf_name, "' added twice"));
   if (!same_shape(shape, t.shape))

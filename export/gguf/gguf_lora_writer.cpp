@@ -19,7 +19,7 @@ LoraWriter::LoraWriter(const std::filesystem::path& out, const llama::LlamaConfi
       if (e.weight.hf_name == t.hf_name) throw Error(cat("GGUF LoRA export: '", t.hf_name, "' is listed twice"));
     entries_.push_back({*w, t.rank});
   }
-  writer_.set("general.architecture", Value::string("llama"));
+  writer_.set("general.architecture", Value::string(gguf_architecture(cfg)));
   writer_.set("general.type", Value::string("adapter"));
   if (!name.empty()) writer_.set("general.name", Value::string(name));
   writer_.set("adapter.type", Value::string("lora"));

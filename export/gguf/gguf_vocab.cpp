@@ -114,16 +114,19 @@ void llama_hf_vocab(Vocab& v, const BpeTokenizer& tok, int64_t vocab_size) {
 void gpt2_vocab(Vocab& v, const BpeTokenizer& tok, int64_t vocab_size, const fs::path& file) {
   v.model = "gpt2";
   const std::string hash = pre_tokenizer_hash(pre_tokenizer_probe_ids(tok));
-  // Fingerprints from convert_hf_to_gguf.py's table, for the Llama 3 tokenizer: with BOS added by
-  // the post-processor (Meta-Llama-3) and without (as Smaug-Llama-3 ships it); llama.cpp splits
-  // text the same way for both.
+  // Fingerprints from convert_hf_to_gguf.py's table: the Llama 3 tokenizer with BOS added by the
+  // post-processor (Meta-Llama-3) and without (as Smaug-Llama-3 ships it), which llama.cpp splits
+  // the same way; Qwen's.
   if (hash == "0ef9807a4087ebef797fc749390439009c3b9eda9ad1a097abbe738f486c01e5") {
     v.pre = "llama-bpe";
   } else if (hash == "c136ed14d01c2745d4f60a9596ae66800e2b61fa45643e72436041855ad4089d") {
     v.pre = "smaug-bpe";
+  } else if (hash == "e636dc30a262dcc0d8c323492e32ae2b70728f4df7dfe9737d9f920a282b8aea") {
+    v.pre = "qwen2";  // Qwen 1.5's tokenizer, whose vocabulary and merges Qwen 2, 2.5 and 3 keep
   } else {
     throw Error(cat(file, ": llama.cpp does not know this byte-level pre-tokenizer (fingerprint ", hash,
-                    "); loft writes GGUF vocabularies for Llama 3's ('llama-bpe') and SentencePiece ones"));
+                    "); loft writes GGUF vocabularies for Llama 3's ('llama-bpe'), Qwen's ('qwen2') and ",
+                    "SentencePiece ones"));
   }
   const BpeModel& m = tok.model();
   const AddedVocabulary& added = tok.added_vocabulary();

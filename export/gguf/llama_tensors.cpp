@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "engine/core/error.h"
+#include "models/llama/weights.h"
 
 namespace loft::gguf {
 
@@ -36,21 +37,53 @@ FileType file_type_of(OutType t) {
   return FileType::AllF32;
 }
 
+std::string gguf_architecture(const llama::LlamaConfig& cfg) {
+  using llama::Proj;
+  if (cfg.model_type == "llama" || cfg.model_type == "mistral") {
+    if (cfg.qk_norm) throw Error("GGUF export: llama.cpp's llama architecture has no q/k norms");
+    return "llama";  // convert_hf_to_gguf.py converts MistralForCausalLM as a Llama
+  }
+  if (cfg.model_type != "qwen2" && cfg.model_type != "qwen3")
+    throw Error(cat("GGUF export: no llama.cpp architecture for model_type '", cfg.model_type, "'"));
+  // llama.cpp's qwen2 requires q/k/v biases and has no other; qwen3 has none.
+  const bool qwen2 = cfg.model_type == "qwen2";
+  for (const llama::ProjShape& p : cfg.projections()) {
+    const bool qkv = p.proj == Proj::Q || p.proj == Proj::K || p.proj == Proj::V;
+    if (cfg.has_bias(p.proj) != (qwen2 && qkv))
+      throw Error(cat("GGUF export: llama.cpp's ", cfg.model_type, " architecture ",
+                      cfg.has_bias(p.proj) ? "has no" : "needs a", " bias on ", llama::proj_name(p.proj),
+                      "_proj"));
+  }
+  return cfg.model_type;
+}
+
 std::vector<LlamaTensor> llama_tensors(const llama::LlamaConfig& cfg) {
-  const int64_t h = cfg.hidden_size, ff = cfg.intermediate_size;
+  using llama::Proj;
+  const int64_t h = cfg.hidden_size;
+  // Only the llama architecture runs interleaved RoPE pairs, so only its q/k rows are permuted.
+  const bool permute = gguf_architecture(cfg) == "llama";
+  const std::pair<Proj, const char*> projs[] = {
+      {Proj::Q, "attn_q"},    {Proj::K, "attn_k"},  {Proj::V, "attn_v"},      {Proj::O, "attn_output"},
+      {Proj::Gate, "ffn_gate"}, {Proj::Up, "ffn_up"}, {Proj::Down, "ffn_down"}};
+  const auto shapes = cfg.projections();
   std::vector<LlamaTensor> out;
   out.push_back({"model.embed_tokens.weight", "token_embd.weight", {cfg.vocab_size, h}});
   for (int64_t l = 0; l < cfg.num_layers; ++l) {
     const std::string hf = cat("model.layers.", l, "."), gg = cat("blk.", l, ".");
+    const auto projection = [&](Proj p, const char* name) {
+      const llama::ProjShape& s = shapes[size_t(p)];
+      const Permute perm = !permute ? Permute::None : p == Proj::Q ? Permute::Q : p == Proj::K ? Permute::K : Permute::None;
+      out.push_back({llama::hf_proj_name(l, p), gg + name + ".weight", {s.out, s.in}, perm});
+      if (cfg.has_bias(p)) out.push_back({llama::hf_bias_name(l, p), gg + name + ".bias", {s.out}, perm});
+    };
     out.push_back({hf + "input_layernorm.weight", gg + "attn_norm.weight", {h}});
-    out.push_back({hf + "self_attn.q_proj.weight", gg + "attn_q.weight", {cfg.q_dim(), h}, Permute::Q});
-    out.push_back({hf + "self_attn.k_proj.weight", gg + "attn_k.weight", {cfg.kv_dim(), h}, Permute::K});
-    out.push_back({hf + "self_attn.v_proj.weight", gg + "attn_v.weight", {cfg.kv_dim(), h}});
-    out.push_back({hf + "self_attn.o_proj.weight", gg + "attn_output.weight", {h, cfg.q_dim()}});
+    for (int i = 0; i < 4; ++i) projection(projs[i].first, projs[i].second);
+    if (cfg.qk_norm) {
+      out.push_back({hf + "self_attn.q_norm.weight", gg + "attn_q_norm.weight", {cfg.head_dim}});
+      out.push_back({hf + "self_attn.k_norm.weight", gg + "attn_k_norm.weight", {cfg.head_dim}});
+    }
     out.push_back({hf + "post_attention_layernorm.weight", gg + "ffn_norm.weight", {h}});
-    out.push_back({hf + "mlp.gate_proj.weight", gg + "ffn_gate.weight", {ff, h}});
-    out.push_back({hf + "mlp.up_proj.weight", gg + "ffn_up.weight", {ff, h}});
-    out.push_back({hf + "mlp.down_proj.weight", gg + "ffn_down.weight", {h, ff}});
+    for (int i = 4; i < 7; ++i) projection(projs[i].first, projs[i].second);
   }
   out.push_back({"model.norm.weight", "output_norm.weight", {h}});
   if (!cfg.tie_word_embeddings) out.push_back({"lm_head.weight", "output.weight", {cfg.vocab_size, h}});

@@ -1,6 +1,8 @@
-// How llama.cpp's convert_hf_to_gguf.py lays out a Hugging Face Llama checkpoint: GGUF tensor
-// names, the q/k row permutation (HF's rotate-half rotary layout to llama.cpp's interleaved one),
-// the tensor type per output type, and Llama 3's rope_freqs factors.
+// How llama.cpp's convert_hf_to_gguf.py lays out a Hugging Face Llama-family checkpoint: the GGUF
+// architecture (llama for Llama and Mistral, qwen2, qwen3), tensor names, the q/k row permutation
+// of the llama architecture (HF's rotate-half rotary layout to llama.cpp's interleaved one; qwen2
+// and qwen3 run rotate-half, NEOX in llama.cpp, and are not permuted), the tensor type per output
+// type, and Llama 3's rope_freqs factors.
 #pragma once
 #include <optional>
 #include <span>
@@ -28,9 +30,15 @@ struct LlamaTensor {
   Permute permute = Permute::None;
 };
 
+// llama.cpp's architecture for the checkpoint's family: "llama" (llama, mistral), "qwen2" or
+// "qwen3". Throws loft::Error naming what llama.cpp's architecture cannot hold (a bias it has no
+// tensor for, Qwen2 without its q/k/v biases).
+std::string gguf_architecture(const llama::LlamaConfig& cfg);
+
 // Every tensor of the merged model in GGUF file order: token_embd, then per layer attn_norm,
-// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, then output_norm and
-// output (absent when the embeddings are tied).
+// attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up, ffn_down, each projection's
+// bias after its weight (attn_q.bias, ...) and attn_q_norm, attn_k_norm after attn_output when the
+// family has them, then output_norm and output (absent when the embeddings are tied).
 std::vector<LlamaTensor> llama_tensors(const llama::LlamaConfig& cfg);
 
 // The GGUF type of a tensor written at `out`: 1-D tensors and *_norm.weight stay F32; Q8_0 falls

@@ -183,6 +183,31 @@ TEST(GgufVocab, Llama3WithBosIsLlamaBpe) {
   EXPECT_EQ(v.add_bos, true);
 }
 
+TEST(GgufVocab, QwenByteLevelIsQwen2) {
+  LOFT_REQUIRE_DATA("tokenizers/qwen3");
+  const fs::path src = test::data_path("tokenizers/qwen3");
+  test::TempDir dir;
+  make_folder(dir.path(), src, {"tokenizer.json", "tokenizer_config.json"},
+              R"({"bos_token_id": 151643, "eos_token_id": 151645})");
+  const Vocab v = read_vocab(dir.path(), 151936);  // Qwen3-8B's vocab_size: 268 rows past the tokenizer
+  EXPECT_EQ(v.model, "gpt2");
+  // llama.cpp's fingerprint of Qwen's tokenizer (recorded from Qwen1.5-7B's), from loft's encoding of
+  // its probe text with Qwen 3's tokenizer.json: the same vocabulary, merges and split.
+  EXPECT_EQ(v.pre, "qwen2");
+  ASSERT_EQ(v.tokens.size(), 151936u);
+  EXPECT_EQ(v.tokens[151643], "<|endoftext|>");
+  EXPECT_EQ(v.token_types[151644], kControl);  // <|im_start|>
+  EXPECT_EQ(v.tokens[151668], "</think>");
+  EXPECT_EQ(v.tokens[151935], "[PAD151935]");
+  EXPECT_EQ(v.token_types[151935], kUnused);
+  EXPECT_EQ(v.merges.size(), 151387u);
+  EXPECT_EQ(v.eos, 151645u);  // tokenizer_config.json's eos_token <|im_end|> comes before config.json's
+  EXPECT_EQ(v.bos, 151643u);
+  EXPECT_EQ(v.pad, 151643u);
+  EXPECT_EQ(v.add_bos, false);
+  expect_same(round_trip(v, dir / "v.gguf"), v);
+}
+
 TEST(GgufVocab, MissingTokenizerIsAClearError) {
   test::TempDir dir;
   try {
