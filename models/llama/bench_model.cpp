@@ -11,13 +11,23 @@ namespace {
 struct NamedShape {
   const char* name;
   int64_t hidden, intermediate, layers, heads, kv_heads, vocab;
+  // config.json keys of the family beyond Llama's (models/llama/family.cpp reads them as it reads
+  // a checkpoint's), "" for a Llama (LlamaForCausalLM).
+  const char* family_keys = "";
 };
-// As scripts/dev/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds.
+// As scripts/dev/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds. The cousins are the
+// public configs of Qwen2.5-7B, Qwen3-8B and Mistral-7B-v0.3.
 constexpr NamedShape kShapes[] = {
     {"llama-7b", 4096, 11008, 32, 32, 32, 32000},
     {"llama-13b", 5120, 13824, 40, 40, 40, 32000},
     {"llama3-8b", 4096, 14336, 32, 32, 8, 128256},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000},
+    {"qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, R"("architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "rope_theta": 1000000.0)"},
+    {"qwen3-8b", 4096, 12288, 36, 32, 8, 151936,
+     R"("architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 128, "rope_theta": 1000000.0)"},
+    {"mistral-7b", 4096, 14336, 32, 32, 8, 32768,
+     R"("architectures": ["MistralForCausalLM"], "model_type": "mistral", "sliding_window": null,
+         "rope_theta": 1000000.0)"},
     {"tiny", 64, 172, 2, 8, 4, 512},
 };
 
@@ -41,17 +51,13 @@ std::vector<std::string> bench_shape_names() {
 std::optional<LlamaConfig> bench_shape_config(const std::string& name) {
   for (const NamedShape& s : kShapes) {
     if (name != s.name) continue;
-    LlamaConfig c;
-    c.architecture = "LlamaForCausalLM";
-    c.hidden_size = s.hidden;
-    c.intermediate_size = s.intermediate;
-    c.num_layers = s.layers;
-    c.num_heads = s.heads;
-    c.num_kv_heads = s.kv_heads;
-    c.head_dim = s.hidden / s.heads;
-    c.vocab_size = s.vocab;
-    c.max_position_embeddings = 4096;
-    return c;
+    const std::string family = *s.family_keys ? s.family_keys : R"("architectures": ["LlamaForCausalLM"])";
+    return LlamaConfig::from_json_text(
+        cat("{", family, R"(, "hidden_size": )", s.hidden,
+            R"(, "intermediate_size": )", s.intermediate, R"(, "num_hidden_layers": )", s.layers,
+            R"(, "num_attention_heads": )", s.heads, R"(, "num_key_value_heads": )", s.kv_heads,
+            R"(, "vocab_size": )", s.vocab, R"(, "max_position_embeddings": 4096})"),
+        cat("bench shape ", s.name));
   }
   return std::nullopt;
 }

@@ -12,11 +12,14 @@
 
 namespace loft::llama {
 
-// "llama-7b", "llama-13b", "llama3-8b", "tinyllama-1.1b", "tiny".
+// "llama-7b", "llama-13b", "llama3-8b", "tinyllama-1.1b", "qwen2.5-7b", "qwen3-8b", "mistral-7b",
+// "tiny".
 std::vector<std::string> bench_shape_names();
-// The config of a named shape, nullopt for an unknown name. Fields the baseline leaves to
-// transformers' LlamaConfig keep its defaults (rope θ 10000, rms eps 1e-6, untied lm_head, head_dim
-// = hidden / heads); max_position_embeddings is 4096 as the baseline sets it.
+// The config of a named shape, nullopt for an unknown name, read from config.json text as a
+// checkpoint's is. Fields the baseline leaves to transformers' configs keep their defaults (rms eps
+// 1e-6, untied lm_head, head_dim = hidden / heads unless given); max_position_embeddings is 4096 as
+// the baseline sets it. The cousins carry their family's properties (Qwen2.5's q/k/v biases,
+// Qwen3's q/k norms and head_dim, rope θ 1e6).
 std::optional<LlamaConfig> bench_shape_config(const std::string& name);
 
 // Weights for `cfg` in `dtype` on `device`: every matrix from ops::fill_random with std 0.02
