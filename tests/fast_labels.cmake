@@ -11,3 +11,23 @@ foreach(area @LOFT_TEST_AREAS_TEXT@)
     endif()
   endforeach()
 endforeach()
+
+# A fresh clone (CI) has no Testing/Temporary/CTestCostData.txt, so `ctest -j` would start tests
+# in the order they are listed and could leave a 500 s one for last while the other cores idle:
+# the slowest start first (COST: seconds each took in CI, 2026-11-28; later runs use ctest's own
+# measurements instead).
+set(loft_test_costs "MethodQuality.Stories260kCpu=510" "MethodQuality.WideRandomCpu=339"
+    "HotTraining.LossFallsLikeLorasOnStories260K=58" "Finetune.KilledRunResumesToTheSameMetrics=53"
+    "RunReport.RealRunPageTextAndChromiumRendering=31" "Decode.EveryMethodsModelDecodes=24"
+    "MemoryPeak.TokenTilesSaveWhatTheEstimateSays=21")
+foreach(area @LOFT_TEST_AREAS_TEXT@)
+  foreach(entry IN LISTS loft_test_costs)
+    string(REPLACE "=" ";" entry "${entry}")
+    list(GET entry 0 name)
+    list(GET entry 1 cost)
+    list(FIND loft_tests_${area}_TESTS "${name}" at)  # (ctest reads this without IN_LIST's policy)
+    if(NOT at EQUAL -1)
+      set_tests_properties("${name}" PROPERTIES COST ${cost})
+    endif()
+  endforeach()
+endforeach()
