@@ -2,8 +2,9 @@
 # Makes the folder scripts/dev/peft_family_check.py reads on the GPU machine (default .peftcheck/,
 # git-ignored: name it in the device call's carry): for each tiny family model, the model with
 # stories260K's tokenizer, a LoRA adapter `loft finetune` trains in 4 steps, loft's perplexity of
-# three TinyStories lines with and without it, and each line's token ids (llama.cpp's tokenization of loft's GGUF, which
-# LlamaCpp.Families checks equals loft's). Needs build/loft and tests/llamacpp's node_modules.
+# three TinyStories lines with and without it, and each line's token ids (llama.cpp's tokenization
+# of loft's GGUF, which LlamaCpp.Families checks equals loft's). Needs build/loft and
+# tests/llamacpp's node_modules.
 #   scripts/dev/peft-family-cases.sh [OUT]
 #   then on the device: python3 scripts/dev/peft_family_check.py .peftcheck
 set -euo pipefail
