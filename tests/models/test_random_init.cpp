@@ -16,17 +16,23 @@ using llama::LlamaConfig;
 struct Expected {
   const char* name;
   int64_t hidden, intermediate, layers, heads, kv_heads, vocab;
-  int64_t parameters;  // as transformers counts LlamaForCausalLM (untied lm_head)
+  int64_t parameters;  // as transformers counts the model (untied lm_head)
+  double rope_theta = 10000.0;
+  int64_t family_tensors_per_layer = 0;  // Qwen2.5's q/k/v biases, Qwen3's q/k norms
 };
 // The sizes of scripts/dev/peft_baseline.py. The counts are those of the published models
 // (Llama-2-7B, Llama-2-13B, Llama-3-8B, TinyLlama-1.1B); tiny by hand: embed + lm_head
 // 2·512·64, final norm 64, per layer q 64·64, k and v 32·64, o 64·64, gate/up/down 172·64,
-// norms 2·64 = 45,440, two layers.
+// norms 2·64 = 45,440, two layers. The cousins' counts are the published Qwen2.5-7B, Qwen3-8B and
+// Mistral-7B-v0.3 checkpoints': every bias and q/k norm counted, nothing else.
 const Expected kExpected[] = {
     {"llama-7b", 4096, 11008, 32, 32, 32, 32000, 6738415616},
     {"llama-13b", 5120, 13824, 40, 40, 40, 32000, 13015864320},
     {"llama3-8b", 4096, 14336, 32, 32, 8, 128256, 8030261248},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 1100048384},
+    {"qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, 7615616512, 1e6, 3},
+    {"qwen3-8b", 4096, 12288, 36, 32, 8, 151936, 8190735360, 1e6, 2},
+    {"mistral-7b", 4096, 14336, 32, 32, 8, 32768, 7248023552, 1e6, 0},
     {"tiny", 64, 172, 2, 8, 4, 512, 2 * 512 * 64 + 64 + 2 * 45440},
 };
 
@@ -51,10 +57,25 @@ TEST(BenchShapes, ConfigsMatchTheBaselineAndCountParameters) {
     EXPECT_EQ(c->vocab_size, e.vocab);
     EXPECT_EQ(c->head_dim * c->num_heads, e.hidden);
     EXPECT_FALSE(c->tie_word_embeddings);
-    EXPECT_EQ(c->rope_theta, 10000.0);
+    EXPECT_EQ(c->rope_theta, e.rope_theta);
     EXPECT_EQ(c->max_position_embeddings, 4096);
+    EXPECT_EQ(c->sliding_window, 0);
     EXPECT_EQ(llama::llama_parameter_count(*c), e.parameters);
   }
+}
+
+// The cousins carry their family's properties, read as a checkpoint's config.json would be.
+TEST(BenchShapes, FamilyShapesCarryTheirFamily) {
+  const LlamaConfig qwen25 = *llama::bench_shape_config("qwen2.5-7b");
+  EXPECT_EQ(qwen25.model_type, "qwen2");
+  EXPECT_EQ(qwen25.architecture, "Qwen2ForCausalLM");
+  EXPECT_TRUE(qwen25.has_bias(llama::Proj::V));
+  EXPECT_FALSE(qwen25.has_bias(llama::Proj::O));
+  const LlamaConfig qwen3 = *llama::bench_shape_config("qwen3-8b");
+  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_FALSE(qwen3.has_bias(llama::Proj::Q));
+  EXPECT_EQ(llama::bench_shape_config("mistral-7b")->model_type, "mistral");
+  EXPECT_EQ(llama::bench_shape_config("llama3-8b")->architecture, "LlamaForCausalLM");
 }
 
 // The tensors random_llama_weights fills, for every shape, from the config alone.
@@ -64,7 +85,7 @@ TEST(BenchShapes, WeightSlotsHaveTheModelsShapes) {
     const LlamaConfig c = *llama::bench_shape_config(e.name);
     llama::LlamaWeights w;
     const auto slots = llama::weight_slots(c, w);
-    ASSERT_EQ(slots.size(), size_t(3 + 9 * e.layers));
+    ASSERT_EQ(slots.size(), size_t(3 + (9 + e.family_tensors_per_layer) * e.layers));
     ASSERT_EQ(w.layers.size(), size_t(e.layers));
     const int64_t kv = e.kv_heads * (e.hidden / e.heads);
     for (const auto& s : slots) {
@@ -77,6 +98,9 @@ TEST(BenchShapes, WeightSlotsHaveTheModelsShapes) {
         if (s.dst == &l.k || s.dst == &l.v) want = {kv, e.hidden};
         if (s.dst == &l.gate || s.dst == &l.up) want = {e.intermediate, e.hidden};
         if (s.dst == &l.down) want = {e.hidden, e.intermediate};
+        if (s.dst == &l.bias[size_t(llama::Proj::Q)]) want = {e.hidden};
+        if (s.dst == &l.bias[size_t(llama::Proj::K)] || s.dst == &l.bias[size_t(llama::Proj::V)]) want = {kv};
+        if (s.dst == &l.q_norm || s.dst == &l.k_norm) want = {e.hidden / e.heads};
       }
       EXPECT_EQ(s.shape, want) << s.name;
     }
