@@ -1,11 +1,14 @@
 #include "tests/common/decode_check.h"
 
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "engine/io/safetensors_checkpoint.h"
 #include "engine/peft/frozen_linear.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/decode.h"
+#include "models/llama/generate.h"
 #include "tests/common/test_util.h"
 
 namespace loft::test {
@@ -110,6 +113,23 @@ double worst_between(const std::vector<DecodeRow>& a, const std::vector<DecodeRo
     worst = std::max(worst, rel_error(a[i].logits, b[i].logits));
   }
   return worst;
+}
+
+void expect_greedy_matches_transformers(const std::string& name, Device device) {
+  const std::string ref = "reference/" + name + "_greedy.json";
+  LOFT_REQUIRE_DATA("models/" + name);
+  LOFT_REQUIRE_DATA(ref);
+  std::ifstream in(data_path(ref));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  auto model = decode_test_model(name, device, DType::F32);
+  llama::KvCache cache = llama::KvCache::for_model(*model, 2, 128);
+  for (const char* key : {"prompt0", "prompt1"}) {
+    const auto prompt = j.at(key).at("prompt").get<std::vector<int32_t>>();
+    const auto want = j.at(key).at("tokens").get<std::vector<int32_t>>();
+    llama::GenerateOptions opt;
+    opt.max_new_tokens = int64_t(want.size());
+    EXPECT_EQ(llama::generate(*model, cache, {prompt}, opt)[0].tokens, want) << name << " " << key << " on " << device.str();
+  }
 }
 
 }  // namespace loft::test

@@ -31,4 +31,9 @@ double worst_vs_full_forward(llama::LlamaModel& model, const std::vector<DecodeR
 // Largest row-wise relative error of `a` against `b` (same schedule).
 double worst_between(const std::vector<DecodeRow>& a, const std::vector<DecodeRow>& b);
 
+// transformers' generate(do_sample=False, eos_token_id=None) tokens in reference/<name>_greedy.json
+// (24 after each of two prompts), reproduced token for token by the model of models/<name> decoding
+// in f32 on `device` through the KV cache (gtest expectations; skips without the data).
+void expect_greedy_matches_transformers(const std::string& name, Device device);
+
 }  // namespace loft::test

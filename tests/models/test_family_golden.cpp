@@ -7,13 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "engine/io/safetensors_reader.h"
 #include "engine/peft/method.h"
 #include "engine/peft/peft_adapter.h"
-#include "models/llama/generate.h"
 #include "models/llama/loading.h"
 #include "tests/common/decode_check.h"
 #include "tests/common/golden.h"
@@ -75,22 +72,7 @@ TEST_P(FamilyGolden, PeftAdapterGivesPeftLogits) {
 
 // transformers' generate(do_sample=False, eos_token_id=None): 24 tokens after each prompt (the
 // second prompt is 41 tokens, so Mistral's window slides through the cache).
-TEST_P(FamilyGolden, GreedyTokensMatchTransformers) {
-  const std::string name = GetParam(), ref = "reference/" + name + "_greedy.json";
-  LOFT_REQUIRE_DATA("models/" + name);
-  LOFT_REQUIRE_DATA(ref);
-  std::ifstream in(test::data_path(ref));
-  const nlohmann::json j = nlohmann::json::parse(in);
-  auto model = test::decode_test_model(name, Device::cpu(), DType::F32);
-  llama::KvCache cache = llama::KvCache::for_model(*model, 2, 128);
-  for (const char* key : {"prompt0", "prompt1"}) {
-    const auto prompt = j.at(key).at("prompt").get<std::vector<int32_t>>();
-    const auto want = j.at(key).at("tokens").get<std::vector<int32_t>>();
-    llama::GenerateOptions opt;
-    opt.max_new_tokens = int64_t(want.size());
-    EXPECT_EQ(llama::generate(*model, cache, {prompt}, opt)[0].tokens, want) << name << " " << key;
-  }
-}
+TEST_P(FamilyGolden, GreedyTokensMatchTransformers) { test::expect_greedy_matches_transformers(GetParam(), Device::cpu()); }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGolden, test::tiny_families(), test::family_test_name);
 
