@@ -43,7 +43,37 @@ const families = [
   {name: "stories260K-hf"}, {name: "qwen2-tiny"}, {name: "qwen2-tiny-tied"}, {name: "qwen3-tiny"},
   {name: "mistral-tiny", docs: "short", warns: true},
   {name: "mistral-tiny-nowindow", model: "mistral-tiny", config: {sliding_window: null}},
+  // A Llama with a bias on every projection (attention_bias, mlp_bias): stories260K plus random
+  // biases. llama.cpp permutes q/k rows, biases included.
+  {name: "stories260K-biases", model: "stories260K-hf", config: {attention_bias: true, mlp_bias: true}, biases: true},
 ];
+
+// Appends a random F32 bias [out] for every projection X.weight [out, in] of a safetensors file
+// (values from a fixed LCG, uniform in ±0.5).
+function addBiases(file) {
+  const buf = fs.readFileSync(file);
+  const n = Number(buf.readBigUInt64LE(0));
+  const header = JSON.parse(buf.subarray(8, 8 + n).toString("utf8"));
+  let data = buf.subarray(8 + n);
+  let seed = 12345;
+  const chunks = [data];
+  let end = data.length;
+  for (const [name, info] of Object.entries(header)) {
+    if (!/\.(self_attn|mlp)\.\w+_proj\.weight$/.test(name)) continue;
+    const out = info.shape[0], bias = Buffer.alloc(4 * out);
+    for (let i = 0; i < out; ++i) {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      bias.writeFloatLE(seed / 2147483648 - 0.5, 4 * i);
+    }
+    header[name.replace(/\.weight$/, ".bias")] = {dtype: "F32", shape: [out], data_offsets: [end, end + bias.length]};
+    chunks.push(bias);
+    end += bias.length;
+  }
+  const text = Buffer.from(JSON.stringify(header), "utf8");
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(text.length));
+  fs.writeFileSync(file, Buffer.concat([len, text, ...chunks]));
+}
 
 // stdout, or with `both` stdout and stderr together (loft's logs).
 function run(cmd, args, both = false) {
@@ -75,6 +105,7 @@ try {
     }
     const configFile = path.join(model, "config.json");
     fs.writeFileSync(configFile, JSON.stringify({...JSON.parse(fs.readFileSync(configFile, "utf8")), ...spec.config}));
+    if (spec.biases) addBiases(path.join(model, "model.safetensors"));
     fs.copyFileSync(path.join(data, "models/stories260K-hf/tokenizer.model"), path.join(model, "tokenizer.model"));
     const runDir = path.join(work, `${family}-run`);
     run(loft, ["finetune", "--model", model, "--data", path.join(data, "alpaca/alpaca_tiny.json"), "--steps", "4",
