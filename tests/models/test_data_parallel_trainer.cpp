@@ -22,13 +22,16 @@
 namespace loft::llama {
 namespace {
 
-std::unique_ptr<LlamaModel> replica(const std::string& method) {
-  const LlamaConfig c = test::tiny_llama_config();
+// `family` "": the tiny Llama; else that tiny cousin (qwen2, qwen3, mistral) with its biases and
+// q/k norms drawn.
+std::unique_ptr<LlamaModel> replica(const std::string& method, const std::string& family = "") {
+  const LlamaConfig c = family.empty() ? test::tiny_llama_config() : test::tiny_family_config(family);
   MethodOptions m{method, {8, 16.0f}, parse_lora_targets("all"), 0};
   apply_method_invariants(m);
   std::mt19937_64 rng(1);
-  return std::make_unique<LlamaModel>(c, random_llama_weights(c, DType::F32, Device::cpu(), 3),
-                                      make_linear_factory(m, rng));
+  return std::make_unique<LlamaModel>(
+      c, family.empty() ? random_llama_weights(c, DType::F32, Device::cpu(), 3) : test::tiny_family_weights(c),
+      make_linear_factory(m, rng));
 }
 
 using Stream = test::TokenStream;
@@ -50,8 +53,8 @@ TrainerConfig config(int64_t steps, const std::filesystem::path& dir = {}) {
 struct Ranks {
   std::vector<std::unique_ptr<LlamaModel>> models;
   test::ThreadGradSum sum;
-  Ranks(const std::string& method, int n) : sum(n) {
-    for (int r = 0; r < n; ++r) models.push_back(replica(method));
+  Ranks(const std::string& method, int n, const std::string& family = "") : sum(n) {
+    for (int r = 0; r < n; ++r) models.push_back(replica(method, family));
   }
   DataParallelRanks plan() {
     DataParallelRanks p{int(models.size()), {}, /*serial=*/true};
@@ -111,6 +114,28 @@ TEST(DataParallelTrainer, RanksMatchOneDeviceAndStayIdentical) {
     EXPECT_EQ(run_losses(dp).size(), 4u);
     EXPECT_EQ(values(*ranks.models[0]), values(*ranks.models[1]));
   }
+}
+
+// The Llama-family cousins split over ranks as a Llama does (issue 28): Qwen2's frozen biases,
+// Qwen3's q/k norms and Mistral's window (8 keys, rows longer than that) change nothing about how
+// the ranks share a step.
+TEST(DataParallelTrainer, FamiliesMatchOneDevice) {
+  for (const char* family : {"qwen2", "qwen3", "mistral"})
+    for (const std::string& method : test::one_method_per_update_kind()) {
+      SCOPED_TRACE(std::string(family) + " " + method);
+      auto one = replica(method, family);
+      Stream d1;
+      Trainer single(*one, d1, config(1));
+      const std::vector<double> want = run_losses(single);
+      Ranks ranks(method, 2, family);
+      Stream d2;
+      Trainer dp(ranks.plan(), d2, config(1));
+      const std::vector<double> got = run_losses(dp);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_NEAR(got[0], want[0], 1e-6 * want[0]);
+      EXPECT_EQ(values(*ranks.models[0]), values(*ranks.models[1]));
+      expect_close(*ranks.models[0], *one, 1e-5f);
+    }
 }
 
 TEST(DataParallelTrainer, ALastShortStepIsSharedUnevenly) {

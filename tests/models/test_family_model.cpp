@@ -26,35 +26,8 @@ namespace {
 const Device kCpu = Device::cpu();
 constexpr int64_t kWindow = 8;
 
-// Tiny models of each family: qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim 32 with hidden 64 and
-// 4 heads), mistral (a window of 8 keys).
-LlamaConfig family(const std::string& type) {
-  std::string extra = type == "qwen3" ? R"(, "head_dim": 32)" : type == "mistral" ? R"(, "sliding_window": 8)" : "";
-  return LlamaConfig::from_json_text(
-      R"({"model_type": ")" + type + R"(", "hidden_size": 64, "intermediate_size": 160,
-    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
-    "max_position_embeddings": 4096, "rope_theta": 1000000.0)" + extra + "}",
-      type + "-tiny");
-}
-
-// Random weights, the family's biases and q/k norm weights drawn too (not ones), so a misplaced
-// bias or norm changes the output.
-LlamaWeights family_weights(const LlamaConfig& c) {
-  LlamaWeights w = random_llama_weights(c, DType::F32, kCpu, 3);
-  uint64_t seed = 11;
-  for (LlamaLayerWeights& L : w.layers) {
-    for (Tensor& b : L.bias)
-      if (b.defined()) ops::fill_random(b, seed++, 0.5f);
-    for (Tensor* n : {&L.q_norm, &L.k_norm}) {
-      if (!n->defined()) continue;
-      ops::fill_random(*n, seed++, 0.2f);
-      std::vector<float> v = n->to_float_vector();
-      for (float& x : v) x += 1.0f;
-      *n = Tensor::from_vector(v, n->shape());
-    }
-  }
-  return w;
-}
+LlamaConfig family(const std::string& type) { return test::tiny_family_config(type); }
+LlamaWeights family_weights(const LlamaConfig& c) { return test::tiny_family_weights(c); }
 
 std::unique_ptr<LlamaModel> family_model(const LlamaConfig& c, const std::string& method = "lora",
                                          LlamaWeights* weights = nullptr) {
