@@ -1,5 +1,6 @@
 #include "tests/common/golden.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/io/safetensors_checkpoint.h"
@@ -143,6 +144,12 @@ GoldenRun golden_from_loft(const std::string& model_dir, const std::string& gold
   });
   r.step3 = lora_tensors(*fresh, false);
   return r;
+}
+
+double worst_grad_error(const GoldenRun& got, const GoldenRun& want) {
+  double worst = 0;
+  for (const auto& [k, v] : want.grad) worst = std::max(worst, rel_error(got.grad.at(k), v));
+  return worst;
 }
 
 void expect_golden_match(const GoldenRun& got, const GoldenRun& want, const GoldenTolerance& tol,

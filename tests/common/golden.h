@@ -29,6 +29,8 @@ GoldenRun golden_from_file(const std::string& golden);
 // first (so a CPU f32 run shows what bf16 weight storage alone changes).
 GoldenRun golden_from_loft(const std::string& model, const std::string& golden, Device device,
                            DType dtype, bool bf16_frozen_weights = false);
+// The largest relative error of a LoRA gradient of `got` against the same one of `want`.
+double worst_grad_error(const GoldenRun& got, const GoldenRun& want);
 // Every value of `got` against `want`, relative to each tensor's norm.
 void expect_golden_match(const GoldenRun& got, const GoldenRun& want, const GoldenTolerance& tol,
                          const std::string& what);

@@ -63,4 +63,24 @@ inline CliResult run_export(std::vector<std::string> args) {
   return r;
 }
 
+// The safetensors formats a round trip covers, as export_merged takes them.
+inline const std::vector<std::string>& safetensors_formats() {
+  static const std::vector<std::string> f{"bf16", "fp8:channel", "fp8:block", "fp8:tensor"};
+  return f;
+}
+inline bool is_fp8_format(const std::string& format) { return format.rfind("fp8", 0) == 0; }
+
+// `loft export` of `model` merged with `adapter` in `format` ("bf16" or "fp8:<layout>") into
+// dir/x-<bf16|layout>, expecting success; returns that folder.
+inline std::filesystem::path export_merged(const std::filesystem::path& model, const std::filesystem::path& adapter,
+                                           const std::string& format, const std::filesystem::path& dir) {
+  const bool fp8 = is_fp8_format(format);
+  const std::filesystem::path out = dir / ("x-" + format.substr(fp8 ? 4 : 0));
+  std::vector<std::string> args{"--model", model.string(), "--adapter", adapter.string(),
+                                "--format", fp8 ? "fp8" : "bf16", "--out", out.string()};
+  if (fp8) args.insert(args.end(), {"--fp8-layout", format.substr(4)});
+  run_export(args);
+  return out;
+}
+
 }  // namespace loft::test

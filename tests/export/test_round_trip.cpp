@@ -25,14 +25,9 @@ TEST_P(RoundTrip, ExportedModelScoresAsTheTrainedOne) {
   auto model = test::train_adapter(method, test::stories_dir(), dir / "a");
   const double trained = test::evaluate_nll(test::stories_dir(), {"--adapter", (dir / "a").string()});
   const double base = test::evaluate_nll(test::stories_dir());
-  for (const std::string format : {"bf16", "fp8:channel", "fp8:block", "fp8:tensor"}) {
-    const bool fp8 = format.rfind("fp8", 0) == 0;
-    const fs::path out = dir / ("x-" + format.substr(fp8 ? 4 : 0));
-    std::vector<std::string> args{"--model", test::stories_dir().string(), "--adapter",
-                                  (dir / "a").string(), "--format", fp8 ? "fp8" : "bf16",
-                                  "--out", out.string()};
-    if (fp8) args.insert(args.end(), {"--fp8-layout", format.substr(4)});
-    test::run_export(args);
+  for (const std::string& format : test::safetensors_formats()) {
+    const bool fp8 = test::is_fp8_format(format);
+    const fs::path out = test::export_merged(test::stories_dir(), dir / "a", format, dir.path());
     const double got = test::evaluate_nll(out);
     std::printf("[ export ] %-6s %-12s nll trained %.5f exported %.5f (diff %+.5f; base %.5f)\n",
                 method.c_str(), format.c_str(), trained, got, got - trained, base);
@@ -87,13 +82,9 @@ TEST_P(FamilyRoundTrip, ExportedFamilyModelScoresAsTheTrainedOne) {
   test::train_adapter("lora", model, dir / "a", 24);
   const double trained = test::evaluate_nll(model, {"--adapter", (dir / "a").string()});
   const double base = test::evaluate_nll(model);
-  for (const std::string format : {"bf16", "fp8:channel", "fp8:block", "fp8:tensor"}) {
-    const bool fp8 = format.rfind("fp8", 0) == 0;
-    const fs::path out = dir / ("x-" + format.substr(fp8 ? 4 : 0));
-    std::vector<std::string> args{"--model", model.string(), "--adapter", (dir / "a").string(),
-                                  "--format", fp8 ? "fp8" : "bf16", "--out", out.string()};
-    if (fp8) args.insert(args.end(), {"--fp8-layout", format.substr(4)});
-    test::run_export(args);
+  for (const std::string& format : test::safetensors_formats()) {
+    const bool fp8 = test::is_fp8_format(format);
+    const fs::path out = test::export_merged(model, dir / "a", format, dir.path());
     const SafetensorsCheckpoint ck = SafetensorsCheckpoint::open(out);
     const llama::LlamaConfig cfg = llama::load_llama_config(out);
     if (!fp8) {  // the merge shows: far past bf16 rounding (~1e-3) from the base weight

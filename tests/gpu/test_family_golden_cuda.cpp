@@ -45,8 +45,7 @@ TEST_P(FamilyGoldenCuda, Bf16MatchesTheBf16StoredModel) {
   const double logits = test::rel_error(got.logits, want.logits);
   EXPECT_LT(logits, 2e-2) << name;
   EXPECT_NEAR(got.loss, want.loss, 1e-2 * std::abs(want.loss)) << name;
-  double worst_grad = 0;
-  for (const auto& [k, v] : want.grad) worst_grad = std::max(worst_grad, test::rel_error(got.grad.at(k), v));
+  const double worst_grad = test::worst_grad_error(got, want);
   RecordProperty("logits_rel_error", cat(logits));
   RecordProperty("worst_grad_rel_error", cat(worst_grad));
   std::printf("%s bf16 on cuda:0: logits rel %.3g, loss %.6f vs %.6f, worst LoRA grad rel %.3g\n", name.c_str(),

@@ -32,8 +32,7 @@ TEST_P(FamilyGolden, LoraMatchesPeft) {
   const test::GoldenRun want = test::golden_from_file(golden);
   test::expect_golden_match(got, want, kCpu, name);
   // The measured distances, for the record (tests/data/README.md quotes them).
-  double worst_grad = 0;
-  for (const auto& [k, v] : want.grad) worst_grad = std::max(worst_grad, test::rel_error(got.grad.at(k), v));
+  const double worst_grad = test::worst_grad_error(got, want);
   double worst_loss = 0;
   for (size_t i = 0; i < want.losses.size() && i < got.losses.size(); ++i)
     worst_loss = std::max(worst_loss, std::abs(double(got.losses[i]) - want.losses[i]) / std::abs(want.losses[i]));
