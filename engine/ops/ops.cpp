@@ -191,6 +191,53 @@ void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inver
   dispatch::rope(x.device(), x, positions, inv_freq, inverse);
 }
 
+namespace {
+// What head_norm_rope and its backward check alike: x [tokens, heads, head_dim] with an even
+// head_dim, its norm weight, and rope's positions and frequencies.
+void check_head_norm_rope(const char* op, const Tensor& x, const Tensor& weight,
+                          const Tensor& positions, const Tensor& inv_freq) {
+  same_device(op, {&x, &weight, &positions, &inv_freq});
+  need_activation(op, "x", x);
+  need_activation(op, "weight", weight);
+  LOFT_CHECK(x.dim() == 3, op, ": x must be [tokens, heads, head_dim], got ", x.str());
+  LOFT_CHECK(x.size(2) % 2 == 0, op, ": head_dim ", x.size(2), " is odd");
+  need_shape(op, "weight", weight, {x.size(2)});
+  need_shape(op, "positions", positions, {x.size(0)});
+  need_dtype(op, "positions", positions, DType::I32);
+  need_shape(op, "inv_freq", inv_freq, {x.size(2) / 2});
+  need_dtype(op, "inv_freq", inv_freq, DType::F32);
+}
+}  // namespace
+
+void head_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& positions,
+                    const Tensor& inv_freq, Tensor& y, Tensor* rstd) {
+  check_head_norm_rope("head_norm_rope", x, weight, positions, inv_freq);
+  same_device("head_norm_rope", {&x, &y});
+  need_shape("head_norm_rope", "y", y, x.shape());
+  need_dtype("head_norm_rope", "y", y, x.dtype());
+  if (rstd) {
+    same_device("head_norm_rope", {&x, rstd});
+    need_shape("head_norm_rope", "rstd", *rstd, {x.size(0) * x.size(1)});
+    need_dtype("head_norm_rope", "rstd", *rstd, DType::F32);
+  }
+  dispatch::head_norm_rope(x.device(), x, weight, eps, positions, inv_freq, y, rstd);
+}
+
+void head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                             const Tensor& rstd, const Tensor& positions, const Tensor& inv_freq,
+                             Tensor& dx) {
+  const char* op = "head_norm_rope_backward";
+  check_head_norm_rope(op, x, weight, positions, inv_freq);
+  same_device(op, {&x, &dy, &rstd, &dx});
+  need_shape(op, "dy", dy, x.shape());
+  need_shape(op, "dx", dx, x.shape());
+  need_dtype(op, "dy", dy, x.dtype());
+  need_dtype(op, "dx", dx, x.dtype());
+  need_shape(op, "rstd", rstd, {x.size(0) * x.size(1)});
+  need_dtype(op, "rstd", rstd, DType::F32);
+  dispatch::head_norm_rope_backward(x.device(), dy, x, weight, rstd, positions, inv_freq, dx);
+}
+
 void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
   same_device("swiglu", {&gate, &up, &out});
   need_activation("swiglu", "gate", gate);

@@ -167,12 +167,12 @@ void LlamaModel::attend(int l, const Tensor& q, const Tensor& k, const Tensor& v
       a.q_in = std::move(a.q), a.k_in = std::move(a.k);
       a.q = d.act({T, hq, D}), a.k = d.act({T, hkv, D});
       a.q_rstd = d.f32({T * hq}), a.k_rstd = d.f32({T * hkv});
-      Tensor qn = a.q.view({T * hq, D}), kn = a.k.view({T * hkv, D});
-      ops::rmsnorm(a.q_in.view({T * hq, D}), L.q_norm, eps, qn, &a.q_rstd);
-      ops::rmsnorm(a.k_in.view({T * hkv, D}), L.k_norm, eps, kn, &a.k_rstd);
+      ops::head_norm_rope(a.q_in, L.q_norm, eps, b.positions, inv_freq_, a.q, &a.q_rstd);
+      ops::head_norm_rope(a.k_in, L.k_norm, eps, b.positions, inv_freq_, a.k, &a.k_rstd);
+    } else {
+      ops::rope(a.q, b.positions, inv_freq_);
+      ops::rope(a.k, b.positions, inv_freq_);
     }
-    ops::rope(a.q, b.positions, inv_freq_);
-    ops::rope(a.k, b.positions, inv_freq_);
   }
   a.att = d.act({T, hq, D});
   prof::Scope p(kAttention);
@@ -229,16 +229,16 @@ void LlamaModel::attention_backward(int l, const BlockAttention& a, const Tensor
                             1.0f / std::sqrt(float(D)), dq3, dk3, dv3);
   }
   prof::Scope p(kElementwise);
-  ops::rope(dq3, b.positions, inv_freq_, /*inverse=*/true);
-  ops::rope(dk3, b.positions, inv_freq_, /*inverse=*/true);
-  if (!config_.qk_norm) return;
-  // Through the per-head norms, to the projections' outputs (the norm weights are frozen).
+  if (!config_.qk_norm) {
+    ops::rope(dq3, b.positions, inv_freq_, /*inverse=*/true);
+    ops::rope(dk3, b.positions, inv_freq_, /*inverse=*/true);
+    return;
+  }
+  // Back through RoPE and the per-head norms, in place, to the projections' outputs (the norm
+  // weights are frozen).
   const Layer& L = *layers_[size_t(l)];
-  Tensor dq_in = d.act({T, hq * D}), dk_in = d.act({T, hkv * D});
-  Tensor dqn = dq_in.view({T * hq, D}), dkn = dk_in.view({T * hkv, D});
-  ops::rmsnorm_backward(dq.view({T * hq, D}), a.q_in.view({T * hq, D}), L.q_norm, a.q_rstd, dqn);
-  ops::rmsnorm_backward(dk.view({T * hkv, D}), a.k_in.view({T * hkv, D}), L.k_norm, a.k_rstd, dkn);
-  dq = std::move(dq_in), dk = std::move(dk_in);
+  ops::head_norm_rope_backward(dq3, a.q_in, L.q_norm, a.q_rstd, b.positions, inv_freq_, dq3);
+  ops::head_norm_rope_backward(dk3, a.k_in, L.k_norm, a.k_rstd, b.positions, inv_freq_, dk3);
 }
 
 void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx) {

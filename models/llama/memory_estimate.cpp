@@ -101,11 +101,14 @@ struct LayerBytes {
 // overwrite gate and up): down_proj's backward holds the incoming gradient, its dX and LoRA's
 // dY·B (e·(h + i + r)); the attention backward holds dx2, the gradient of the attention output,
 // dq, dk, dv, and on a GPU the flash kernel's fp32 dQ and per-row dot (4q + 4·heads); with
-// qk_norm also the gradients of q and k before their norms (e·(q + kv)).
+// qk_norm on the CPU also the reference's copy of dq while it goes back through the norm (e·q;
+// the CUDA kernel works in place). Not counted: the flash backward's dK/dV partials where it
+// splits a kv head's group over blocks, only on grids too small to fill the GPU (short batches)
+// and at most the size of its fp32 dQ.
 LayerBytes layer_bytes(const LlamaConfig& c, int64_t r, int64_t e, bool saves_inputs, bool gpu) {
   const int64_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), i = c.intermediate_size;
   const int64_t qk_norm = c.qk_norm ? add(mul(e, add(q, kv)), mul(kFp32, add(c.num_heads, c.num_kv_heads))) : 0;
-  const int64_t qk_norm_grads = c.qk_norm ? mul(e, add(q, kv)) : 0;
+  const int64_t qk_norm_grads = c.qk_norm && !gpu ? mul(e, q) : 0;
   LayerBytes b;
   b.x = mul(e, h);
   b.attn = add(mul(e, add(mul(2, q), mul(2, kv), saves_inputs ? h : 0, mul(4, r))),

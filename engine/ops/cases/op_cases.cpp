@@ -9,7 +9,7 @@ namespace loft::cases {
 const std::vector<OpCase>& op_cases() {
   static const std::vector<OpCase> all = [] {
     std::vector<OpCase> v;
-    for (auto part : {gemm_cases, elementwise_cases, norm_cases, math_cases, attention_cases, optim_cases})
+    for (auto part : {gemm_cases, elementwise_cases, norm_cases, head_norm_cases, math_cases, attention_cases, optim_cases})
       for (OpCase& c : part()) v.push_back(std::move(c));
     return v;
   }();

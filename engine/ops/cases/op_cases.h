@@ -116,6 +116,7 @@ Tensors round_to_bf16(const Tensors& in);
 std::vector<OpCase> gemm_cases();
 std::vector<OpCase> elementwise_cases();
 std::vector<OpCase> norm_cases();
+std::vector<OpCase> head_norm_cases();
 std::vector<OpCase> math_cases();
 std::vector<OpCase> attention_cases();
 std::vector<OpCase> optim_cases();

@@ -3,6 +3,7 @@
 // and applied to every head.
 #include "engine/ops/ops.h"
 #include "engine/ops/cuda/kernel_util.cuh"
+#include "engine/ops/cuda/rope_angles.cuh"
 
 namespace loft::ops {
 
@@ -15,14 +16,7 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
                             int half, bool inverse) {
   extern __shared__ float table[];  // cos[half], then sin[half]
   const int64_t t = blockIdx.x;
-  const float pos = float(positions[t]);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    float s, c;
-    sincosf(pos * inv_freq[i], &s, &c);
-    table[i] = c;
-    table[half + i] = inverse ? -s : s;
-  }
-  __syncthreads();
+  rope_angles(table, positions[t], inv_freq, half, inverse);
   T* xt = x + t * heads * 2 * half;
   for (int idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
     const int h = idx / half, i = idx - h * half;

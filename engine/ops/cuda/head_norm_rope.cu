@@ -1,0 +1,154 @@
+// Per-head RMSNorm then RoPE (Qwen3's q/k norms), forward and backward, one pass over q or k.
+// One block per token: its cos/sin table (rope_angles.cuh, as rope.cu builds it) goes to shared
+// memory once, then each warp takes whole heads. A lane holds rotation pairs (i, i + head_dim/2)
+// for i = lane, lane + 32, ..., so the rotation never crosses lanes; the row's sums are warp
+// shuffles in fp32. A row is read twice (its sum, then the values), the second time from L1.
+// Separately, rmsnorm's one block per 128-wide row and rope's pass over its output had cost four
+// passes and ~2% of a Qwen3-8B step (docs/perf-journal.md).
+#include <algorithm>
+
+#include "engine/ops/ops.h"
+#include "engine/ops/cuda/kernel_util.cuh"
+#include "engine/ops/cuda/rope_angles.cuh"
+
+namespace loft::ops {
+
+using namespace cuda_kernels;
+
+namespace {
+
+constexpr int kWarps = 8;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+template <typename T>
+__device__ __forceinline__ float rounded(float v) {
+  return to_f32(from_f32<T>(v));
+}
+
+template <typename T, typename TW>
+__global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* positions,
+                                      const float* inv_freq, T* y, float* rstd, int heads, int half,
+                                      float eps) {
+  extern __shared__ float table[];
+  const int64_t t = blockIdx.x;
+  rope_angles(table, positions[t], inv_freq, half, false);
+  const int lane = threadIdx.x & 31, d = 2 * half;
+  for (int h = threadIdx.x >> 5; h < heads; h += kWarps) {
+    const int64_t row = t * heads + h;
+    const T* xr = x + row * d;
+    T* yr = y + row * d;
+    float ss = 0.0f;
+    for (int j = lane; j < d; j += 32) {
+      const float v = to_f32(xr[j]);
+      ss = fmaf(v, v, ss);
+    }
+    const float rs = rsqrtf(warp_sum(ss) / float(d) + eps);
+    if (rstd && lane == 0) rstd[row] = rs;
+    for (int i = lane; i < half; i += 32) {
+      const float a = rounded<T>(to_f32(w[i]) * (to_f32(xr[i]) * rs));
+      const float b = rounded<T>(to_f32(w[i + half]) * (to_f32(xr[i + half]) * rs));
+      const float c = table[i], s = table[half + i];
+      yr[i] = from_f32<T>(a * c - b * s);
+      yr[i + half] = from_f32<T>(b * c + a * s);
+    }
+  }
+}
+
+// g = dy rotated back (rounded to T), then dx = rs·w⊙g − rs³·x·mean(x⊙w⊙g). Each lane reads and
+// writes only its own pairs, after the row's dot is reduced: dx may alias dy.
+template <typename T, typename TW>
+__global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW* w,
+                                               const float* rstd, const int32_t* positions,
+                                               const float* inv_freq, T* dx, int heads, int half) {
+  extern __shared__ float table[];
+  const int64_t t = blockIdx.x;
+  rope_angles(table, positions[t], inv_freq, half, true);
+  const int lane = threadIdx.x & 31, d = 2 * half;
+  for (int h = threadIdx.x >> 5; h < heads; h += kWarps) {
+    const int64_t row = t * heads + h;
+    const T* dyr = dy + row * d;
+    const T* xr = x + row * d;
+    T* dxr = dx + row * d;
+    float dot = 0.0f;
+    for (int i = lane; i < half; i += 32) {
+      const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
+      const float c = table[i], s = table[half + i];
+      const float ga = rounded<T>(p * c - q * s), gb = rounded<T>(q * c + p * s);
+      dot = fmaf(to_f32(xr[i]) * to_f32(w[i]), ga, dot);
+      dot = fmaf(to_f32(xr[i + half]) * to_f32(w[i + half]), gb, dot);
+    }
+    const float rs = rstd[row];
+    const float k3 = rs * rs * rs * warp_sum(dot) / float(d);
+    for (int i = lane; i < half; i += 32) {
+      const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
+      const float c = table[i], s = table[half + i];
+      const float ga = rounded<T>(p * c - q * s), gb = rounded<T>(q * c + p * s);
+      const float xa = to_f32(xr[i]), xb = to_f32(xr[i + half]);
+      dxr[i] = from_f32<T>(rs * to_f32(w[i]) * ga - k3 * xa);
+      dxr[i + half] = from_f32<T>(rs * to_f32(w[i + half]) * gb - k3 * xb);
+    }
+  }
+}
+
+struct Launch {
+  unsigned tokens;
+  int heads, half;
+  size_t shared;
+  cudaStream_t stream;
+};
+
+Launch launch_of(const char* op, const Tensor& x, int dev) {
+  const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
+  LOFT_CHECK(tokens <= INT32_MAX && heads <= INT32_MAX && x.size(2) <= INT32_MAX, op, ": ", x.str(),
+             " too large for one launch");
+  const size_t shared = size_t(2 * half) * sizeof(float);
+  LOFT_CHECK(shared <= 48 * 1024, op, ": head_dim ", 2 * half, " too large");
+  return {unsigned(tokens), int(heads), int(half), shared, loft::cuda::stream(dev)};
+}
+
+}  // namespace
+
+void cuda::head_norm_rope(const Tensor& x, const Tensor& weight, float eps,
+                          const Tensor& positions, const Tensor& inv_freq, Tensor& y,
+                          Tensor* rstd) {
+  const int dev = use_device(x);
+  if (x.numel() == 0) return;
+  const Launch l = launch_of("head_norm_rope", x, dev);
+  float* rstd_ptr = rstd ? rstd->ptr<float>() : nullptr;
+  dispatch_activation(x.dtype(), "head_norm_rope", [&](auto xt) {
+    using T = typename decltype(xt)::type;
+    dispatch_activation(weight.dtype(), "head_norm_rope", [&](auto wt) {
+      using TW = typename decltype(wt)::type;
+      head_norm_rope_kernel<T, TW><<<l.tokens, kWarps * 32, l.shared, l.stream>>>(
+          x.ptr<const T>(), weight.ptr<const TW>(), positions.ptr<const int32_t>(),
+          inv_freq.ptr<const float>(), y.ptr<T>(), rstd_ptr, l.heads, l.half, eps);
+      loft::cuda::check_launch("head_norm_rope");
+    });
+  });
+}
+
+void cuda::head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                   const Tensor& rstd, const Tensor& positions,
+                                   const Tensor& inv_freq, Tensor& dx) {
+  const int dev = use_device(x);
+  if (x.numel() == 0) return;
+  const Launch l = launch_of("head_norm_rope_backward", x, dev);
+  dispatch_activation(x.dtype(), "head_norm_rope_backward", [&](auto xt) {
+    using T = typename decltype(xt)::type;
+    dispatch_activation(weight.dtype(), "head_norm_rope_backward", [&](auto wt) {
+      using TW = typename decltype(wt)::type;
+      head_norm_rope_backward_kernel<T, TW><<<l.tokens, kWarps * 32, l.shared, l.stream>>>(
+          dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+          positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
+          l.half);
+      loft::cuda::check_launch("head_norm_rope_backward");
+    });
+  });
+}
+
+}  // namespace loft::ops
