@@ -7,8 +7,11 @@
 // One block of 8 warps per (key tile of 128, kv head, batch row). It accumulates the tile's dK and
 // dV in registers over every query head of the kv head's group and every step of 64 queries that
 // can see the tile: from the tile's first key (causal) to the last query whose document starts
-// within the tile. So dk/dv need no atomics, and the group sum comes for free. P is recomputed
-// from the saved lse; D = rowsum(dO∘O) comes from a small pre-kernel (softmax_row_dot).
+// within the tile. So dk/dv need no atomics, and the group sum comes for free. Where that grid
+// would leave SMs idle (few kv heads, short batches: splits_for), the group's query heads are
+// split over several blocks, each writing fp32 dK/dV partials that one more kernel sums in a fixed
+// order. P is recomputed from the saved lse; D = rowsum(dO∘O) comes from a small pre-kernel
+// (softmax_row_dot).
 //
 // A step is three products, each split over the 8 warps as a 2-D grid of warp tiles of 32 rows, so
 // that every fragment loaded from shared memory feeds several MMAs (FlashAttention-2's layout):
@@ -72,8 +75,10 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
   int* s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);  // [2][kQueries], raw doc_start
   __shared__ int s_q_end;
 
-  // Grid z runs over key tiles, first tiles (most query steps) first.
-  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x;
+  // Grid z runs over key tiles, first tiles (most query steps) first; x over kv heads × splits.
+  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  const int h0 = kvh * a.group + split * a.heads_per_block;  // this block's first query head
+  const int heads = min(a.heads_per_block, a.group - split * a.heads_per_block);
   const int64_t row0 = int64_t(blockIdx.y) * a.seq;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
   // Warp tiles: rows (queries) wm·32 and keys wn·32 in products 1 and 3 (3: head-dim columns
@@ -86,27 +91,27 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
 
   const StepBuffers bufs{sq, sdo, s_lse, s_drow, s_doc};
   const auto issue = [&](int buf, int h, int q0) { copy_step_async<D, kThreads, kQueries>(a, bufs, row0, buf, h, q0); };
-  issue(0, kvh * a.group, k0);  // the first step: first head of the group, queries from k0
+  issue(0, h0, k0);  // the first step: the block's first head, queries from k0
   cp_async_commit();
 
   bool docs_cut;
   const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
   const int steps = (q_end - k0 + kQueries - 1) / kQueries;  // per query head
-  const int total = steps * a.group;
+  const int total = steps * heads;
 
   float dk[2][kDv / 8][4] = {}, dv[2][kDv / 8][4] = {};  // keys wn·32 + 16·mt.., columns wd·kDv..
-  // Step n: query head kvh·group + n / steps, queries from k0 + (n % steps)·kQueries, buffer n % 2.
+  // Step n: query head h0 + n / steps, queries from k0 + (n % steps)·kQueries, buffer n % 2.
   for (int n = 0; n < total; ++n) {
     cp_async_wait<0>();  // this thread's copies of step n (and K, V)
     __syncthreads();     // everyone's are in, and every warp is done with step n − 1
     // Step n + 1's buffers were last read by step n − 1 (its products 2 read Q and dO after the
     // mid-step barrier, so the copies may only start past this one); they load while step n runs.
     if (n + 1 < total) {
-      issue((n + 1) & 1, kvh * a.group + (n + 1) / steps, k0 + (n + 1) % steps * kQueries);
+      issue((n + 1) & 1, h0 + (n + 1) / steps, k0 + (n + 1) % steps * kQueries);
       cp_async_commit();
     }
 
-    const int buf = n & 1, h = kvh * a.group + n / steps, q0 = k0 + n % steps * kQueries;
+    const int buf = n & 1, h = h0 + n / steps, q0 = k0 + n % steps * kQueries;
     const bf16* qt = sq + buf * T::kQTile;
     const bf16* dot = sdo + buf * T::kQTile;
 
@@ -225,7 +230,35 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
   for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
     for (int r = 0; r < 2; ++r)
-      store_dk_dv(a, row0, kvh, D, k0 + wn * 32 + mt * 16 + g + 8 * r, wd * kDv + 2 * c, dk[mt], dv[mt], r);
+      store_dk_dv(a, row0, kvh, D, k0 + wn * 32 + mt * 16 + g + 8 * r, wd * kDv + 2 * c, dk[mt], dv[mt], r, split,
+                  int64_t(gridDim.y) * a.seq);
+}
+
+// dk, dv = the splits' fp32 partials summed in split order, rounded once; two elements a thread.
+__global__ void sum_partials_kernel(const float* dk_part, const float* dv_part, bf16* dk, bf16* dv, int splits,
+                                    int64_t n) {
+  const int64_t i = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 2;
+  if (i >= n) return;
+  float2 k = make_float2(0.0f, 0.0f), v = k;
+  for (int s = 0; s < splits; ++s) {
+    const float2 pk = *reinterpret_cast<const float2*>(dk_part + s * n + i);
+    const float2 pv = *reinterpret_cast<const float2*>(dv_part + s * n + i);
+    k.x += pk.x, k.y += pk.y, v.x += pv.x, v.y += pv.y;
+  }
+  *reinterpret_cast<uint32_t*>(dk + i) = pack(k.x, k.y);
+  *reinterpret_cast<uint32_t*>(dv + i) = pack(v.x, v.y);
+}
+
+// How many blocks share a kv head's group: one per group while the grid (kv heads × rows × key
+// tiles) fills two blocks an SM; else enough to, each split's partials (2·T·Hkv·D floats) bounded
+// by dq's fp32 accumulator (T·Hq·D floats), so at most group / 2 splits. At 4 × 512 tokens this is
+// Qwen2.5-7B's 4 kv heads (64 blocks for 132 SMs: 3 splits) and Llama-3-8B's 8 (2 splits).
+int splits_for(int64_t blocks, int group, int sms) {
+  if (group < 2 || blocks >= 2 * int64_t(sms)) return 1;
+  const int64_t want = (2 * int64_t(sms) + blocks - 1) / blocks;
+  const int splits = int(std::min<int64_t>(want, std::max(1, group / 2)));
+  const int per = (group + splits - 1) / splits;
+  return (group + per - 1) / per;  // no split left empty
 }
 
 template <int D>
@@ -273,11 +306,26 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
   if (const size_t set = shared_limit.load()) limit = std::min(limit, set);
   if (limit >= (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) {
     // Key tiles in z (at most 65535: flash_supports), heaviest first.
-    const dim3 grid(unsigned(k.size(1)), unsigned(rows), unsigned((seq + kKeys - 1) / kKeys));
+    const int64_t tiles = (seq + kKeys - 1) / kKeys, hkv = k.size(1);
+    BackwardArgs a = args;
+    a.splits = splits_for(hkv * rows * tiles, a.group, cuda_kernels::sm_count(device));
+    a.heads_per_block = (a.group + a.splits - 1) / a.splits;
+    Tensor parts;
+    if (a.splits > 1) {
+      parts = Tensor::empty({2, a.splits, k.numel()}, DType::F32, dev);
+      a.dk_part = parts.ptr<float>(), a.dv_part = a.dk_part + a.splits * k.numel();
+    }
+    const dim3 grid(unsigned(hkv * a.splits), unsigned(rows), unsigned(tiles));
     if (d == 64)
-      launch<64>(args, grid, device);
+      launch<64>(a, grid, device);
     else
-      launch<128>(args, grid, device);
+      launch<128>(a, grid, device);
+    if (a.splits > 1) {
+      const int64_t n = k.numel();  // even: head dim 64 or 128
+      sum_partials_kernel<<<unsigned((n / 2 + 255) / 256), 256, 0, loft::cuda::stream(device)>>>(
+          a.dk_part, a.dv_part, dk.ptr<bf16>(), dv.ptr<bf16>(), a.splits, n);
+      loft::cuda::check_launch("attention flash_backward partials");
+    }
   } else {
     flash::launch_backward_small(args, d, rows, device);
   }

@@ -17,6 +17,11 @@ struct BackwardArgs {
   bf16 *dk, *dv;
   int seq, hq, hkv, group;
   float scale, scale_log2;
+  // Where a kv head's group is split over `splits` blocks (flash_backward, when one block per kv
+  // head would leave SMs idle): each takes heads_per_block query heads and writes its fp32 dK/dV
+  // partial [splits][T, Hkv, D] into dk_part/dv_part, summed in split order by a second kernel.
+  int splits = 1, heads_per_block = 0;
+  float *dk_part = nullptr, *dv_part = nullptr;
 };
 
 // dst[0] += x, dst[1] += y (dst 8-byte aligned).
@@ -78,12 +83,23 @@ __device__ __forceinline__ int queries_seeing_tile(const BackwardArgs& a, int64_
 }
 
 // Writes key j's dK and dV (C-fragment row r: the pair [2r, 2r+1] of each n-tile) as bf16, n-tile
-// nd at head-dim columns col + 8·nd; keys past seq are not written.
+// nd at head-dim columns col + 8·nd; keys past seq are not written. With partials (a.dk_part),
+// fp32 into split `split`'s partial of `tokens` rows instead.
 template <int kTiles>
 __device__ __forceinline__ void store_dk_dv(const BackwardArgs& a, int64_t row0, int kvh, int d, int j, int col,
-                                            const float (&dk)[kTiles][4], const float (&dv)[kTiles][4], int r) {
+                                            const float (&dk)[kTiles][4], const float (&dv)[kTiles][4], int r,
+                                            int split = 0, int64_t tokens = 0) {
   if (j >= a.seq) return;
   const int64_t at = ((row0 + j) * a.hkv + kvh) * d + col;
+  if (a.dk_part) {
+    const int64_t part = split * tokens * a.hkv * d + at;
+#pragma unroll
+    for (int nd = 0; nd < kTiles; ++nd) {
+      *reinterpret_cast<float2*>(a.dk_part + part + nd * 8) = make_float2(dk[nd][2 * r], dk[nd][2 * r + 1]);
+      *reinterpret_cast<float2*>(a.dv_part + part + nd * 8) = make_float2(dv[nd][2 * r], dv[nd][2 * r + 1]);
+    }
+    return;
+  }
 #pragma unroll
   for (int nd = 0; nd < kTiles; ++nd) {
     *reinterpret_cast<uint32_t*>(a.dk + at + nd * 8) = pack(dk[nd][2 * r], dk[nd][2 * r + 1]);
