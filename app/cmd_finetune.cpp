@@ -205,7 +205,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   // The ranks meet here, once every option is checked (a rank that fails before would leave the
   // others waiting for it until --nccl-timeout).
   const DataParallelSetup dp =
-      setup_data_parallel(o.gpus, env, std::chrono::seconds(o.nccl_timeout));
+      setup_data_parallel(o.gpus, env, std::chrono::seconds(o.nccl_timeout), o.out);
   std::vector<Device> devices{first_device};
   if (dp.active()) {
     devices.clear();

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "engine/core/error.h"
-#include "engine/parallel/rendezvous.h"
+#include "engine/train/run_folder_token.h"
 #include "engine/tensor/device.h"
 
 namespace loft::app {
@@ -58,7 +58,8 @@ void check_device_beside_ranks(const std::string& device, const std::string& ran
 
 DataParallelSetup setup_data_parallel(const std::string& gpus,
                                       const std::optional<parallel::LaunchEnv>& env,
-                                      std::chrono::milliseconds timeout) {
+                                      std::chrono::milliseconds timeout,
+                                      const std::filesystem::path& run_dir) {
   DataParallelSetup s;
   if (gpus.empty() && !env) return s;
   if (!gpus.empty() && env)
@@ -82,9 +83,10 @@ DataParallelSetup setup_data_parallel(const std::string& gpus,
     s.world = env->world_size;
     s.devices = {env->local_rank};
     s.ranks = {env->rank};
-    // Rank 0 makes the job's NCCL id; the rendezvous hands it to every other rank.
+    // Rank 0 makes the job's NCCL id; the rendezvous hands it to every other rank, which checks
+    // on the way that it sees rank 0's run folder.
     const NcclUniqueId mine = env->rank == 0 ? new_unique_id() : NcclUniqueId{};
-    const std::vector<uint8_t> id = parallel::exchange_blob(*env, mine, timeout);
+    const std::vector<uint8_t> id = exchange_id_checking_run_folder(*env, mine, run_dir, timeout);
     if (id.size() != mine.size())
       throw Error(cat("rank ", env->rank, ": the NCCL id from ", env->master_addr, ":", env->port,
                       " has ", id.size(), " bytes, not ", mine.size()));

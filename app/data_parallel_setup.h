@@ -4,6 +4,7 @@
 // ncclCommInitRankConfig). Neither: the plain one-device run.
 #pragma once
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,9 +36,12 @@ std::vector<int> parse_gpus(const std::string& spec, int available);
 void check_device_beside_ranks(const std::string& device, const std::string& ranks);
 
 // Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError).
-// Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given.
+// Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given. With
+// torchrun's ranks and a `run_dir` (finetune's --out, claimed by rank 0), every other rank checks
+// at the rendezvous that it sees that folder (engine/train/run_folder_token.h).
 DataParallelSetup setup_data_parallel(const std::string& gpus,
                                       const std::optional<parallel::LaunchEnv>& env,
-                                      std::chrono::milliseconds timeout);
+                                      std::chrono::milliseconds timeout,
+                                      const std::filesystem::path& run_dir = {});
 
 }  // namespace loft::app

@@ -16,6 +16,10 @@ namespace {
 constexpr std::array<uint8_t, 8> kMagic = {'l', 'o', 'f', 't', 'r', 'd', 'v', '1'};
 // A sane ceiling on the blob (the NCCL id is 128 bytes): a wrong length must not allocate wildly.
 constexpr uint64_t kMaxBlob = 1 << 20;
+// A peer's acknowledgement: kAckOk, or kAckFailed then a 4-byte length and the peer's message
+// (at most kMaxMessage bytes).
+constexpr uint8_t kAckOk = 1, kAckFailed = 2;
+constexpr uint64_t kMaxMessage = 4096;
 
 // Little-endian fixed-width integers, so ranks on any host agree.
 void put(std::vector<uint8_t>& out, uint64_t v, int bytes) {
@@ -107,11 +111,21 @@ std::vector<uint8_t> serve(const LaunchEnv& env, std::span<const uint8_t> blob,
     if (!s.ok())
       throw Error(cat("rank 0: rank ", p.rank, " at ", p.addr,
                       " did not acknowledge the id within ", seconds(timeout), ": ", s.str()));
+    if (ack == kAckOk) continue;
+    std::array<uint8_t, 4> len{};
+    std::string message;
+    if (ack == kAckFailed && recv_all(p.socket, len.data(), len.size(), deadline).ok() &&
+        get(len.data(), 4) <= kMaxMessage) {
+      message.resize(get(len.data(), 4));
+      if (!recv_all(p.socket, message.data(), message.size(), deadline).ok()) message.clear();
+    }
+    throw Error(cat("rank 0: rank ", p.rank, " at ", p.addr, " stopped at start-up: ",
+                    message.empty() ? std::string("(its answer was cut short; see its error)") : message));
   }
   return {blob.begin(), blob.end()};
 }
 
-std::vector<uint8_t> fetch(const LaunchEnv& env, std::chrono::milliseconds timeout) {
+std::vector<uint8_t> fetch(const LaunchEnv& env, std::chrono::milliseconds timeout, const PeerCheck& check) {
   const std::string who = cat("rank ", env.rank, ": ");
   std::string last_error;
   const Socket s = tcp_connect(env.master_addr, env.port, Clock::now() + timeout, &last_error);
@@ -140,8 +154,15 @@ std::vector<uint8_t> fetch(const LaunchEnv& env, std::chrono::milliseconds timeo
   std::vector<uint8_t> blob(n);
   const IoStatus b = recv_all(s, blob.data(), blob.size(), deadline);
   if (!b.ok()) throw Error(cat(who, "the id from ", master(env), " was cut short: ", b.str()));
-  const uint8_t ack = 1;
-  const IoStatus a = send_all(s, &ack, 1, deadline);
+  std::string problem = check ? check(blob) : std::string();
+  if (problem.size() > kMaxMessage) problem.resize(kMaxMessage);
+  std::vector<uint8_t> ack{problem.empty() ? kAckOk : kAckFailed};
+  if (!problem.empty()) {
+    put(ack, problem.size(), 4);
+    ack.insert(ack.end(), problem.begin(), problem.end());
+  }
+  const IoStatus a = send_all(s, ack.data(), ack.size(), deadline);
+  if (!problem.empty()) throw Error(cat(who, problem));
   if (!a.ok())
     throw Error(cat(who, "could not acknowledge the id to ", master(env), ": ", a.str()));
   return blob;
@@ -150,9 +171,9 @@ std::vector<uint8_t> fetch(const LaunchEnv& env, std::chrono::milliseconds timeo
 }  // namespace
 
 std::vector<uint8_t> exchange_blob(const LaunchEnv& env, std::span<const uint8_t> blob_from_rank0,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout, const PeerCheck& check) {
   if (env.world_size == 1) return {blob_from_rank0.begin(), blob_from_rank0.end()};
-  return env.rank == 0 ? serve(env, blob_from_rank0, timeout) : fetch(env, timeout);
+  return env.rank == 0 ? serve(env, blob_from_rank0, timeout) : fetch(env, timeout, check);
 }
 
 }  // namespace loft::parallel

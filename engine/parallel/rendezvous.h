@@ -4,7 +4,9 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/parallel/launch_env.h"
@@ -20,7 +22,13 @@ namespace loft::parallel {
 // Each wait (rank 0 for all peers to connect; a peer to reach rank 0; a peer for the blob once
 // connected; rank 0 for the acknowledgements) is bounded by `timeout`. Error names the rank, the
 // address and port, and what did not happen in time.
+//
+// `check`, when given, runs on every peer with the blob before it acknowledges: an empty answer
+// is success, anything else is what the peer cannot do (e.g. see rank 0's run folder). The peer
+// then throws it and sends it back in place of the acknowledgement, so rank 0 throws it too,
+// naming that rank: the whole run stops at start-up, with the cause on both sides.
+using PeerCheck = std::function<std::string(std::span<const uint8_t> blob)>;
 std::vector<uint8_t> exchange_blob(const LaunchEnv& env, std::span<const uint8_t> blob_from_rank0,
-                                   std::chrono::milliseconds timeout);
+                                   std::chrono::milliseconds timeout, const PeerCheck& check = {});
 
 }  // namespace loft::parallel

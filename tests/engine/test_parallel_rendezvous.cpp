@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "engine/parallel/rendezvous.h"
 #include "engine/parallel/tcp_socket.h"
+#include "engine/train/run_folder_token.h"
 #include "tests/common/eval_util.h"
 #include "tests/common/test_util.h"
 
@@ -208,4 +211,63 @@ TEST(DistRendezvous, PortInUse) {
 }
 
 }  // namespace
+// ---- the run folder checked at the rendezvous (engine/train/run_folder_token.h) ----------------
+
+Child folder_rank(const LaunchEnv& env, const std::vector<uint8_t>& id, const std::filesystem::path& dir) {
+  return spawn([=] { return ok(exchange_id_checking_run_folder(env, id, dir, milliseconds(10000))); });
+}
+
+TEST(DistRunFolder, RanksSeeingTheFolderGetTheIdAndTheTokenGoes) {
+  const test::TempDir tmp;
+  const int port = free_port();
+  const auto id = random_blob(128, 5);
+  const Child peer = folder_rank(env_of(port, 3, 1), {}, tmp.path());
+  const Child peer2 = folder_rank(env_of(port, 3, 2), {}, tmp.path());
+  const Child root = folder_rank(env_of(port, 3, 0), id, tmp.path());
+  EXPECT_EQ(finish(root), ok(id));
+  EXPECT_EQ(finish(peer), ok(id));
+  EXPECT_EQ(finish(peer2), ok(id));
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / kRankTokenFile));
+}
+
+// Rank 1 was given another folder (what a host-local --out gives on a second host): both ranks
+// stop at start-up, each naming rank 1 and what the folder must be, and rank 0's token is gone.
+TEST(DistRunFolder, ARankThatCannotSeeTheFolderStopsEveryRank) {
+  const test::TempDir mine, other;
+  const int port = free_port();
+  const Child peer = folder_rank(env_of(port, 2, 1), {}, other.path());
+  const std::string root_msg = test::error_of(
+      [&] { exchange_id_checking_run_folder(env_of(port, 2, 0), random_blob(128, 6), mine.path(), milliseconds(10000)); });
+  const std::string peer_msg = finish(peer);
+  for (const std::string& msg : {root_msg, peer_msg}) {
+    EXPECT_TRUE(test::contains(msg, "rank 1 on ")) << msg;
+    EXPECT_TRUE(test::contains(msg, cat("sees a folder ", other.path().string(), " but not the token"))) << msg;
+    EXPECT_TRUE(test::contains(msg, "every host mounts at the same path")) << msg;
+  }
+  EXPECT_TRUE(test::contains(root_msg, "rank 0: rank 1 at 127.0.0.1 stopped at start-up: ")) << root_msg;
+  EXPECT_TRUE(test::contains(peer_msg, "ERR:rank 1: rank 1 on ")) << peer_msg;
+  EXPECT_FALSE(std::filesystem::exists(mine.path() / kRankTokenFile));
+
+  const int port2 = free_port();  // no such folder on the peer's host
+  const Child lost = folder_rank(env_of(port2, 2, 1), {}, other.path() / "missing");
+  EXPECT_TRUE(test::contains(
+      test::error_of([&] {
+        exchange_id_checking_run_folder(env_of(port2, 2, 0), random_blob(128, 7), mine.path(), milliseconds(10000));
+      }),
+      cat("cannot see rank 0's run folder ", (other.path() / "missing").string(), ": no such folder here.")));
+  finish(lost);
+}
+
+TEST(DistRunFolder, AnotherRunsTokenIsNotThisRunsFolder) {
+  const test::TempDir tmp;
+  const std::string token = write_rank_token(tmp.path());
+  EXPECT_EQ(token.size(), kTokenDigits);
+  EXPECT_EQ(check_rank_token(tmp.path(), token, 3), "");
+  EXPECT_TRUE(test::contains(check_rank_token(tmp.path(), std::string(32, '0'), 3), "reads another run's token"));
+  EXPECT_NE(write_rank_token(tmp.path()), token);  // fresh each run
+  remove_rank_token(tmp.path());
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / kRankTokenFile));
+  remove_rank_token(tmp.path());  // nothing to remove: no error
+}
+
 }  // namespace loft::parallel
