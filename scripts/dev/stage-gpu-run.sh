@@ -40,3 +40,13 @@ XZ_OPT="-T0 -9e" tar -C "$dst" -cJf gpurun.tar.xz bin lib data
 rm -rf "$dst"/*
 mv gpurun.tar.xz "$dst/"
 du -sh "$dst"
+# What a device call would carry: the tracked tree plus this archive. The device tool refused
+# 61.5 MiB (64.5 million bytes) on 2026-11-29 and took 50.6 MiB: count its 64 MB as 64e6 bytes.
+tree_bytes=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s}')
+total=$((tree_bytes + $(stat -c %s "$dst/gpurun.tar.xz")))
+echo "a device call carries about $((total / 1000000)) MB (tree + $dst; the limit is 64 MB)"
+if [ "$total" -ge 64000000 ]; then
+  echo "over the limit: stage fewer suites (STAGE_TESTS), or move a large tracked file the device" \
+    "tests do not read out of the tree for the call (largest:)" >&2
+  git ls-files -z | xargs -0 du -k | sort -rn | head -3 >&2
+fi
