@@ -179,35 +179,34 @@ void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weigh
   dispatch::rmsnorm_backward_add(x.device(), dy, x, weight, rstd, add, dx, dweight);
 }
 
-void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
-  same_device("rope", {&x, &positions, &inv_freq});
-  need_activation("rope", "x", x);
-  LOFT_CHECK(x.dim() == 3, "rope: x must be [tokens, heads, head_dim], got ", x.str());
-  LOFT_CHECK(x.size(2) % 2 == 0, "rope: head_dim ", x.size(2), " is odd");
-  need_shape("rope", "positions", positions, {x.size(0)});
-  need_dtype("rope", "positions", positions, DType::I32);
-  need_shape("rope", "inv_freq", inv_freq, {x.size(2) / 2});
-  need_dtype("rope", "inv_freq", inv_freq, DType::F32);
-  dispatch::rope(x.device(), x, positions, inv_freq, inverse);
-}
-
 namespace {
-// What head_norm_rope and its backward check alike: x [tokens, heads, head_dim] with an even
-// head_dim, its norm weight, and rope's positions and frequencies.
-void check_head_norm_rope(const char* op, const Tensor& x, const Tensor& weight,
-                          const Tensor& positions, const Tensor& inv_freq) {
-  same_device(op, {&x, &weight, &positions, &inv_freq});
+// What every rotation checks (rope, head_norm_rope and its backward): x [tokens, heads, head_dim]
+// with an even head_dim, a position per token and a frequency per pair.
+void check_rope(const char* op, const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
+  same_device(op, {&x, &positions, &inv_freq});
   need_activation(op, "x", x);
-  need_activation(op, "weight", weight);
   LOFT_CHECK(x.dim() == 3, op, ": x must be [tokens, heads, head_dim], got ", x.str());
   LOFT_CHECK(x.size(2) % 2 == 0, op, ": head_dim ", x.size(2), " is odd");
-  need_shape(op, "weight", weight, {x.size(2)});
   need_shape(op, "positions", positions, {x.size(0)});
   need_dtype(op, "positions", positions, DType::I32);
   need_shape(op, "inv_freq", inv_freq, {x.size(2) / 2});
   need_dtype(op, "inv_freq", inv_freq, DType::F32);
 }
+
+// head_norm_rope and its backward: the rotation's checks and the per-head norm weight.
+void check_head_norm_rope(const char* op, const Tensor& x, const Tensor& weight,
+                          const Tensor& positions, const Tensor& inv_freq) {
+  check_rope(op, x, positions, inv_freq);
+  same_device(op, {&x, &weight});
+  need_activation(op, "weight", weight);
+  need_shape(op, "weight", weight, {x.size(2)});
+}
 }  // namespace
+
+void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+  check_rope("rope", x, positions, inv_freq);
+  dispatch::rope(x.device(), x, positions, inv_freq, inverse);
+}
 
 void head_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& positions,
                     const Tensor& inv_freq, Tensor& y, Tensor* rstd) {

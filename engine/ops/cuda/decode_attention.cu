@@ -21,6 +21,8 @@ namespace loft::ops::cuda {
 namespace {
 
 using cuda_kernels::bf16;
+using cuda_kernels::warp_max;
+using cuda_kernels::warp_sum;
 using cuda_attention::flash::exp2_fast;
 using cuda_attention::flash::kLog2e;
 
@@ -39,16 +41,6 @@ struct DecodeArgs {
   float scale_log2;
 };
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(~0u, v, o));
-  return v;
-}
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(~0u, v, o);
-  return v;
-}
 
 // 8 bf16 (one 16-byte load) as floats.
 __device__ __forceinline__ void unpack8(const uint4& u, float (&f)[8]) {

@@ -19,17 +19,6 @@ namespace {
 
 constexpr int kWarps = 8;
 
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-template <typename T>
-__device__ __forceinline__ float rounded(float v) {
-  return to_f32(from_f32<T>(v));
-}
-
 template <typename T, typename TW>
 __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* positions,
                                       const float* inv_freq, T* y, float* rstd, int heads, int half,
@@ -50,8 +39,8 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
     const float rs = rsqrtf(warp_sum(ss) / float(d) + eps);
     if (rstd && lane == 0) rstd[row] = rs;
     for (int i = lane; i < half; i += 32) {
-      const float a = rounded<T>(to_f32(w[i]) * (to_f32(xr[i]) * rs));
-      const float b = rounded<T>(to_f32(w[i + half]) * (to_f32(xr[i + half]) * rs));
+      const float a = round_to<T>(to_f32(w[i]) * (to_f32(xr[i]) * rs));
+      const float b = round_to<T>(to_f32(w[i + half]) * (to_f32(xr[i + half]) * rs));
       const float c = table[i], s = table[half + i];
       yr[i] = from_f32<T>(a * c - b * s);
       yr[i + half] = from_f32<T>(b * c + a * s);
@@ -78,7 +67,7 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
     for (int i = lane; i < half; i += 32) {
       const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
       const float c = table[i], s = table[half + i];
-      const float ga = rounded<T>(p * c - q * s), gb = rounded<T>(q * c + p * s);
+      const float ga = round_to<T>(p * c - q * s), gb = round_to<T>(q * c + p * s);
       dot = fmaf(to_f32(xr[i]) * to_f32(w[i]), ga, dot);
       dot = fmaf(to_f32(xr[i + half]) * to_f32(w[i + half]), gb, dot);
     }
@@ -87,7 +76,7 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
     for (int i = lane; i < half; i += 32) {
       const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
       const float c = table[i], s = table[half + i];
-      const float ga = rounded<T>(p * c - q * s), gb = rounded<T>(q * c + p * s);
+      const float ga = round_to<T>(p * c - q * s), gb = round_to<T>(q * c + p * s);
       const float xa = to_f32(xr[i]), xb = to_f32(xr[i + half]);
       dxr[i] = from_f32<T>(rs * to_f32(w[i]) * ga - k3 * xa);
       dxr[i + half] = from_f32<T>(rs * to_f32(w[i + half]) * gb - k3 * xb);

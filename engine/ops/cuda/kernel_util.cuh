@@ -50,6 +50,13 @@ __device__ __forceinline__ f16 from_f32<f16>(float x) {
   return __float2half_rn(x);
 }
 
+// v as a T stores it, read back (a value rounded to the storage dtype before the next step uses
+// it, as two separate ops would have stored it between them).
+template <typename T>
+__device__ __forceinline__ float round_to(float v) {
+  return to_f32(from_f32<T>(v));
+}
+
 // ---- 16-byte vectorised chunks of 8 elements ------------------------------------------------
 // A chunk is 8 consecutive elements read or written with 16-byte accesses (two for F32). Callers
 // check aligned16() on every pointer first: views and odd row lengths are often not aligned.
@@ -114,9 +121,15 @@ __device__ __forceinline__ void store_chunk<f16>(f16* p, const float (&v)[kChunk
 }
 
 // ---- reductions (blockDim.x must be a multiple of 32) ---------------------------------------
+// Sum and max over a full warp, the same butterfly order on every lane.
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
 

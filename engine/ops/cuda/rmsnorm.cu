@@ -11,12 +11,6 @@ using namespace cuda_kernels;
 
 namespace {
 
-// x as the storage dtype holds it: what axpy stores, read back.
-template <typename T>
-__device__ __forceinline__ float round_to(float v) {
-  return to_f32(from_f32<T>(v));
-}
-
 // A chunk of 8 elements from p: 16-byte loads when p allows, else one at a time. For the residual
 // operands, whose alignment must not change the vectorisation (and so summation order) chosen on
 // the other pointers.
