@@ -24,6 +24,12 @@ struct HadamardMatrix {
 
 // Largest order we build: the K-mix costs K multiply-adds per element.
 constexpr int kMaxHadamardOrder = 256;
+// From this order on, the CUDA row transform mixes on tensor cores where the plan allows it
+// (2^m of 32..512, the segment in shared memory: engine/quant/cuda/hadamard_kmix_mma.cuh), not in
+// the CPU's order: its results agree with hadamard_transform on the CPU to fp32 accuracy for F32
+// rows (2^-18 of the sums for BF16 rows, far below their rounding), not bit for bit. Smaller
+// orders (and the token transform) stay bit for bit.
+constexpr int kTensorCoreMixOrder = 64;
 // Smallest diagonal block of a block-diagonal plan: blocks of 2 barely mix, so such widths fail.
 constexpr int64_t kMinHadamardBlock = 4;
 

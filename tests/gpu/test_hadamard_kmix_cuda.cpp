@@ -1,12 +1,13 @@
-// The K-mix row kernel (engine/quant/cuda/hadamard_kmix.cuh) bit for bit against the CPU
-// reference: the Llama widths with a K-mix (5120 = 20·256, 5632 = 44·128, 13824 = 108·128,
-// 14336 = 28·512) and odd orders chosen so that every branch runs: packed segments (96, 160,
-// 768), the k % 8 == 4 half tiles (12, 20, 28, 44, 108, 252), FWHT stages in shared memory
+// The fp32 K-mix row kernel (engine/quant/cuda/hadamard_kmix.cuh) bit for bit against the CPU
+// reference: the Llama widths with a K-mix below kTensorCoreMixOrder (5120 = 20·256, 5632 =
+// 44·128, 14336 = 28·512) and odd orders chosen so that every branch runs: packed segments (96,
+// 160, 768), the k % 8 == 4 half tiles (12, 20, 28, 44, 108), FWHT stages in shared memory
 // (2^m >= 512: 24576, 28672), two mix rounds per block (24576, 28672), H' staged in chunks
-// (k = 252), and more rows than one wave of resident blocks (blocks loop over segments).
-// Forward and inverse, F32 and BF16 (the CPU's F32 result rounded to BF16), plus rotate_quantize
-// against the CPU, and the inverse at llama-3-8b / llama-13b shapes (`loft bench kernels` times
-// these kernels).
+// (k = 252: 2016 = 252·8), and more rows than one wave of resident blocks (blocks loop over
+// segments). Orders >= kTensorCoreMixOrder come here only with 2^m = 8 (864, 2016), which the
+// tensor-core mix does not take; its widths are test_hadamard_kmix_mma_cuda.cpp's. Forward and
+// inverse, F32 and BF16 (the CPU's F32 result rounded to BF16), plus rotate_quantize against the
+// CPU, and the inverse at llama-3-8b shapes (`loft bench kernels` times these kernels).
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -30,8 +31,8 @@ struct Width {
 const Width kWidths[] = {
     {96, 12, {1, 7, 300}},     {160, 20, {1, 33}},         {768, 12, {7, 6000}},
     {864, 108, {3, 33}},       {5120, 20, {1, 7, 33}},     {5632, 44, {1, 7, 33}},
-    {13824, 108, {1, 7, 300}}, {14336, 28, {1, 7, 300}},   {24576, 12, {1, 5}},
-    {28672, 28, {1, 3}},       {16128, 252, {1, 6}},
+    {14336, 28, {1, 7, 300}},  {24576, 12, {1, 5}},        {28672, 28, {1, 3}},
+    {2016, 252, {1, 6, 300}},
 };
 
 std::vector<uint32_t> bits(const std::vector<float>& v) {
@@ -89,7 +90,7 @@ TEST(HadamardKmixCuda, BitIdenticalToCpu) {
 TEST(HadamardKmixCuda, InPlaceEqualsOutOfPlace) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(52);
-  for (int64_t n : {int64_t(96), int64_t(13824), int64_t(16128)})
+  for (int64_t n : {int64_t(96), int64_t(14336), int64_t(28672)})
     for (bool inverse : {false, true}) {
       const Tensor x = to_gpu(random_tensor({300, n}, rng), DType::BF16);
       Tensor y = Tensor::empty(x.shape(), DType::BF16, kGpu);
@@ -101,11 +102,11 @@ TEST(HadamardKmixCuda, InPlaceEqualsOutOfPlace) {
 }
 
 // rotate_quantize of F32 rows on the GPU gives the CPU's codes and scale (the CPU rotates, then
-// quantizes): the fused two-pass path (k < 64) and the rotate-once path (k >= 64) alike.
+// quantizes) on the fused two-pass path.
 TEST(HadamardKmixCuda, RotateQuantizeIdenticalToCpu) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(53);
-  for (int64_t n : {int64_t(160), int64_t(5120), int64_t(5632), int64_t(13824), int64_t(14336)})
+  for (int64_t n : {int64_t(160), int64_t(5120), int64_t(5632), int64_t(14336)})
     for (int64_t rows : {int64_t(1), int64_t(33)})
       for (quant::LowpFormat f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8}) {
         const quant::HadamardPlan plan = quant::plan_for(n);
@@ -119,11 +120,11 @@ TEST(HadamardKmixCuda, RotateQuantizeIdenticalToCpu) {
       }
 }
 
-// The inverse at [4096, 14336] (llama-3-8b, 2×2048 tokens), [8192, 13824] (llama-13b, 4×2048)
-// and [4096, 5120] in BF16: the first rows against the CPU.
+// The inverse at [4096, 14336] (llama-3-8b, 2×2048 tokens) and [4096, 5120] in BF16: the first
+// rows against the CPU.
 TEST(HadamardKmixCuda, InverseAtLlamaShapesMatchesTheCpu) {
   LOFT_REQUIRE_GPU();
-  for (auto [t, n] : std::vector<std::pair<int64_t, int64_t>>{{4096, 14336}, {8192, 13824}, {4096, 5120}}) {
+  for (auto [t, n] : std::vector<std::pair<int64_t, int64_t>>{{4096, 14336}, {4096, 5120}}) {
     const quant::HadamardPlan plan = quant::plan_for(n);
     Tensor x = Tensor::empty({t, n}, DType::BF16, kGpu);
     ops::fill_random(x, 7, 1.0f);

@@ -18,6 +18,7 @@
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/cuda/hadamard_cuda.h"
 #include "engine/quant/cuda/hadamard_kmix.cuh"
+#include "engine/quant/cuda/hadamard_kmix_mma.cuh"
 #include "engine/quant/cuda/hadamard_vec.cuh"
 #include "engine/quant/cuda/quant_device.cuh"
 #include "engine/quant/quantize.h"
@@ -247,6 +248,31 @@ const float* device_mix_matrix(const HadamardMatrix& m, bool inverse, int device
   return ptr;
 }
 
+// The sign bits of the tensor-core K-mix (hadamard_kmix_mma.cuh) on `device`: [kp][words] with
+// bit src of row i set where A[i][src] = H'[src][i] is -1 (rows past k and bits past k clear),
+// uploaded once per (device, k, direction) and kept like H_k.
+const uint32_t* device_sign_bits(const HadamardMatrix& m, bool inverse, int device) {
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, bool>, uint32_t*> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  uint32_t*& ptr = cache[{device, m.k, inverse}];
+  if (ptr == nullptr) {
+    static std::map<std::tuple<int, int, bool>, std::vector<uint32_t>> host;  // outlives the upload
+    const int kp = (m.k + 15) / 16 * 16, words = (kp + 31) / 32;
+    std::vector<uint32_t>& bits = host[{device, m.k, inverse}];
+    bits.assign(size_t(kp) * size_t(words), 0u);
+    for (int i = 0; i < m.k; ++i)
+      for (int src = 0; src < m.k; ++src)
+        if ((inverse ? m.at(i, src) : m.at(src, i)) < 0) bits[size_t(i) * words + src / 32] |= 1u << (src % 32);
+    uint32_t* buf = nullptr;
+    LOFT_CUDA_CHECK(cudaMalloc(&buf, bits.size() * sizeof(uint32_t)));
+    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, bits.data(), bits.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                                    loft::cuda::stream(device)));
+    ptr = buf;
+  }
+  return ptr;
+}
+
 // Resident blocks of `kernel` per SM at this size, asked once per (kernel, size, device).
 template <typename Kernel>
 int blocks_per_sm(Kernel* kernel, int threads, size_t smem, int device) {
@@ -263,6 +289,44 @@ Params params_for(const HadamardPlan& plan, bool inverse, int device) {
                 inverse,      0,              0,      0};
 }
 
+// Shared memory the tensor-core K-mix needs for `plan` on `device` with `pieces` bf16 pieces, or
+// 0 when the plan does not take it (k < kTensorCoreMixOrder, 2^m outside 32..512, or the segment
+// does not fit: 18944's BF16 rows need 90 KiB, its F32 rows 131 KiB).
+size_t mma_mix_smem(const HadamardPlan& plan, int pieces, int device) {
+  const int m = plan.log2_pow2;
+  if (plan.k < kTensorCoreMixOrder || m < kmix_mma::kMinLog2P || m > kmix_mma::kMaxLog2P) return 0;
+  const int kp = (plan.k + 15) / 16 * 16, words = (kp + 31) / 32;
+  const size_t smem = kmix_mma::smem_bytes(pieces, kp, m, words);
+  // 1 KiB of the opt-in left for the epilogue's static shared memory (block_amax).
+  return smem + 1024 <= size_t(max_shared_optin(device)) ? smem : 0;
+}
+
+// The tensor-core K-mix for a plan mma_mix_smem accepts; blocks loop over the segments, as many
+// as fit on the device at once. Returns false to leave the transform to the fp32 K-mix.
+template <typename T, typename Epi>
+bool launch_rows_kmix_mma(const HadamardPlan& plan, const Tensor& x, bool inverse, int device,
+                          const Epi& epi) {
+  const size_t smem = mma_mix_smem(plan, kmix_mma::pieces<T>(), device);
+  if (smem == 0) return false;
+  kmix_mma::MmaParams prm{};
+  prm.k = plan.k;
+  prm.kp = (plan.k + 15) / 16 * 16;
+  prm.log2_p = plan.log2_pow2;
+  prm.ld = (1 << plan.log2_pow2) + 8;
+  prm.words = (prm.kp + 31) / 32;
+  prm.total_segs = x.numel() / plan.block;
+  prm.scale = plan.scale();
+  prm.signs = device_sign_bits(*plan.matrix, inverse, device);
+  auto* kernel = kmix_mma::hadamard_rows_kmix_mma<T, Epi>;
+  allow_dynamic_smem(kernel, smem, device);
+  const int64_t resident = int64_t(blocks_per_sm(kernel, kmix_mma::kThreads, smem, device)) * sm_count(device);
+  if (resident == 0) return false;
+  const int64_t grid = std::min(prm.total_segs, resident);
+  kernel<<<unsigned(grid), kmix_mma::kThreads, smem, loft::cuda::stream(device)>>>(x.ptr<T>(), prm, epi);
+  loft::cuda::check_launch("hadamard_rows_kmix_mma");
+  return true;
+}
+
 // The K-mix kernel (hadamard_kmix.cuh) for a plan with k > 1: k a multiple of 4, 2^m >= 8,
 // blocks of at most 32768 elements. H' stays in shared memory beside the segments when both fit
 // (13824: 54 + 46 KiB), else it is staged in chunks of rows. Blocks loop over the segments, as
@@ -273,6 +337,7 @@ bool launch_rows_kmix(const HadamardPlan& plan, const Tensor& x, bool inverse, i
   const int64_t seg = plan.block;
   const int k = plan.k;
   if (k % 4 != 0 || plan.log2_pow2 < 3 || seg % 32 != 0 || seg > 32 * 1024) return false;
+  if (launch_rows_kmix_mma<T>(plan, x, inverse, device, epi)) return true;
   kmix::KmixParams prm{};
   prm.seg = int(seg);
   const int tiles = int(seg / 32);  // per segment, 8 outputs each
@@ -460,9 +525,10 @@ void rotate_quantize_cuda(const HadamardPlan& plan, const Tensor& x, bool token_
   loft::cuda::set_device(device);
   const LowpFormat f = format_of(codes.dtype(), "rotate_quantize: codes");
   if (!token_dim && plan.k >= kRotateOnceK) {
-    // Rotating costs k multiply-adds per element: at k >= 64 (13824 = 108 x 128) one rotation
-    // into x's dtype and a quantize of it (the same bytes: the fused passes cast exactly those
-    // values) beat rotating in both the amax and the cast pass.
+    // Rotating costs k multiply-adds per element on the CUDA cores: at k >= 64 (13824 = 108 x
+    // 128) one rotation into x's dtype and a quantize of it (the same bytes: the fused passes
+    // cast exactly those values) beat rotating in both the amax and the cast pass. On tensor
+    // cores too (H200, [2048, 18944] BF16: 188 us a rotation, 395 us for the two fused passes).
     Tensor xr = Tensor::empty(x.shape(), x.dtype(), x.device());
     hadamard_transform_cuda(plan, x, xr, /*inverse=*/false);
     return quantize_into(xr, codes, nullptr, scale);
