@@ -17,7 +17,7 @@
 #include "engine/quant/hadamard.h"
 #include "engine/quant/rotate_quantize.h"
 #include "tests/engine/test_quant_fp8_reference.h"
-#include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/gpu/test_hadamard_util.h"
 
 namespace loft::test {
 namespace {
@@ -72,13 +72,8 @@ TEST(HadamardKmixCuda, BitIdenticalToCpu) {
     for (int64_t rows : w.rows)
       for (DType dt : kActivationDtypes)
         for (bool inverse : {false, true}) {
-          const Tensor x = to_gpu(random_tensor({rows, w.n}, rng, -3.0f, 3.0f), dt);
-          Tensor y = Tensor::empty(x.shape(), dt, kGpu);
-          quant::hadamard_transform(plan, x, y, inverse);
-          const Tensor cx = cpu_f32(x);
-          Tensor cy = Tensor::empty(cx.shape(), DType::F32);
-          quant::hadamard_transform(plan, cx, cy, inverse);
-          const std::vector<uint32_t> got = bits(y.to_float_vector()), want = as_dtype_bits(cy, dt);
+          const RotatedPair r = rotate_on_both(plan, to_gpu(random_tensor({rows, w.n}, rng, -3.0f, 3.0f), dt), inverse);
+          const std::vector<uint32_t> got = bits(r.gpu.to_float_vector()), want = as_dtype_bits(r.cpu, dt);
           ASSERT_EQ(got.size(), want.size());
           EXPECT_TRUE(got == want) << name(dt) << " rows " << rows << (inverse ? " inverse " : " forward ")
                                    << plan.describe() << ": first difference at element "

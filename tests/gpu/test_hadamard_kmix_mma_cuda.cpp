@@ -18,7 +18,7 @@
 #include "engine/quant/quantize.h"
 #include "engine/quant/rotate_quantize.h"
 #include "tests/engine/test_quant_fp8_reference.h"
-#include "tests/gpu/test_ops_cuda_util.h"
+#include "tests/gpu/test_hadamard_util.h"
 
 namespace loft::test {
 namespace {
@@ -71,13 +71,8 @@ TEST(HadamardKmixMmaCuda, MatchesCpuToFp32Accuracy) {
     for (int64_t rows : {int64_t(1), int64_t(7), int64_t(300)})
       for (DType dt : kActivationDtypes)
         for (bool inverse : {false, true}) {
-          const Tensor x = to_gpu(random_tensor({rows, w.n}, rng, -3.0f, 3.0f), dt);
-          Tensor y = Tensor::empty(x.shape(), dt, kGpu);
-          quant::hadamard_transform(plan, x, y, inverse);
-          const Tensor cx = cpu_f32(x);
-          Tensor cy = Tensor::empty(cx.shape(), DType::F32);
-          quant::hadamard_transform(plan, cx, cy, inverse);
-          const std::vector<float> got = y.to_float_vector(), want = cy.to_float_vector();
+          const RotatedPair r = rotate_on_both(plan, to_gpu(random_tensor({rows, w.n}, rng, -3.0f, 3.0f), dt), inverse);
+          const std::vector<float> got = r.gpu.to_float_vector(), want = r.cpu.to_float_vector();
           const int64_t bad = first_out_of_bounds(got, want, dt);
           EXPECT_EQ(bad, -1) << name(dt) << " rows " << rows << (inverse ? " inverse " : " forward ")
                              << plan.describe() << ": element " << bad << " is "

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "engine/device/cuda_context.h"
 #include "engine/ops/cuda/kernel_util.cuh"
@@ -207,6 +208,17 @@ __global__ void hadamard_tokens(const T* __restrict__ x, Params prm, Epi epi) {
   epi.end();
 }
 
+// A copy of `host` on `device`, never freed (the caches below keep it for the process); `host`
+// must outlive the asynchronous upload.
+template <typename E>
+E* upload_kept(const std::vector<E>& host, int device) {
+  E* buf = nullptr;
+  LOFT_CUDA_CHECK(cudaMalloc(&buf, host.size() * sizeof(E)));
+  LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, host.data(), host.size() * sizeof(E), cudaMemcpyHostToDevice,
+                                  loft::cuda::stream(device)));
+  return buf;
+}
+
 // H_k on `device`, uploaded once per (device, k) and kept for the process (never freed: the
 // matrices are tiny and may be in use by queued kernels at exit).
 const int8_t* device_matrix(const HadamardMatrix& m, int device) {
@@ -214,14 +226,8 @@ const int8_t* device_matrix(const HadamardMatrix& m, int device) {
   static std::map<std::pair<int, int>, int8_t*> cache;
   std::lock_guard<std::mutex> lock(mu);
   int8_t*& ptr = cache[{device, m.k}];
-  if (ptr == nullptr) {
-    int8_t* buf = nullptr;
-    LOFT_CUDA_CHECK(cudaMalloc(&buf, m.entries.size()));
-    // Ordered before the kernels on the same stream; the host entries live in the process cache.
-    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, m.entries.data(), m.entries.size(), cudaMemcpyHostToDevice,
-                                    loft::cuda::stream(device)));
-    ptr = buf;
-  }
+  // Ordered before the kernels on the same stream; the host entries live in the process cache.
+  if (ptr == nullptr) ptr = upload_kept(m.entries, device);
   return ptr;
 }
 
@@ -239,11 +245,7 @@ const float* device_mix_matrix(const HadamardMatrix& m, bool inverse, int device
     h.resize(size_t(m.k) * size_t(m.k));
     for (int src = 0; src < m.k; ++src)
       for (int i = 0; i < m.k; ++i) h[size_t(src) * m.k + i] = float(inverse ? m.at(i, src) : m.at(src, i));
-    float* buf = nullptr;
-    LOFT_CUDA_CHECK(cudaMalloc(&buf, h.size() * sizeof(float)));
-    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                    loft::cuda::stream(device)));
-    ptr = buf;
+    ptr = upload_kept(h, device);
   }
   return ptr;
 }
@@ -264,11 +266,7 @@ const uint32_t* device_sign_bits(const HadamardMatrix& m, bool inverse, int devi
     for (int i = 0; i < m.k; ++i)
       for (int src = 0; src < m.k; ++src)
         if ((inverse ? m.at(i, src) : m.at(src, i)) < 0) bits[size_t(i) * words + src / 32] |= 1u << (src % 32);
-    uint32_t* buf = nullptr;
-    LOFT_CUDA_CHECK(cudaMalloc(&buf, bits.size() * sizeof(uint32_t)));
-    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, bits.data(), bits.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
-                                    loft::cuda::stream(device)));
-    ptr = buf;
+    ptr = upload_kept(bits, device);
   }
   return ptr;
 }
