@@ -19,6 +19,14 @@ namespace {
 
 constexpr int kWarps = 8;
 
+// The pair (a, b) at rotation index i turned by the token's table (the inverse table turns it
+// back), each rounded to T as a stored result would be.
+template <typename T>
+__device__ __forceinline__ float2 rotate_pair(float a, float b, const float* table, int i, int half) {
+  const float c = table[i], s = table[half + i];
+  return make_float2(round_to<T>(a * c - b * s), round_to<T>(b * c + a * s));
+}
+
 template <typename T, typename TW>
 __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* positions,
                                       const float* inv_freq, T* y, float* rstd, int heads, int half,
@@ -41,9 +49,9 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
     for (int i = lane; i < half; i += 32) {
       const float a = round_to<T>(to_f32(w[i]) * (to_f32(xr[i]) * rs));
       const float b = round_to<T>(to_f32(w[i + half]) * (to_f32(xr[i + half]) * rs));
-      const float c = table[i], s = table[half + i];
-      yr[i] = from_f32<T>(a * c - b * s);
-      yr[i + half] = from_f32<T>(b * c + a * s);
+      const float2 r = rotate_pair<T>(a, b, table, i, half);
+      yr[i] = from_f32<T>(r.x);
+      yr[i + half] = from_f32<T>(r.y);
     }
   }
 }
@@ -65,21 +73,17 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
     T* dxr = dx + row * d;
     float dot = 0.0f;
     for (int i = lane; i < half; i += 32) {
-      const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
-      const float c = table[i], s = table[half + i];
-      const float ga = round_to<T>(p * c - q * s), gb = round_to<T>(q * c + p * s);
-      dot = fmaf(to_f32(xr[i]) * to_f32(w[i]), ga, dot);
-      dot = fmaf(to_f32(xr[i + half]) * to_f32(w[i + half]), gb, dot);
+      const float2 g = rotate_pair<T>(to_f32(dyr[i]), to_f32(dyr[i + half]), table, i, half);
+      dot = fmaf(to_f32(xr[i]) * to_f32(w[i]), g.x, dot);
+      dot = fmaf(to_f32(xr[i + half]) * to_f32(w[i + half]), g.y, dot);
     }
     const float rs = rstd[row];
     const float k3 = rs * rs * rs * warp_sum(dot) / float(d);
     for (int i = lane; i < half; i += 32) {
-      const float p = to_f32(dyr[i]), q = to_f32(dyr[i + half]);
-      const float c = table[i], s = table[half + i];
-      const float ga = round_to<T>(p * c - q * s), gb = round_to<T>(q * c + p * s);
+      const float2 g = rotate_pair<T>(to_f32(dyr[i]), to_f32(dyr[i + half]), table, i, half);
       const float xa = to_f32(xr[i]), xb = to_f32(xr[i + half]);
-      dxr[i] = from_f32<T>(rs * to_f32(w[i]) * ga - k3 * xa);
-      dxr[i + half] = from_f32<T>(rs * to_f32(w[i + half]) * gb - k3 * xb);
+      dxr[i] = from_f32<T>(rs * to_f32(w[i]) * g.x - k3 * xa);
+      dxr[i + half] = from_f32<T>(rs * to_f32(w[i + half]) * g.y - k3 * xb);
     }
   }
 }

@@ -260,7 +260,7 @@ const uint32_t* device_sign_bits(const HadamardMatrix& m, bool inverse, int devi
   uint32_t*& ptr = cache[{device, m.k, inverse}];
   if (ptr == nullptr) {
     static std::map<std::tuple<int, int, bool>, std::vector<uint32_t>> host;  // outlives the upload
-    const int kp = (m.k + 15) / 16 * 16, words = (kp + 31) / 32;
+    const int kp = kmix_mma::padded_order(m.k), words = kmix_mma::sign_words(kp);
     std::vector<uint32_t>& bits = host[{device, m.k, inverse}];
     bits.assign(size_t(kp) * size_t(words), 0u);
     for (int i = 0; i < m.k; ++i)
@@ -293,8 +293,7 @@ Params params_for(const HadamardPlan& plan, bool inverse, int device) {
 size_t mma_mix_smem(const HadamardPlan& plan, int pieces, int device) {
   const int m = plan.log2_pow2;
   if (plan.k < kTensorCoreMixOrder || m < kmix_mma::kMinLog2P || m > kmix_mma::kMaxLog2P) return 0;
-  const int kp = (plan.k + 15) / 16 * 16, words = (kp + 31) / 32;
-  const size_t smem = kmix_mma::smem_bytes(pieces, kp, m, words);
+  const size_t smem = kmix_mma::smem_bytes(pieces, plan.k, m);
   // 1 KiB of the opt-in left for the epilogue's static shared memory (block_amax).
   return smem + 1024 <= size_t(max_shared_optin(device)) ? smem : 0;
 }
@@ -308,10 +307,10 @@ bool launch_rows_kmix_mma(const HadamardPlan& plan, const Tensor& x, bool invers
   if (smem == 0) return false;
   kmix_mma::MmaParams prm{};
   prm.k = plan.k;
-  prm.kp = (plan.k + 15) / 16 * 16;
+  prm.kp = kmix_mma::padded_order(plan.k);
   prm.log2_p = plan.log2_pow2;
-  prm.ld = (1 << plan.log2_pow2) + 8;
-  prm.words = (prm.kp + 31) / 32;
+  prm.ld = kmix_mma::row_stride(plan.log2_pow2);
+  prm.words = kmix_mma::sign_words(prm.kp);
   prm.total_segs = x.numel() / plan.block;
   prm.scale = plan.scale();
   prm.signs = device_sign_bits(*plan.matrix, inverse, device);
@@ -325,10 +324,11 @@ bool launch_rows_kmix_mma(const HadamardPlan& plan, const Tensor& x, bool invers
   return true;
 }
 
-// The K-mix kernel (hadamard_kmix.cuh) for a plan with k > 1: k a multiple of 4, 2^m >= 8,
-// blocks of at most 32768 elements. H' stays in shared memory beside the segments when both fit
-// (13824: 54 + 46 KiB), else it is staged in chunks of rows. Blocks loop over the segments, as
-// many as fit on the device at once. Returns false to leave the transform to the general kernel.
+// The K-mix for a plan with k > 1: on tensor cores where launch_rows_kmix_mma takes it, else the
+// fp32 kernel (hadamard_kmix.cuh) for k a multiple of 4, 2^m >= 8, blocks of at most 32768
+// elements. H' stays in shared memory beside the segments when both fit (14336: 56 + 3 KiB),
+// else it is staged in chunks of rows. Blocks loop over the segments, as many as fit on the
+// device at once. Returns false to leave the transform to the general kernel.
 template <typename T, typename Epi>
 bool launch_rows_kmix(const HadamardPlan& plan, const Tensor& x, bool inverse, int device,
                       const Epi& epi) {

@@ -14,8 +14,9 @@
 // (rows k..kp zero; the pad keeps ldmatrix conflict-free), read as B fragments by ldmatrix.trans.
 // A is staged as sign bits [kp][words] (bit src of row i set where A[i][src] = -1), 3 KiB at
 // k = 148. A warp's task is 5 m-tiles × 4 n-tiles of the output: per k-step it expands 5 A
-// fragments from the bits and feeds each to 4·P MMAs, so the tensor cores, not the ALUs, set
-// the pace (the first version split S in fp32 per use and ran at a third of this).
+// fragments from the bits and feeds each to 4·P MMAs (a first version that split S in fp32 per
+// use took 1.4× as long: issue-bound on the split; the load/FWHT phase is not overlapped with
+// the MMAs yet, docs/perf-journal.md).
 // Include only from hadamard_cuda.cu (Epi: its epilogues).
 #pragma once
 #include <type_traits>
@@ -46,9 +47,15 @@ struct MmaParams {
   const uint32_t* signs;  // [kp][words]
 };
 
-// Shared memory of one block with P pieces: the planes, then the sign bits.
-inline size_t smem_bytes(int pieces, int kp, int log2_p, int words) {
-  return size_t(pieces) * size_t(kp) * size_t((1 << log2_p) + 8) * 2 + size_t(kp) * size_t(words) * 4;
+// The staged layout of order k and 2^m columns (MmaParams carries it to the kernel).
+inline int padded_order(int k) { return (k + 15) / 16 * 16; }
+inline int sign_words(int kp) { return (kp + 31) / 32; }
+inline int row_stride(int log2_p) { return (1 << log2_p) + 8; }
+
+// Shared memory of one block with `pieces` planes: the planes, then the sign bits.
+inline size_t smem_bytes(int pieces, int k, int log2_p) {
+  const int kp = padded_order(k);
+  return size_t(pieces) * size_t(kp) * size_t(row_stride(log2_p)) * 2 + size_t(kp) * size_t(sign_words(kp)) * 4;
 }
 
 // Two ±1 bf16 from sign bits 0 and 1 of `bits` (low half from bit 0).
