@@ -2,7 +2,8 @@
 # Installs loft's build dependencies from the distribution (Debian/Ubuntu) and builds it into
 # build/. Safe to re-run: installs only what is missing, then rebuilds incrementally.
 #   LOFT_CUDA=AUTO|ON|OFF      build the CUDA backend (AUTO: when nvcc is found)
-#   LOFT_CUDA_ARCHS="89;90;120" GPU architectures (one is enough for CI and test runs)
+#   LOFT_CUDA_ARCHS="89;90a;120" GPU architectures (one is enough for CI and test runs; 90a, not
+#                              90, gives the H100/H200 their wgmma kernels)
 #   BUILD_DIR=build            where to build
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,6 @@ fi
 
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLOFT_CUDA="${LOFT_CUDA:-AUTO}" -DLOFT_CUDA_ARCHS="${LOFT_CUDA_ARCHS:-89;90;120}"
+  -DLOFT_CUDA="${LOFT_CUDA:-AUTO}" -DLOFT_CUDA_ARCHS="${LOFT_CUDA_ARCHS:-89;90a;120}"
 cmake --build "$build" -j "$(nproc)"
 echo "setup: built $build/loft"

@@ -6,6 +6,8 @@
 #include <optional>
 #include <tuple>
 
+#include <cuda_runtime.h>
+
 #include "engine/ops/ops.h"
 #include "engine/ops/cuda/attention_cuda.h"
 #include "tests/common/test_util.h"
@@ -100,11 +102,14 @@ TEST(AttentionCuda, MatchesCpuBf16) {
   for (const Case& c : kCases) check_against_cpu(c, DType::BF16, 1e-2, rng);
 }
 
-// Restores the default scratch budget when a test ends, even on failure.
-struct ScratchBudget {
-  size_t old;
-  explicit ScratchBudget(size_t bytes) : old(ops::cuda_attention::set_scratch_budget(bytes)) {}
-  ~ScratchBudget() { ops::cuda_attention::set_scratch_budget(old); }
+// Sets one of attention_cuda.h's test switches (each returns its previous value) and restores it
+// when the test ends, even on failure.
+template <typename T>
+struct Switch {
+  T (*set)(T);
+  T old;
+  Switch(T (*setter)(T), T value) : set(setter), old(setter(value)) {}
+  ~Switch() { set(old); }
 };
 
 TEST(AttentionCuda, ChunkedScratchMatchesCpu) {
@@ -114,7 +119,7 @@ TEST(AttentionCuda, ChunkedScratchMatchesCpu) {
   // 1 byte: one entry and one query row per step.
   for (size_t budget : {size_t(64) << 10, size_t(1)}) {
     SCOPED_TRACE(cat("scratch budget ", budget, " bytes"));
-    ScratchBudget guard(budget);
+    Switch<size_t> guard(ops::cuda_attention::set_scratch_budget, budget);
     for (const Case& c : {Case{2, 33, 8, 2, 64, 9}, Case{2, 172, 4, 1, 64, 50}}) {
       check_against_cpu(c, DType::F32, 1e-4, rng);
       check_against_cpu(c, DType::BF16, 1e-2, rng);
@@ -163,21 +168,83 @@ TEST(AttentionCuda, FlashMatchesCpuBf16LongRowsShortDocuments) {
   check_flash_long_rows(rng);
 }
 
-// Restores the device's own shared-memory limit when a test ends, even on failure.
-struct FlashSharedLimit {
-  size_t old;
-  explicit FlashSharedLimit(size_t bytes) : old(ops::cuda_attention::set_flash_shared_limit(bytes)) {}
-  ~FlashSharedLimit() { ops::cuda_attention::set_flash_shared_limit(old); }
-};
-
 // The backward kernel a consumer card runs (sm_86/89/120 grant a block 99 KiB, too little for the
 // 128-key layout): forced on any GPU by that limit, through the same cases.
 TEST(AttentionCuda, FlashBackwardOfConsumerCardsMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
-  FlashSharedLimit guard(size_t(99) << 10);
+  Switch<size_t> guard(ops::cuda_attention::set_flash_shared_limit, size_t(99) << 10);
   std::mt19937 rng(606);
   check_flash_tiles(rng);
   check_flash_long_rows(rng);
+}
+
+// The forward every GPU but Hopper runs (mma.sync), forced on any GPU, through the same cases (on
+// an H100/H200 the tests above run the wgmma forward at head dim 128).
+TEST(AttentionCuda, FlashForwardOfOtherGpusMatchesCpuBf16) {
+  LOFT_REQUIRE_GPU();
+  Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
+  std::mt19937 rng(707);
+  check_flash_tiles(rng);
+  check_flash_long_rows(rng);
+}
+
+bool is_hopper(int device) {
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  return major == 9 && minor == 0;
+}
+
+// On an H100/H200 a build with sm_90a code takes the wgmma forward for BF16 at head dim 128 and
+// nothing else; elsewhere never.
+TEST(AttentionCuda, HopperForwardOnlyOnSm90AtHeadDim128) {
+  LOFT_REQUIRE_GPU();
+  const Device gpu = Device::cuda(0);
+  const bool expect = is_hopper(0) && ops::cuda_attention::hopper_forward_built();
+  for (auto [dt, d, hopper] : {std::tuple{DType::BF16, 128, expect}, std::tuple{DType::BF16, 64, false},
+                               std::tuple{DType::F32, 128, false}}) {
+    const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
+    EXPECT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
+  }
+  Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
+  const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, gpu), k = Tensor::empty({8, 2, 128}, DType::BF16, gpu);
+  EXPECT_FALSE(ops::cuda_attention::uses_hopper_forward(q, k, 4)) << "forbidden";
+  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma forward does not run here";
+}
+
+// Rows of 2048 and 4096 tokens (16 and 32 key tiles of 128 per query tile: both K/V buffers
+// cycle many times; 4096 is the training shape the kernel is for): the wgmma forward against the
+// mma.sync one, both BF16 on the GPU, with one document per row, many short documents (most tiles
+// masked by document starts), and sharpened scores; and one row of 2048 against the CPU.
+TEST(AttentionCuda, HopperForwardMatchesOtherGpusLongRows) {
+  LOFT_REQUIRE_GPU();
+  if (!is_hopper(0) || !ops::cuda_attention::hopper_forward_built())
+    GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build";
+  std::mt19937 rng(808);
+  check_against_cpu(Case{1, 2048, 4, 1, 128, 700}, DType::BF16, 1e-2, rng, true);
+  const Device gpu = Device::cuda(0);
+  for (const Case& c : {Case{2, 2048, 8, 2, 128, 0}, Case{1, 4096, 4, 1, 128, 0},
+                        Case{2, 2048, 6, 2, 128, 300, 4}, Case{1, 4096, 8, 8, 128, 1500}}) {
+    SCOPED_TRACE(case_str(c, DType::BF16));
+    const int64_t tokens = c.rows * c.seq;
+    const Tensor q = on_gpu(random_in({tokens, c.hq, c.d}, DType::BF16, rng), DType::BF16);
+    const Tensor k = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
+    const Tensor v = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
+    const Tensor ds = (c.max_doc_len == 0 ? Tensor::zeros({tokens}, DType::I32)
+                                          : test::random_doc_start(c.rows, c.seq, c.max_doc_len, rng))
+                          .to(gpu);
+    const float scale = float(c.sharpen / std::sqrt(double(c.d)));
+    Tensor out[2], lse[2];
+    for (int i = 0; i < 2; ++i) {
+      Switch<bool> guard(ops::cuda_attention::set_hopper_forward, i == 0);
+      ASSERT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, c.seq), i == 0);
+      out[i] = Tensor::empty(q.shape(), DType::BF16, gpu);
+      lse[i] = Tensor::empty({tokens, c.hq}, DType::F32, gpu);
+      ops::cuda::attention(q, k, v, ds, c.seq, scale, out[i], lse[i]);
+    }
+    EXPECT_LT(test::rel_error(out[0], out[1]), 1e-2) << "out";
+    EXPECT_LT(test::rel_error(lse[0], lse[1]), 1e-4) << "lse";
+  }
 }
 
 // The other dtypes and head dims keep the GEMM path, which the tests above cover.

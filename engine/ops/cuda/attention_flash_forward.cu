@@ -229,6 +229,7 @@ bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq) {
 
 void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
                    int64_t seq, float scale, Tensor& out, Tensor& lse) {
+  if (hopper_forward_supports(q, seq)) return flash_forward_hopper(q, k, v, doc_start, seq, scale, out, lse);
   const int device = cuda_kernels::use_device(q);
   const ForwardArgs args{q.ptr<bf16>(),
                          k.ptr<bf16>(),

@@ -23,6 +23,12 @@ size_t gemm_set_scratch_budget(size_t bytes);
 bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq);
 void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
                    int64_t seq, float scale, Tensor& out, Tensor& lse);
+// The forward on Hopper's warpgroup MMA (attention_flash_forward_hopper.cu): head dim 128 on a
+// compute capability 9.0 device when the build has sm_90a code; flash_forward takes it there.
+bool hopper_forward_supports(const Tensor& q, int64_t seq);
+void flash_forward_hopper(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
+                          int64_t seq, float scale, Tensor& out, Tensor& lse);
+bool flash_set_hopper_forward(bool allowed);
 // Queries attending to a KV cache (ops::cached_attention with its tile table): tiles I32 [n, 4],
 // each (first token, rows <= 64, slot, position of the first row), covering every token of q once.
 bool flash_cached_supports(const Tensor& q, const Tensor& k_cache, int64_t tiles);
