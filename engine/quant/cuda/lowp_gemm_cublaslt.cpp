@@ -5,8 +5,11 @@
 // the scales passed as device pointers (A/B_SCALE_POINTER) so no host sync, alpha on the host.
 // INT8: int32 accumulation into a scratch tensor (igemm_i32, which HOT's dX GEMM uses as it is),
 // then apply_scales.
-// Anything cuBLASLt cannot take (no FP8 before compute capability 8.9, dims not multiples of 16,
-// operands not 16-byte aligned, no algorithm found) returns false and gemm_lowp falls back.
+// An N that is not a multiple of 16 (a LoRA rank of 8: FALQON's O_A and dB products) is padded:
+// B gets zero-code rows up to the next multiple of 16 and the product's first N columns are
+// copied out (gemm_lowp_padded_n). Anything else cuBLASLt cannot take (no FP8 before compute
+// capability 8.9, M or K not multiples of 16, operands not 16-byte aligned, no algorithm found)
+// returns false and gemm_lowp falls back to decoding both operands to bf16.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -150,11 +153,35 @@ bool igemm_i32(const Tensor& a, const Tensor& b, Tensor& acc) {
   return true;
 }
 
+namespace {
+
+// c = alpha·sa·sb·a·bᵀ with b's rows padded by zero codes (+0 in every format) to n16, a multiple
+// of 16, and the first n columns of the [m, n16] product copied into c. Why: the fallback decodes
+// both operands to bf16, a[T, in] included: at llama3-8b 2×4096 FALQON r = 8 spent 60 ms a step
+// there against 10 at r = 64; the padding moves b (n × k codes) and c's n columns instead.
+bool gemm_lowp_padded_n(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb,
+                        Tensor& c, float alpha) {
+  const int dev = c.device().index;
+  const int64_t m = a.size(0), n = b.size(0), k = a.size(1), n16 = (n + 15) / 16 * 16;
+  Tensor bp = Tensor::empty({n16, k}, b.dtype(), b.device());
+  bp.zero_();
+  bp.slice(0, n).copy_from(b);
+  Tensor cp = Tensor::empty({m, n16}, c.dtype(), c.device());
+  if (!gemm_lowp_fast(a, sa, bp, sb, cp, alpha)) return false;
+  const size_t es = dtype_size(c.dtype());
+  LOFT_CUDA_CHECK(cudaMemcpy2DAsync(c.data(), n * es, cp.data(), n16 * es, n * es, size_t(m),
+                                    cudaMemcpyDeviceToDevice, loft::cuda::stream(dev)));
+  return true;
+}
+
+}  // namespace
+
 bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
                     float alpha) {
   const int dev = c.device().index;
   loft::cuda::set_device(dev);
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
+  if (n % 16 != 0 && m % 16 == 0 && k % 16 == 0) return gemm_lowp_padded_n(a, sa, b, sb, c, alpha);
   if (a.dtype() == DType::I8) {
     Tensor acc = Tensor::empty({m, n}, DType::I32, c.device());
     if (!aligned16(c.data()) || !igemm_i32(a, b, acc)) return false;
