@@ -39,6 +39,7 @@ constexpr int kOutStride = kD + 8;         // bf16 per row of the output staging
 // Q, K ×2, V ×2, the rows' first keys and their min/max, and slack to align the tiles to 1024.
 constexpr size_t kSmemBytes = 5 * kTileBytes + (kRows + 2) * sizeof(int) + 1024;
 static_assert(kRows * kOutStride * 2 <= 2 * kTileBytes, "output staging fits in the two K tiles");
+static_assert(kKeys == kRows, "a query tile's diagonal is one key tile, which starts at its first row");
 
 struct HopperArgs {
   const bf16 *q, *k, *v;
@@ -49,6 +50,7 @@ struct HopperArgs {
   float scale_log2;
 };
 
+#ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
 // Starts copying rows first..first+127 of head `head` ([tokens, heads, 128] from token row0) into
 // the swizzled tile at shared address `tile`; rows at or past `seq` become zeros. All threads call
 // it; the caller commits. Thread x copies 16-byte chunk x % 16 of rows x / 16 + 16i: with the
@@ -136,6 +138,8 @@ __device__ __forceinline__ void to_bf16_a(uint32_t (&p)[kKeys / 16][4], const fl
 #pragma unroll
     for (int j = 0; j < 4; ++j) p[kk][j] = pack(s[8 * kk + 2 * j], s[8 * kk + 2 * j + 1]);
 }
+
+#endif  // LOFT_WGMMA
 
 __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(HopperArgs a) {
 #ifdef LOFT_WGMMA
