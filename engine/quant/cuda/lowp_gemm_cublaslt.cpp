@@ -164,8 +164,8 @@ bool gemm_lowp_padded_n(const Tensor& a, const Tensor& sa, const Tensor& b, cons
   const int dev = c.device().index;
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1), n16 = (n + 15) / 16 * 16;
   Tensor bp = Tensor::empty({n16, k}, b.dtype(), b.device());
-  bp.zero_();
   bp.slice(0, n).copy_from(b);
+  bp.slice(n, n16 - n).zero_();
   Tensor cp = Tensor::empty({m, n16}, c.dtype(), c.device());
   if (!gemm_lowp_fast(a, sa, bp, sb, cp, alpha)) return false;
   const size_t es = dtype_size(c.dtype());
@@ -181,14 +181,20 @@ bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Te
   const int dev = c.device().index;
   loft::cuda::set_device(dev);
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
-  if (n % 16 != 0 && m % 16 == 0 && k % 16 == 0) return gemm_lowp_padded_n(a, sa, b, sb, c, alpha);
-  if (a.dtype() == DType::I8) {
+  // What cuBLASLt refuses is refused before any scratch is allocated or copied.
+  const bool int8 = a.dtype() == DType::I8;
+  if (!int8 && !has_fp8(dev)) return false;
+  if (n % 16 != 0) {  // padded when the rest fits (its B and C are fresh, so aligned)
+    if (m % 16 != 0 || k % 16 != 0 || !aligned16(a.data())) return false;
+    return gemm_lowp_padded_n(a, sa, b, sb, c, alpha);
+  }
+  if (!fits(m, n, k, a.data(), b.data(), c.data())) return false;
+  if (int8) {
     Tensor acc = Tensor::empty({m, n}, DType::I32, c.device());
-    if (!aligned16(c.data()) || !igemm_i32(a, b, acc)) return false;
+    if (!igemm_i32(a, b, acc)) return false;
     apply_scales(acc, sa, sb, alpha, c);
     return true;
   }
-  if (!fits(m, n, k, a.data(), b.data(), c.data()) || !has_fp8(dev)) return false;
   std::lock_guard lock(plans_mu);
   const LowpPlan* plan = find_plan(Key{dev, m, n, k, a.dtype(), b.dtype(), c.dtype()});
   if (!plan) return false;
