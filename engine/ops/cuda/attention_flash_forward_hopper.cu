@@ -71,6 +71,16 @@ __device__ __forceinline__ void load_tile(uint32_t tile, const bf16* src, int64_
   }
 }
 
+// Waits until at most `pending` of this thread's cp.async groups are in flight, makes what landed
+// visible to wgmma's async proxy, and meets the other warpgroup: after it, every thread's copies
+// up to that group are readable by the MMAs, and every read issued before it is done.
+template <int pending>
+__device__ __forceinline__ void copies_landed() {
+  cp_async_wait<pending>();
+  wgmma::fence_proxy_async();
+  __syncthreads();
+}
+
 // Issues S = Q·Kᵀ for the warpgroup's 64 rows × the tile's 128 keys (8 k-steps over head dim
 // 128: 4 in each 64-column half). The caller fences before and commits after.
 // q_desc and k_desc describe the tiles' first k-step; a later one's start address is `off`
@@ -188,9 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   float s[64], o[64] = {};
   uint32_t p[kKeys / 16][4];
 
-  cp_async_wait<1>();  // Q and K of tile 0
-  wgmma::fence_proxy_async();
-  __syncthreads();
+  copies_landed<1>();  // Q and K of tile 0
   wgmma::fence();
   issue_scores(s, q_desc, k_desc);
   wgmma::commit();
@@ -205,9 +213,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   // (into the one tile t - 2's V left).
   for (int t = 1; t < tiles; ++t) {
     const int k0 = q0 - t * kKeys;
-    cp_async_wait<0>();
-    wgmma::fence_proxy_async();
-    __syncthreads();  // K of tile t and V of t - 1 are in; every read of the buffers refilled next is done
+    copies_landed<0>();  // K of tile t and V of t - 1 are in; every read of the buffers refilled next is done
     if (t + 1 < tiles) load_tile(smem_address(sk) + (t + 1) % 2 * kTileBytes, a.k, row0, k0 - kKeys, a.seq, a.hkv, kvh);
     load_tile(smem_address(sv) + t % 2 * kTileBytes, a.v, row0, k0, a.seq, a.hkv, kvh);
     cp_async_commit();
@@ -228,9 +234,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
     to_bf16_a(p, s);
   }
   // P·V of the last tile.
-  cp_async_wait<0>();
-  wgmma::fence_proxy_async();
-  __syncthreads();  // V of the last tile is in; no read of the K buffers is left
+  copies_landed<0>();  // V of the last tile is in; no read of the K buffers is left
   wgmma::fence();
   wgmma::fence_operands(o);
   issue_pv(o, p, v_desc + (tiles - 1) % 2 * kTileStep);
