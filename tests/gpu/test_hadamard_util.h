@@ -20,4 +20,24 @@ inline RotatedPair rotate_on_both(const quant::HadamardPlan& plan, const Tensor&
   return r;
 }
 
+// A random [t, n] BF16 tensor on the GPU (seed 7) and its inverse transform there: model-sized, so
+// the tests compare a few of its rows with the CPU (inverse_rows_on_cpu).
+struct ModelInverse {
+  Tensor x, y;
+};
+inline ModelInverse model_inverse_on_gpu(const quant::HadamardPlan& plan, int64_t t, int64_t n) {
+  ModelInverse r{Tensor::empty({t, n}, DType::BF16, kGpu), Tensor::empty({t, n}, DType::BF16, kGpu)};
+  ops::fill_random(r.x, 7, 1.0f);
+  quant::hadamard_transform(plan, r.x, r.y, true);
+  return r;
+}
+
+// Rows r0..r0 + rows - 1 of x's inverse transform as the CPU computes them (F32) from x's values.
+inline Tensor inverse_rows_on_cpu(const quant::HadamardPlan& plan, const Tensor& x, int64_t r0, int64_t rows) {
+  const Tensor part = cpu_f32(x.slice(r0, rows));
+  Tensor want = Tensor::empty(part.shape(), DType::F32);
+  quant::hadamard_transform(plan, part, want, true);
+  return want;
+}
+
 }  // namespace loft::test

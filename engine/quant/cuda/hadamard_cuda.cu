@@ -208,67 +208,57 @@ __global__ void hadamard_tokens(const T* __restrict__ x, Params prm, Epi epi) {
   epi.end();
 }
 
-// A copy of `host` on `device`, never freed (the caches below keep it for the process); `host`
-// must outlive the asynchronous upload.
-template <typename E>
-E* upload_kept(const std::vector<E>& host, int device) {
-  E* buf = nullptr;
-  LOFT_CUDA_CHECK(cudaMalloc(&buf, host.size() * sizeof(E)));
-  LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, host.data(), host.size() * sizeof(E), cudaMemcpyHostToDevice,
-                                  loft::cuda::stream(device)));
-  return buf;
+// The table `build()` makes (a std::vector) on `device`, built and uploaded once per key (which
+// names the device) and kept for the process: never freed, as the tables are tiny and may be in
+// use by queued kernels at exit. The host copy is kept too, as the asynchronous upload (ordered
+// before the kernels on the same stream) reads it later. Each call site is its own cache (its
+// own Build type).
+template <typename Key, typename Build>
+const auto* kept_table(const Key& key, int device, Build build) {
+  using E = typename std::invoke_result_t<Build>::value_type;
+  static std::mutex mu;
+  static std::map<Key, std::pair<std::vector<E>, E*>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [host, ptr] = cache[key];
+  if (ptr == nullptr) {  // set only once the upload is queued: a failure leaves the key unbuilt
+    host = build();
+    E* buf = nullptr;
+    LOFT_CUDA_CHECK(cudaMalloc(&buf, host.size() * sizeof(E)));
+    LOFT_CUDA_CHECK(cudaMemcpyAsync(buf, host.data(), host.size() * sizeof(E), cudaMemcpyHostToDevice,
+                                    loft::cuda::stream(device)));
+    ptr = buf;
+  }
+  return static_cast<const E*>(ptr);
 }
 
-// H_k on `device`, uploaded once per (device, k) and kept for the process (never freed: the
-// matrices are tiny and may be in use by queued kernels at exit).
+// H_k on `device`, per (device, k).
 const int8_t* device_matrix(const HadamardMatrix& m, int device) {
-  static std::mutex mu;
-  static std::map<std::pair<int, int>, int8_t*> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  int8_t*& ptr = cache[{device, m.k}];
-  // Ordered before the kernels on the same stream; the host entries live in the process cache.
-  if (ptr == nullptr) ptr = upload_kept(m.entries, device);
-  return ptr;
+  return kept_table(std::pair{device, m.k}, device, [&] { return m.entries; });
 }
 
 // H' of the K-mix kernel (hadamard_kmix.cuh) on `device`: fp32 [k][k] with H'[src][i] = H[src][i]
-// (H[i][src] for the inverse), uploaded once per (device, k, direction) and kept like H_k.
+// (H[i][src] for the inverse), per (device, k, direction).
 const float* device_mix_matrix(const HadamardMatrix& m, bool inverse, int device) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, bool>, float*> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  float*& ptr = cache[{device, m.k, inverse}];
-  if (ptr == nullptr) {
-    // Static: the host copy must outlive the asynchronous upload.
-    static std::map<std::tuple<int, int, bool>, std::vector<float>> host;
-    std::vector<float>& h = host[{device, m.k, inverse}];
-    h.resize(size_t(m.k) * size_t(m.k));
+  return kept_table(std::tuple{device, m.k, inverse}, device, [&] {
+    std::vector<float> h(size_t(m.k) * size_t(m.k));
     for (int src = 0; src < m.k; ++src)
       for (int i = 0; i < m.k; ++i) h[size_t(src) * m.k + i] = float(inverse ? m.at(i, src) : m.at(src, i));
-    ptr = upload_kept(h, device);
-  }
-  return ptr;
+    return h;
+  });
 }
 
 // The sign bits of the tensor-core K-mix (hadamard_kmix_mma.cuh) on `device`: [kp][words] with
 // bit src of row i set where A[i][src] = H'[src][i] is -1 (rows past k and bits past k clear),
-// uploaded once per (device, k, direction) and kept like H_k.
+// per (device, k, direction).
 const uint32_t* device_sign_bits(const HadamardMatrix& m, bool inverse, int device) {
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, bool>, uint32_t*> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  uint32_t*& ptr = cache[{device, m.k, inverse}];
-  if (ptr == nullptr) {
-    static std::map<std::tuple<int, int, bool>, std::vector<uint32_t>> host;  // outlives the upload
+  return kept_table(std::tuple{device, m.k, inverse}, device, [&] {
     const int kp = kmix_mma::padded_order(m.k), words = kmix_mma::sign_words(kp);
-    std::vector<uint32_t>& bits = host[{device, m.k, inverse}];
-    bits.assign(size_t(kp) * size_t(words), 0u);
+    std::vector<uint32_t> bits(size_t(kp) * size_t(words), 0u);
     for (int i = 0; i < m.k; ++i)
       for (int src = 0; src < m.k; ++src)
         if ((inverse ? m.at(i, src) : m.at(src, i)) < 0) bits[size_t(i) * words + src / 32] |= 1u << (src % 32);
-    ptr = upload_kept(bits, device);
-  }
-  return ptr;
+    return bits;
+  });
 }
 
 // Resident blocks of `kernel` per SM at this size, asked once per (kernel, size, device).
