@@ -179,11 +179,21 @@ TEST(AttentionCuda, FlashBackwardOfConsumerCardsMatchesCpuBf16) {
 }
 
 // The forward every GPU but Hopper runs (mma.sync), forced on any GPU, through the same cases (on
-// an H100/H200 the tests above run the wgmma forward at head dim 128).
+// an H100/H200 the tests above run the wgmma kernels at head dim 128).
 TEST(AttentionCuda, FlashForwardOfOtherGpusMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
   Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
   std::mt19937 rng(707);
+  check_flash_tiles(rng);
+  check_flash_long_rows(rng);
+}
+
+// The 128-key mma.sync backward (what an H100/H200 runs without the wgmma kernels, and an sm_80
+// GPU), forced on a Hopper GPU, through the same cases; elsewhere these are the tests above again.
+TEST(AttentionCuda, FlashBackwardOf128KeyLayoutMatchesCpuBf16) {
+  LOFT_REQUIRE_GPU();
+  Switch<bool> guard(ops::cuda_attention::set_hopper_backward, false);
+  std::mt19937 rng(909);
   check_flash_tiles(rng);
   check_flash_long_rows(rng);
 }
@@ -196,54 +206,115 @@ bool is_hopper(int device) {
 }
 
 // On an H100/H200 a build with sm_90a code takes the wgmma forward for BF16 at head dim 128 and
-// nothing else; elsewhere never.
+// nothing else; elsewhere never. Each kernel has its own switch.
 TEST(AttentionCuda, HopperForwardOnlyOnSm90AtHeadDim128) {
   LOFT_REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
-  const bool expect = is_hopper(0) && ops::cuda_attention::hopper_forward_built();
+  const bool expect = is_hopper(0) && ops::cuda_attention::hopper_kernels_built();
   for (auto [dt, d, hopper] : {std::tuple{DType::BF16, 128, expect}, std::tuple{DType::BF16, 64, false},
                                std::tuple{DType::F32, 128, false}}) {
     const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
     EXPECT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
   }
-  Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
   const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, gpu), k = Tensor::empty({8, 2, 128}, DType::BF16, gpu);
-  EXPECT_FALSE(ops::cuda_attention::uses_hopper_forward(q, k, 4)) << "forbidden";
-  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma forward does not run here";
+  {
+    Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
+    EXPECT_FALSE(ops::cuda_attention::uses_hopper_forward(q, k, 4)) << "forbidden";
+    EXPECT_EQ(ops::cuda_attention::uses_hopper_backward(q, k, 4), expect) << "the backward has its own switch";
+  }
+  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
 }
 
-// Rows of 2048 and 4096 tokens (16 and 32 key tiles of 128 per query tile: both K/V buffers
-// cycle many times; 4096 is the training shape the kernel is for): the wgmma forward against the
-// mma.sync one, both BF16 on the GPU, with one document per row, many short documents (most tiles
-// masked by document starts), and sharpened scores; and one row of 2048 against the CPU.
-TEST(AttentionCuda, HopperForwardMatchesOtherGpusLongRows) {
+// The backward likewise, and not where a block may not take the 128-key layout's shared memory.
+TEST(AttentionCuda, HopperBackwardOnlyOnSm90AtHeadDim128) {
   LOFT_REQUIRE_GPU();
-  if (!is_hopper(0) || !ops::cuda_attention::hopper_forward_built())
+  const Device gpu = Device::cuda(0);
+  const bool expect = is_hopper(0) && ops::cuda_attention::hopper_kernels_built();
+  for (auto [dt, d, hopper] : {std::tuple{DType::BF16, 128, expect}, std::tuple{DType::BF16, 64, false},
+                               std::tuple{DType::F32, 128, false}}) {
+    const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
+    EXPECT_EQ(ops::cuda_attention::uses_hopper_backward(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
+  }
+  const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, gpu), k = Tensor::empty({8, 2, 128}, DType::BF16, gpu);
+  {
+    Switch<bool> guard(ops::cuda_attention::set_hopper_backward, false);
+    EXPECT_FALSE(ops::cuda_attention::uses_hopper_backward(q, k, 4)) << "forbidden";
+    EXPECT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, 4), expect) << "the forward has its own switch";
+  }
+  {
+    Switch<size_t> guard(ops::cuda_attention::set_flash_shared_limit, size_t(99) << 10);
+    EXPECT_FALSE(ops::cuda_attention::uses_hopper_backward(q, k, 4)) << "a consumer card's 99 KiB";
+  }
+  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
+}
+
+// One case's inputs on the GPU (BF16) and what forward and backward give there.
+struct GpuRun {
+  Tensor out, lse, dq, dk, dv;
+};
+struct GpuInputs {
+  Tensor q, k, v, dout, ds;
+  float scale;
+
+  GpuInputs(const Case& c, std::mt19937& rng) {
+    const int64_t tokens = c.rows * c.seq;
+    const Device gpu = Device::cuda(0);
+    q = on_gpu(random_in({tokens, c.hq, c.d}, DType::BF16, rng), DType::BF16);
+    k = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
+    v = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
+    dout = on_gpu(random_in({tokens, c.hq, c.d}, DType::BF16, rng), DType::BF16);
+    ds = (c.max_doc_len == 0 ? Tensor::zeros({tokens}, DType::I32)
+                             : test::random_doc_start(c.rows, c.seq, c.max_doc_len, rng))
+             .to(gpu);
+    scale = float(c.sharpen / std::sqrt(double(c.d)));
+  }
+
+  GpuRun run(int64_t seq) const {
+    const Device gpu = Device::cuda(0);
+    GpuRun r{Tensor::empty(q.shape(), DType::BF16, gpu), Tensor::empty({q.size(0), q.size(1)}, DType::F32, gpu),
+             Tensor::empty(q.shape(), DType::BF16, gpu), Tensor::empty(k.shape(), DType::BF16, gpu),
+             Tensor::empty(v.shape(), DType::BF16, gpu)};
+    ops::cuda::attention(q, k, v, ds, seq, scale, r.out, r.lse);
+    ops::cuda::attention_backward(dout, q, k, v, r.out, r.lse, ds, seq, scale, r.dq, r.dk, r.dv);
+    return r;
+  }
+};
+
+// Rows of 2048 and 4096 tokens (16 and 32 key tiles of 128 per query tile, 32 and 64 query steps
+// per key tile: every cp.async buffer cycles many times; 4096 is the training shape the kernels
+// are for): the wgmma kernels against the mma.sync ones, both BF16 on the GPU, with one document
+// per row, many short documents (most tiles masked by document starts), sharpened scores and
+// grouped heads split over blocks; and one row of 2048 against the CPU. The backward compares
+// against the mma.sync forward's outputs so only the backward kernel differs.
+TEST(AttentionCuda, HopperKernelsMatchOtherGpusLongRows) {
+  LOFT_REQUIRE_GPU();
+  if (!is_hopper(0) || !ops::cuda_attention::hopper_kernels_built())
     GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build";
   std::mt19937 rng(808);
   check_against_cpu(Case{1, 2048, 4, 1, 128, 700}, DType::BF16, 1e-2, rng, true);
-  const Device gpu = Device::cuda(0);
   for (const Case& c : {Case{2, 2048, 8, 2, 128, 0}, Case{1, 4096, 4, 1, 128, 0},
-                        Case{2, 2048, 6, 2, 128, 300, 4}, Case{1, 4096, 8, 8, 128, 1500}}) {
+                        Case{2, 2048, 6, 2, 128, 300, 4}, Case{1, 4096, 8, 8, 128, 1500},
+                        Case{1, 1000, 8, 1, 128, 0}}) {
     SCOPED_TRACE(case_str(c, DType::BF16));
-    const int64_t tokens = c.rows * c.seq;
-    const Tensor q = on_gpu(random_in({tokens, c.hq, c.d}, DType::BF16, rng), DType::BF16);
-    const Tensor k = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
-    const Tensor v = on_gpu(random_in({tokens, c.hkv, c.d}, DType::BF16, rng), DType::BF16);
-    const Tensor ds = (c.max_doc_len == 0 ? Tensor::zeros({tokens}, DType::I32)
-                                          : test::random_doc_start(c.rows, c.seq, c.max_doc_len, rng))
-                          .to(gpu);
-    const float scale = float(c.sharpen / std::sqrt(double(c.d)));
-    Tensor out[2], lse[2];
+    const GpuInputs in(c, rng);
+    GpuRun runs[2];
     for (int i = 0; i < 2; ++i) {
-      Switch<bool> guard(ops::cuda_attention::set_hopper_forward, i == 0);
-      ASSERT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, c.seq), i == 0);
-      out[i] = Tensor::empty(q.shape(), DType::BF16, gpu);
-      lse[i] = Tensor::empty({tokens, c.hq}, DType::F32, gpu);
-      ops::cuda::attention(q, k, v, ds, c.seq, scale, out[i], lse[i]);
+      Switch<bool> forward(ops::cuda_attention::set_hopper_forward, i == 0);
+      Switch<bool> backward(ops::cuda_attention::set_hopper_backward, i == 0);
+      ASSERT_EQ(ops::cuda_attention::uses_hopper_forward(in.q, in.k, c.seq), i == 0);
+      ASSERT_EQ(ops::cuda_attention::uses_hopper_backward(in.q, in.k, c.seq), i == 0);
+      runs[i] = in.run(c.seq);
     }
-    EXPECT_LT(test::rel_error(out[0], out[1]), 1e-2) << "out";
-    EXPECT_LT(test::rel_error(lse[0], lse[1]), 1e-4) << "lse";
+    EXPECT_LT(test::rel_error(runs[0].out, runs[1].out), 1e-2) << "out";
+    EXPECT_LT(test::rel_error(runs[0].lse, runs[1].lse), 1e-4) << "lse";
+    // The backward alone: the wgmma one from the mma.sync forward's out and lse.
+    Switch<bool> backward(ops::cuda_attention::set_hopper_backward, true);
+    GpuRun& h = runs[0];
+    ops::cuda::attention_backward(in.dout, in.q, in.k, in.v, runs[1].out, runs[1].lse, in.ds, c.seq, in.scale, h.dq,
+                                  h.dk, h.dv);
+    EXPECT_LT(test::rel_error(h.dq, runs[1].dq), 1e-2) << "dq";
+    EXPECT_LT(test::rel_error(h.dk, runs[1].dk), 1e-2) << "dk";
+    EXPECT_LT(test::rel_error(h.dv, runs[1].dv), 1e-2) << "dv";
   }
 }
 

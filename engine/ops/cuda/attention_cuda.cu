@@ -48,7 +48,13 @@ bool uses_hopper_forward(const Tensor& q, const Tensor& k, int64_t seq) {
 
 bool set_hopper_forward(bool allowed) { return flash_set_hopper_forward(allowed); }
 
-bool hopper_forward_built() {
+bool uses_hopper_backward(const Tensor& q, const Tensor& k, int64_t seq) {
+  return flash_supports(q, k, seq) && flash_backward_kernel_for(q) == FlashBackwardKernel::hopper;
+}
+
+bool set_hopper_backward(bool allowed) { return flash_set_hopper_backward(allowed); }
+
+bool hopper_kernels_built() {
 #ifdef LOFT_HAVE_SM90A
   return true;
 #else

@@ -3,7 +3,7 @@
 // q/k/v/out/dout/dq/dk/dv: F32 or BF16 (one dtype per call), lse F32, doc_start I32, all on one
 // CUDA device; callers validate through ops.cpp. Two paths (attention_paths.h):
 //   - BF16 with head dim 64 or 128: fused flash kernels (no S×S scratch, causal tiles skipped;
-//     the forward at head dim 128 on an H100/H200 on wgmma, elsewhere on mma.sync);
+//     at head dim 128 on an H100/H200 on wgmma, elsewhere on mma.sync);
 //     dq is accumulated with fp32 atomics, so its low bits may vary from run to run.
 //   - everything else (F32, other head dims): cuBLAS batched GEMMs around masked-softmax kernels.
 //     F32 runs in full fp32 (no TF32).
@@ -37,11 +37,16 @@ size_t set_flash_shared_limit(size_t bytes);
 // capability 9.0 GPU) rather than the mma.sync one every other GPU runs.
 bool uses_hopper_forward(const Tensor& q, const Tensor& k, int64_t seq);
 
-// Whether this build has the Hopper forward's code (LOFT_CUDA_ARCHS names 90a).
-bool hopper_forward_built();
+// True when the backward takes the Hopper kernel (wgmma; the same terms as the forward's, and the
+// flash shared limit high enough for the 128-key layout).
+bool uses_hopper_backward(const Tensor& q, const Tensor& k, int64_t seq);
 
-// Allows (the default) or forbids the Hopper forward, so tests run the consumer cards' forward on
-// an H100/H200; returns the previous setting.
+// Whether this build has the Hopper kernels' code (LOFT_CUDA_ARCHS names 90a).
+bool hopper_kernels_built();
+
+// Allow (the default) or forbid the Hopper forward / backward, so tests run the other GPUs'
+// kernels on an H100/H200; return the previous setting.
 bool set_hopper_forward(bool allowed);
+bool set_hopper_backward(bool allowed);
 
 }  // namespace loft::ops::cuda_attention

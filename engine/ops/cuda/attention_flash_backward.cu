@@ -273,6 +273,17 @@ std::atomic<size_t> shared_limit{0};
 
 size_t flash_set_shared_limit(size_t bytes) { return shared_limit.exchange(bytes); }
 
+// The 128-key grid where the device gives a block the shared memory its layout takes (sm_90: 227
+// KiB), on wgmma where hopper_backward_supports; else the 64-key kernel (sm_86/89/120: 99 KiB;
+// sm_80: 163 KiB).
+FlashBackwardKernel flash_backward_kernel_for(const Tensor& q) {
+  const int d = int(q.size(2));
+  size_t limit = size_t(cuda_kernels::max_shared_optin(q.device().index));
+  if (const size_t set = shared_limit.load()) limit = std::min(limit, set);
+  if (limit < (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) return FlashBackwardKernel::keys64;
+  return d == 128 && hopper_backward_supports(q) ? FlashBackwardKernel::hopper : FlashBackwardKernel::keys128;
+}
+
 void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
                     float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
@@ -299,12 +310,9 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
                           int(q.size(1) / k.size(1)),
                           scale,
                           scale * kLog2e};
-  // This layout where the device gives a block the shared memory it takes (sm_90: 227 KiB), else
-  // the 64-key kernel (sm_86/89/120: 99 KiB; sm_80: 163 KiB).
   const int rows = int(q.size(0) / seq), d = int(q.size(2));
-  size_t limit = size_t(cuda_kernels::max_shared_optin(device));
-  if (const size_t set = shared_limit.load()) limit = std::min(limit, set);
-  if (limit >= (d == 64 ? Tiles<64>::kBytes : Tiles<128>::kBytes)) {
+  const FlashBackwardKernel kernel = flash_backward_kernel_for(q);
+  if (kernel != FlashBackwardKernel::keys64) {
     // Key tiles in z (at most 65535: flash_supports), heaviest first.
     const int64_t tiles = (seq + kKeys - 1) / kKeys, hkv = k.size(1);
     BackwardArgs a = args;
@@ -318,6 +326,8 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
     const dim3 grid(unsigned(hkv * a.splits), unsigned(rows), unsigned(tiles));
     if (d == 64)
       launch<64>(a, grid, device);
+    else if (kernel == FlashBackwardKernel::hopper)
+      flash::launch_backward_hopper(a, grid, device);
     else
       launch<128>(a, grid, device);
     if (a.splits > 1) {

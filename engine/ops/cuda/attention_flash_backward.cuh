@@ -42,6 +42,21 @@ struct StepBuffers {
   int* doc;
 };
 
+// Starts the copies of a step's per-query values (lse, D, raw doc start of query head h, queries
+// from q0 of the batch row starting at token row0) into buffer `buf` of `s`; queries past seq get
+// zeros. Threads 0..kQueries − 1 copy; the caller commits.
+template <int kQueries>
+__device__ __forceinline__ void copy_step_stats_async(const BackwardArgs& a, const StepBuffers& s, int64_t row0,
+                                                      int buf, int h, int q0) {
+  if (threadIdx.x < kQueries) {
+    const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQueries + threadIdx.x;
+    const int64_t t = row0 + (i < a.seq ? i : 0), th = t * a.hq + h;
+    cp_async_4(s.lse + at, a.lse + th, bytes);
+    cp_async_4(s.drow + at, a.drow + th, bytes);
+    cp_async_4(s.doc + at, a.doc_start + t, bytes);
+  }
+}
+
 // Starts the copies of a step into buffer `buf` of `s` (query head h, queries from q0 of the batch
 // row starting at token row0); all kThreads threads call it, the caller commits.
 template <int D, int kThreads, int kQueries>
@@ -50,13 +65,7 @@ __device__ __forceinline__ void copy_step_async(const BackwardArgs& a, const Ste
   constexpr size_t tile = size_t(kQueries) * row_stride<D>();
   copy_tile_async<D, kThreads>(s.q + buf * tile, a.q, row0, q0, kQueries, a.seq, a.hq, h);
   copy_tile_async<D, kThreads>(s.dout + buf * tile, a.dout, row0, q0, kQueries, a.seq, a.hq, h);
-  if (threadIdx.x < kQueries) {
-    const int i = q0 + threadIdx.x, bytes = i < a.seq ? 4 : 0, at = buf * kQueries + threadIdx.x;
-    const int64_t t = row0 + (i < a.seq ? i : 0), th = t * a.hq + h;
-    cp_async_4(s.lse + at, a.lse + th, bytes);
-    cp_async_4(s.drow + at, a.drow + th, bytes);
-    cp_async_4(s.doc + at, a.doc_start + t, bytes);
-  }
+  copy_step_stats_async<kQueries>(a, s, row0, buf, h, q0);
 }
 
 // The queries that may see the key tile [k0, k0 + kKeys): from k0 (causal) to the last one whose
@@ -115,6 +124,11 @@ void launch_backward(Kernel* kernel, size_t bytes, dim3 grid, int threads, const
   kernel<<<grid, threads, bytes, loft::cuda::stream(device)>>>(a);
   loft::cuda::check_launch(what);
 }
+
+// Launch the wgmma kernel (attention_flash_backward_hopper.cu: head dim 128, sm_90a code on a
+// compute capability 9.0 device, hopper_backward_supports) over the 128-key layout's grid: one
+// block per (kv head × split, batch row, key tile of 128).
+void launch_backward_hopper(const BackwardArgs& a, dim3 grid, int device);
 
 // Launch the 64-key kernel over `rows` batch rows: head dim 64 or 128 (flash_supports). Its
 // blocks take at most 75 KiB of shared memory, which every sm_80+ GPU gives.

@@ -19,15 +19,16 @@
 #include <atomic>
 #include <climits>
 
-#include "engine/ops/cuda/attention_flash.cuh"
+#include "engine/ops/cuda/attention_hopper.cuh"
 #include "engine/ops/cuda/attention_paths.h"
-#include "engine/ops/cuda/wgmma.cuh"
 
 namespace loft::ops::cuda_attention {
 
 namespace {
 
 using namespace flash;
+using hopper::copies_landed;
+using hopper::load_tile;
 
 constexpr int kD = 128;
 constexpr int kRows = 128;                 // query rows per block, 64 per warpgroup
@@ -51,36 +52,6 @@ struct HopperArgs {
 };
 
 #ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
-// Starts copying rows first..first+127 of head `head` ([tokens, heads, 128] from token row0) into
-// the swizzled tile at shared address `tile`; rows at or past `seq` become zeros. All threads call
-// it; the caller commits. Thread x copies 16-byte chunk x % 16 of rows x / 16 + 16i: with the
-// swizzle (chunk ^ row % 8) its shared offsets differ only by 2048 bytes a step, so the address
-// arithmetic is done once.
-__device__ __forceinline__ void load_tile(uint32_t tile, const bf16* src, int64_t row0, int first,
-                                          int seq, int heads, int head) {
-  const int r0 = threadIdx.x / 16, chunk = threadIdx.x % 16;
-  const uint32_t dst = tile + chunk / 8 * kHalfBytes + r0 * 128 + ((chunk % 8 ^ (r0 & 7)) << 4);
-  const int64_t stride = int64_t(kThreads / 16) * heads * kD;
-  const bf16* from = src + ((row0 + first + r0) * heads + head) * kD + chunk * 8;
-#pragma unroll
-  for (int i = 0; i < kRows / (kThreads / 16); ++i) {
-    const bool valid = first + r0 + 16 * i < seq;  // else nothing is read: src stays a valid address
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst + i * 2048),
-                 "l"(valid ? from + i * stride : src), "r"(valid ? 16 : 0)
-                 : "memory");
-  }
-}
-
-// Waits until at most `pending` of this thread's cp.async groups are in flight, makes what landed
-// visible to wgmma's async proxy, and meets the other warpgroup: after it, every thread's copies
-// up to that group are readable by the MMAs, and every read issued before it is done.
-template <int pending>
-__device__ __forceinline__ void copies_landed() {
-  cp_async_wait<pending>();
-  wgmma::fence_proxy_async();
-  __syncthreads();
-}
-
 // Issues S = Q·Kᵀ for the warpgroup's 64 rows × the tile's 128 keys (8 k-steps over head dim
 // 128: 4 in each 64-column half). The caller fences before and commits after.
 // q_desc and k_desc describe the tiles' first k-step; a later one's start address is `off`
@@ -168,8 +139,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   const int g = lane / 4, c = lane % 4;
 
   if (threadIdx.x == 0) s_fk[kRows] = INT_MAX, s_fk[kRows + 1] = 0;
-  load_tile(smem_address(sq), a.q, row0, q0, a.seq, a.hq, h);
-  load_tile(smem_address(sk), a.k, row0, q0, a.seq, a.hkv, kvh);
+  load_tile<kRows, kThreads>(smem_address(sq), a.q, row0, q0, a.seq, a.hq, h);
+  load_tile<kRows, kThreads>(smem_address(sk), a.k, row0, q0, a.seq, a.hkv, kvh);
   cp_async_commit();  // group 0: Q and K of tile 0 (the diagonal one)
   __syncthreads();
   if (threadIdx.x < kRows) {
@@ -182,8 +153,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   const int fk_max = s_fk[kRows + 1];
   const int tiles = (q0 - s_fk[kRows] / kKeys * kKeys) / kKeys + 1;  // diagonal tile down
   // Group 1: V of tile 0 and K of tile 1 (each step's group brings the next ones).
-  load_tile(smem_address(sv), a.v, row0, q0, a.seq, a.hkv, kvh);
-  if (tiles > 1) load_tile(smem_address(sk) + kTileBytes, a.k, row0, q0 - kKeys, a.seq, a.hkv, kvh);
+  load_tile<kRows, kThreads>(smem_address(sv), a.v, row0, q0, a.seq, a.hkv, kvh);
+  if (tiles > 1) load_tile<kRows, kThreads>(smem_address(sk) + kTileBytes, a.k, row0, q0 - kKeys, a.seq, a.hkv, kvh);
   cp_async_commit();
 
   // This thread's two rows (block-local): accumulator rows g and g + 8 of its warp's 16.
@@ -214,8 +185,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   for (int t = 1; t < tiles; ++t) {
     const int k0 = q0 - t * kKeys;
     copies_landed<0>();  // K of tile t and V of t - 1 are in; every read of the buffers refilled next is done
-    if (t + 1 < tiles) load_tile(smem_address(sk) + (t + 1) % 2 * kTileBytes, a.k, row0, k0 - kKeys, a.seq, a.hkv, kvh);
-    load_tile(smem_address(sv) + t % 2 * kTileBytes, a.v, row0, k0, a.seq, a.hkv, kvh);
+    if (t + 1 < tiles) load_tile<kRows, kThreads>(smem_address(sk) + (t + 1) % 2 * kTileBytes, a.k, row0, k0 - kKeys, a.seq, a.hkv, kvh);
+    load_tile<kRows, kThreads>(smem_address(sv) + t % 2 * kTileBytes, a.v, row0, k0, a.seq, a.hkv, kvh);
     cp_async_commit();
 
     wgmma::fence();

@@ -35,6 +35,13 @@ bool flash_cached_supports(const Tensor& q, const Tensor& k_cache, int64_t tiles
 void flash_cached_forward(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                           const Tensor& tiles, float scale, Tensor& out);
 size_t flash_set_shared_limit(size_t bytes);
+// The backward on wgmma (attention_flash_backward_hopper.cu): head dim 128 on a compute
+// capability 9.0 device when the build has sm_90a code.
+bool hopper_backward_supports(const Tensor& q);
+bool flash_set_hopper_backward(bool allowed);
+// The kernel flash_backward runs for q (head dim 64 or 128) on its device.
+enum class FlashBackwardKernel { hopper, keys128, keys64 };
+FlashBackwardKernel flash_backward_kernel_for(const Tensor& q);
 void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                     const Tensor& out, const Tensor& lse, const Tensor& doc_start, int64_t seq,
                     float scale, Tensor& dq, Tensor& dk, Tensor& dv);

@@ -1,6 +1,7 @@
 // Hopper's warpgroup MMA (wgmma.mma_async, sm_90a only) for the attention kernels: shared-memory
 // matrix descriptors of the 128-byte swizzled layout, the fences around an asynchronous MMA, and
-// the bf16 m64n128k16 products with fp32 accumulators (A from shared memory or from registers).
+// the bf16 m64n128k16 and m64n64k16 products with fp32 accumulators (A from shared memory or from
+// registers).
 // Everything here compiles to nothing unless __CUDA_ARCH_FEAT_SM90_ALL is defined (an sm_90a
 // build); callers guard their kernels the same way (LOFT_WGMMA). Include only from .cu.
 //
@@ -108,7 +109,33 @@ __device__ __forceinline__ void mma_rs_mn(float (&d)[64], const uint32_t (&a)[4]
 #endif
 }
 
+#define LOFT_WGMMA_D32                                                                             \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "    \
+  "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define LOFT_WGMMA_D32_OPERANDS(d)                                                                 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),     \
+      "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),   \
+      "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),   \
+      "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+// D (64×64 fp32) = A·B (+ D when accumulate), A 64×16 and B 16×64 both in shared memory, each
+// K-major (0) or MN-major (1: read transposed).
+template <int a_mn_major, int b_mn_major>
+__device__ __forceinline__ void mma_ss_n64(float (&d)[32], uint64_t a, uint64_t b, bool accumulate) {
+#ifdef LOFT_WGMMA
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " LOFT_WGMMA_D32
+      ", %32, %33, p, 1, 1, %35, %36;\n}\n"
+      : LOFT_WGMMA_D32_OPERANDS(d)
+      : "l"(a), "l"(b), "r"(int(accumulate)), "n"(a_mn_major), "n"(b_mn_major));
+#endif
+}
+
 #undef LOFT_WGMMA_D64
 #undef LOFT_WGMMA_D64_OPERANDS
+#undef LOFT_WGMMA_D32
+#undef LOFT_WGMMA_D32_OPERANDS
 
 }  // namespace loft::ops::cuda_attention::wgmma

@@ -1,0 +1,261 @@
+// Flash attention backward on Hopper's warpgroup MMA (wgmma, sm_90a), head dim 128: what
+// flash_backward runs on an H100/H200 when the build has sm_90a code (hopper_backward_supports);
+// the mma.sync kernels (attention_flash_backward.cu, _small.cu) stay the path of every other GPU.
+//
+// Why: on Hopper the mma.sync backward reached 227 TFLOP/s at 4 × 4096 where FlashAttention-2
+// reaches 261; wgmma reads its operands straight from shared memory (or one from registers),
+// 64×N×16 per instruction, as the Hopper forward does (attention_flash_forward_hopper.cu).
+//
+// The grid, the steps and the split of a kv head's group are the 128-key kernel's
+// (attention_flash_backward.cu): one block per (key tile of 128, kv head × split, batch row), which
+// accumulates the tile's dK and dV in registers over every query head of its share of the group
+// and every step of 64 queries that can see the tile; dQ goes to an fp32 buffer by atomics.
+// Two warpgroups; warpgroup w owns keys 64w..64w + 63 of the tile, and FlashAttention-3's
+// transposed products keep each warpgroup's work to its own keys:
+//   1. Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ [64 keys × 64 queries]: 8 SS MMAs each over head dim 128.
+//   2. Pᵀ = exp(Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale in registers; rows are keys, so both,
+//      rounded to bf16, are the register A operands of
+//   3. dV += Pᵀ·dO and dK += dSᵀ·Q [64 keys × 128]: 4 RS MMAs each (dO and Q read transposed).
+//   4. dSᵀ to shared memory; after a barrier, dQ = dS·K [64 queries × 128], warpgroup w taking
+//      head-dim columns 64w..: 8 SS MMAs over the tile's 128 keys (dS and K read transposed), added
+//      into the fp32 buffer.
+// K and V stay in shared memory for the whole block; Q, dO and the step's lse, D and doc starts are
+// double-buffered and filled by cp.async a step ahead. All tiles use the 128-byte swizzle
+// (wgmma.cuh). Steps crossing the diagonal (or every step, when some query's document starts
+// inside or after the tile) are masked element by element.
+#include <atomic>
+
+#include "engine/ops/cuda/attention_flash_backward.cuh"
+#include "engine/ops/cuda/attention_hopper.cuh"
+#include "engine/ops/cuda/attention_paths.h"
+
+namespace loft::ops::cuda_attention {
+
+namespace {
+
+using namespace flash;
+
+constexpr int kD = 128;
+constexpr int kKeys = 128;                     // keys per block, 64 per warpgroup
+constexpr int kQueries = 64;                   // queries per step
+constexpr int kThreads = 256;                  // two warpgroups
+constexpr int kKHalf = kKeys * 128;            // one 64-column half of the K (or V) tile: 16 KiB
+constexpr int kKTile = 2 * kKHalf;             // K or V: 32 KiB
+constexpr int kQHalf = kQueries * 128;         // one half of a Q (or dO) buffer: 8 KiB
+constexpr int kQTile = 2 * kQHalf;             // one Q or dO buffer: 16 KiB
+constexpr int kDsBytes = kKeys * kQueries * 2; // dSᵀ [key][query] bf16: 16 KiB
+constexpr int kStatsBytes = 2 * kQueries * 3 * 4;  // lse, D, doc start per query and buffer
+// K, V, Q ×2, dO ×2, dSᵀ, the stats, and slack to align the tiles to 1024.
+constexpr size_t kSmemBytes = 2 * kKTile + 4 * kQTile + kDsBytes + kStatsBytes + 1024;
+
+#ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
+// Descriptor offset (16-byte units) of k-step ks over head dim 128 of a K-major tile whose halves
+// are `half` bytes apart: 4 k-steps of 32 bytes in each 64-column half.
+__device__ __forceinline__ uint32_t head_dim_step(int ks, int half) { return uint32_t(ks / 4 * half + ks % 4 * 32) >> 4; }
+
+// Descriptor offset of k-step kk (16 rows of 128 bytes) along the rows of an MN-major tile.
+__device__ __forceinline__ uint32_t row_step(int kk) { return uint32_t(kk * 16 * 128) >> 4; }
+
+// Issues X·Yᵀ for the warpgroup's 64 rows of a K or V tile (x_desc) against the 64 rows of a Q or
+// dO buffer (y_desc), over head dim 128; the caller fences before and commits after.
+__device__ __forceinline__ void issue_transposed_scores(float (&acc)[32], uint64_t x_desc, uint64_t y_desc) {
+#pragma unroll
+  for (int ks = 0; ks < kD / 16; ++ks)
+    wgmma::mma_ss_n64<0, 0>(acc, x_desc + head_dim_step(ks, kKHalf), y_desc + head_dim_step(ks, kQHalf), ks > 0);
+}
+
+// acc (rows: this warpgroup's keys, columns: the step's queries) rounded to bf16 as the A operand of
+// a product over the step's 64 queries: k-step kk is accumulator groups 2kk and 2kk + 1.
+__device__ __forceinline__ void to_bf16_a(uint32_t (&a)[kQueries / 16][4], const float (&acc)[32]) {
+#pragma unroll
+  for (int kk = 0; kk < kQueries / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[kk][j] = pack(acc[8 * kk + 2 * j], acc[8 * kk + 2 * j + 1]);
+}
+#endif  // LOFT_WGMMA
+
+__global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(BackwardArgs a) {
+#ifdef LOFT_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  // Buffer b of Q at sq + b·kQTile, of dO at sdo + b·kQTile.
+  const uint32_t sk = smem_address(base), sv = sk + kKTile, sq = sv + kKTile, sdo = sq + 2 * kQTile;
+  uint8_t* const ds_tile = base + 2 * kKTile + 4 * kQTile;  // dSᵀ: 128 rows (keys) of 64 queries
+  float* const s_lse = reinterpret_cast<float*>(ds_tile + kDsBytes);  // [2][kQueries], natural log
+  float* const s_drow = s_lse + 2 * kQueries;                          // [2][kQueries]
+  int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);    // [2][kQueries], raw doc_start
+  __shared__ int s_q_end;
+
+  // Grid z runs over key tiles, first tiles (most query steps) first; x over kv heads × splits.
+  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  const int h0 = kvh * a.group + split * a.heads_per_block;  // this block's first query head
+  const int heads = min(a.heads_per_block, a.group - split * a.heads_per_block);
+  const int64_t row0 = int64_t(blockIdx.y) * a.seq;
+  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, c = lane % 4;
+
+  hopper::load_tile<kKeys, kThreads>(sk, a.k, row0, k0, a.seq, a.hkv, kvh);
+  hopper::load_tile<kKeys, kThreads>(sv, a.v, row0, k0, a.seq, a.hkv, kvh);
+  cp_async_commit();
+  const StepBuffers stats{nullptr, nullptr, s_lse, s_drow, s_doc};
+  const auto issue = [&](int buf, int h, int q0) {
+    hopper::load_tile<kQueries, kThreads>(sq + buf * kQTile, a.q, row0, q0, a.seq, a.hq, h);
+    hopper::load_tile<kQueries, kThreads>(sdo + buf * kQTile, a.dout, row0, q0, a.seq, a.hq, h);
+    copy_step_stats_async<kQueries>(a, stats, row0, buf, h, q0);
+  };
+  issue(0, h0, k0);  // the first step: the block's first head, queries from k0
+  cp_async_commit();
+
+  bool docs_cut;
+  const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
+  const int steps = (q_end - k0 + kQueries - 1) / kQueries;  // per query head
+  const int total = steps * heads;
+
+  // This thread's keys (block-local): accumulator rows g and g + 8 of its warp's 16.
+  const int key_lo = wg * 64 + warp * 16 + g;
+  const uint64_t k_rows = wgmma::descriptor(sk + wg * 64 * 128, 16);  // K-major A of Sᵀ
+  const uint64_t v_rows = wgmma::descriptor(sv + wg * 64 * 128, 16);  // K-major A of dPᵀ
+  const uint64_t q_kmajor = wgmma::descriptor(sq, 16), do_kmajor = wgmma::descriptor(sdo, 16);
+  const uint64_t q_mn = wgmma::descriptor(sq, kQHalf), do_mn = wgmma::descriptor(sdo, kQHalf);
+  const uint64_t ds_mn = wgmma::descriptor(smem_address(ds_tile), 16);  // A of dQ (one 64-query atom)
+  const uint64_t k_cols = wgmma::descriptor(sk + wg * kKHalf, 16);     // B of dQ: head-dim half wg
+  constexpr uint32_t kBufStep = kQTile >> 4;  // one Q or dO buffer on, in descriptor units
+
+  float dk[64] = {}, dv[64] = {};
+  // Step n: query head h0 + n / steps, queries from k0 + (n % steps)·kQueries, buffer n % 2.
+  for (int n = 0; n < total; ++n) {
+    hopper::copies_landed<0>();  // step n's copies (and K, V) are in; step n − 1 is done everywhere
+    // Step n + 1's buffers were last read by step n − 1's MMAs, which it waited for.
+    if (n + 1 < total) {
+      issue((n + 1) & 1, h0 + (n + 1) / steps, k0 + (n + 1) % steps * kQueries);
+      cp_async_commit();
+    }
+    const int buf = n & 1, h = h0 + n / steps, q0 = k0 + n % steps * kQueries;
+
+    // 1. Sᵀ and dPᵀ.
+    float s[32], dp[32];
+    wgmma::fence();
+    issue_transposed_scores(s, k_rows, q_kmajor + buf * kBufStep);
+    wgmma::commit();
+    issue_transposed_scores(dp, v_rows, do_kmajor + buf * kBufStep);
+    wgmma::commit();
+
+    // 2. Pᵀ (this thread: keys key_lo + 8r, queries q0 + 8i + 2c + e at s[4i + 2r + e]), then dSᵀ.
+    // Queries past seq need no mask: their Q, dO, lse and D are zeros, so their dS is 0 and their
+    // dO rows add nothing.
+    const bool masked = docs_cut || q0 < k0 + kKeys - 1;
+    wgmma::wait<1>();
+    wgmma::fence_operands(s);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int qc = 8 * i + 2 * c + e, qi = buf * kQueries + qc, query = q0 + qc;
+        const float lse = s_lse[qi] * kLog2e;
+        const int fk = masked ? min(max(s_doc[qi], 0), query) : 0;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float& p = s[4 * i + 2 * r + e];
+          p = exp2_fast(p * a.scale_log2 - lse);
+          if (masked) {
+            const int key = k0 + key_lo + 8 * r;
+            if (query >= a.seq || key > query || key < fk) p = 0.0f;
+          }
+        }
+      }
+    wgmma::wait<0>();
+    wgmma::fence_operands(dp);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float drow = s_drow[buf * kQueries + 8 * i + 2 * c + e];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int at = 4 * i + 2 * r + e;
+          dp[at] = s[at] * (dp[at] - drow) * a.scale;
+        }
+      }
+
+    // 3. dV += Pᵀ·dO, dK += dSᵀ·Q.
+    uint32_t pa[kQueries / 16][4], dsa[kQueries / 16][4];
+    to_bf16_a(pa, s);
+    to_bf16_a(dsa, dp);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dv, pa[kk], do_mn + buf * kBufStep + row_step(kk));
+#pragma unroll
+    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dk, dsa[kk], q_mn + buf * kBufStep + row_step(kk));
+    wgmma::commit();
+
+    // 4. dSᵀ (bf16, as rounded for dK) into its swizzled tile: row = key, 16-byte chunk i (queries
+    // 8i..8i + 7) at chunk i ^ (row % 8); then dQ for head-dim columns 64·wg.. over all 128 keys.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = key_lo + 8 * r;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        *reinterpret_cast<uint32_t*>(ds_tile + row * 128 + ((i ^ (row & 7)) << 4) + 4 * c) = dsa[i / 2][2 * (i % 2) + r];
+    }
+    wgmma::fence_proxy_async();
+    __syncthreads();  // both warpgroups' dSᵀ rows are in
+    float dq[32];
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk)
+      wgmma::mma_ss_n64<1, 1>(dq, ds_mn + row_step(kk), k_cols + row_step(kk), kk > 0);
+    wgmma::commit();
+    wgmma::wait<0>();
+    wgmma::fence_operands(dq);
+    wgmma::fence_operands(dv);
+    wgmma::fence_operands(dk);
+    // dq rows: queries q0 + 16·warp + g + 8r; columns 64·wg + 8i + 2c.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int query = q0 + warp * 16 + g + 8 * r;
+      if (query >= a.seq) continue;
+      float* dst = a.dq + ((row0 + query) * a.hq + h) * kD + wg * 64 + 2 * c;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) atomic_add2(dst + 8 * i, dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
+    }
+  }
+
+  // dk/dv rows: keys k0 + key_lo + 8r; the m64n128 accumulator is store_dk_dv's 16 n-tiles of 4.
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    store_dk_dv(a, row0, kvh, kD, k0 + key_lo + 8 * r, 2 * c, reinterpret_cast<const float(&)[16][4]>(dk),
+                reinterpret_cast<const float(&)[16][4]>(dv), r, split, int64_t(gridDim.y) * a.seq);
+#else
+  __trap();  // hopper_backward_supports launches this only where sm_90a code exists
+#endif
+}
+
+std::atomic<bool> hopper_allowed{true};
+
+}  // namespace
+
+bool flash_set_hopper_backward(bool allowed) { return hopper_allowed.exchange(allowed); }
+
+bool hopper_backward_supports(const Tensor& q) {
+#ifdef LOFT_HAVE_SM90A
+  if (!hopper_allowed.load() || q.size(2) != kD) return false;
+  const int device = q.device().index;
+  return cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMajor, device) == 9 &&
+         cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMinor, device) == 0 &&
+         cuda_kernels::max_shared_optin(device) >= int(kSmemBytes);
+#else
+  (void)q;
+  return false;
+#endif
+}
+
+namespace flash {
+
+void launch_backward_hopper(const BackwardArgs& a, dim3 grid, int device) {
+  launch_backward(flash_backward_hopper_kernel, kSmemBytes, grid, kThreads, a, device,
+                  "attention flash_backward_hopper");
+}
+
+}  // namespace flash
+
+}  // namespace loft::ops::cuda_attention
