@@ -72,18 +72,35 @@ __device__ __forceinline__ void to_bf16_a(uint32_t (&a)[kQueries / 16][4], const
 #pragma unroll
     for (int j = 0; j < 4; ++j) a[kk][j] = pack(acc[8 * kk + 2 * j], acc[8 * kk + 2 * j + 1]);
 }
+
+
+// dQ of one step (the warpgroup's accumulator: queries q0 + 16·warp + g + 8r, head-dim columns
+// 64·wg + 8i + 2c) added into the fp32 buffer; queries past seq are not written.
+__device__ __forceinline__ void add_dq(const BackwardArgs& a, const float (&dq)[32], int64_t row0, int h, int q0,
+                                       int wg, int warp, int g, int c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int query = q0 + warp * 16 + g + 8 * r;
+    if (query >= a.seq) continue;
+    float* dst = a.dq + ((row0 + query) * a.hq + h) * kD + wg * 64 + 2 * c;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) atomic_add2(dst + 8 * i, dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
+  }
+}
 #endif  // LOFT_WGMMA
 
 __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(BackwardArgs a) {
 #ifdef LOFT_WGMMA
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* const base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  // The tiles need 1024-byte alignment. Offsetting the shared array itself (not a generic pointer)
+  // keeps the accesses below shared-memory instructions (LDS/STS).
+  uint8_t* const base = smem_raw + (1024 - smem_address(smem_raw) % 1024) % 1024;
   // Buffer b of Q at sq + b·kQTile, of dO at sdo + b·kQTile.
   const uint32_t sk = smem_address(base), sv = sk + kKTile, sq = sv + kKTile, sdo = sq + 2 * kQTile;
   uint8_t* const ds_tile = base + 2 * kKTile + 4 * kQTile;  // dSᵀ: 128 rows (keys) of 64 queries
   float* const s_lse = reinterpret_cast<float*>(ds_tile + kDsBytes);  // [2][kQueries], natural log
-  float* const s_drow = s_lse + 2 * kQueries;                          // [2][kQueries]
-  int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);    // [2][kQueries], raw doc_start
+  float* const s_drow = s_lse + 2 * kQueries;                               // [2][kQueries]
+  int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);         // [2][kQueries], raw doc_start
   __shared__ int s_q_end;
 
   // Grid z runs over key tiles, first tiles (most query steps) first; x over kv heads × splits.
@@ -118,19 +135,23 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
   const uint64_t q_kmajor = wgmma::descriptor(sq, 16), do_kmajor = wgmma::descriptor(sdo, 16);
   const uint64_t q_mn = wgmma::descriptor(sq, kQHalf), do_mn = wgmma::descriptor(sdo, kQHalf);
   const uint64_t ds_mn = wgmma::descriptor(smem_address(ds_tile), 16);  // A of dQ (one 64-query atom)
-  const uint64_t k_cols = wgmma::descriptor(sk + wg * kKHalf, 16);     // B of dQ: head-dim half wg
+  const uint64_t k_cols = wgmma::descriptor(sk + wg * kKHalf, 16);       // B of dQ: head-dim half wg
   constexpr uint32_t kBufStep = kQTile >> 4;  // one Q or dO buffer on, in descriptor units
 
   float dk[64] = {}, dv[64] = {};
-  // Step n: query head h0 + n / steps, queries from k0 + (n % steps)·kQueries, buffer n % 2.
+  // Step n: query head h, queries from q0 (h0 + n / steps and k0 + (n % steps)·kQueries), buffer
+  // n % 2.
+  int h = h0, q0 = k0;
   for (int n = 0; n < total; ++n) {
     hopper::copies_landed<0>();  // step n's copies (and K, V) are in; step n − 1 is done everywhere
-    // Step n + 1's buffers were last read by step n − 1's MMAs, which it waited for.
+    const bool last_query_step = q0 + kQueries >= k0 + steps * kQueries;
+    const int h_next = last_query_step ? h + 1 : h, q0_next = last_query_step ? k0 : q0 + kQueries;
+    // Step n + 1's buffers were last read by step n − 1's MMAs, all waited for before the barrier.
     if (n + 1 < total) {
-      issue((n + 1) & 1, h0 + (n + 1) / steps, k0 + (n + 1) % steps * kQueries);
+      issue((n + 1) & 1, h_next, q0_next);
       cp_async_commit();
     }
-    const int buf = n & 1, h = h0 + n / steps, q0 = k0 + n % steps * kQueries;
+    const int buf = n & 1;
 
     // 1. Sᵀ and dPᵀ.
     float s[32], dp[32];
@@ -147,49 +168,46 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
     wgmma::wait<1>();
     wgmma::fence_operands(s);
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i) {
+      const int qc = 8 * i + 2 * c, qi = buf * kQueries + qc;
+      const float2 lse = *reinterpret_cast<const float2*>(s_lse + qi);
+      const int2 doc = masked ? *reinterpret_cast<const int2*>(s_doc + qi) : make_int2(0, 0);
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int qc = 8 * i + 2 * c + e, qi = buf * kQueries + qc, query = q0 + qc;
-        const float lse = s_lse[qi] * kLog2e;
-        const int fk = masked ? min(max(s_doc[qi], 0), query) : 0;
+        const int query = q0 + qc + e;
+        const float lse2 = (e ? lse.y : lse.x) * kLog2e;
+        const int fk = min(max(e ? doc.y : doc.x, 0), query);
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           float& p = s[4 * i + 2 * r + e];
-          p = exp2_fast(p * a.scale_log2 - lse);
+          p = exp2_fast(p * a.scale_log2 - lse2);
           if (masked) {
             const int key = k0 + key_lo + 8 * r;
             if (query >= a.seq || key > query || key < fk) p = 0.0f;
           }
         }
       }
+    }
     wgmma::wait<0>();
     wgmma::fence_operands(dp);
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i) {
+      const float2 drow = *reinterpret_cast<const float2*>(s_drow + buf * kQueries + 8 * i + 2 * c);
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float drow = s_drow[buf * kQueries + 8 * i + 2 * c + e];
+      for (int e = 0; e < 2; ++e)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
           const int at = 4 * i + 2 * r + e;
-          dp[at] = s[at] * (dp[at] - drow) * a.scale;
+          dp[at] = s[at] * (dp[at] - (e ? drow.y : drow.x)) * a.scale;
         }
-      }
+    }
 
-    // 3. dV += Pᵀ·dO, dK += dSᵀ·Q.
+    // 3. dSᵀ (bf16, as rounded for dK) into its swizzled tile (last read by step n − 1's dQ, done
+    // everywhere at the barrier above): row = key, 16-byte chunk i (queries 8i..8i + 7) at chunk
+    // i ^ (row % 8).
     uint32_t pa[kQueries / 16][4], dsa[kQueries / 16][4];
     to_bf16_a(pa, s);
     to_bf16_a(dsa, dp);
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dv, pa[kk], do_mn + buf * kBufStep + row_step(kk));
-#pragma unroll
-    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dk, dsa[kk], q_mn + buf * kBufStep + row_step(kk));
-    wgmma::commit();
-
-    // 4. dSᵀ (bf16, as rounded for dK) into its swizzled tile: row = key, 16-byte chunk i (queries
-    // 8i..8i + 7) at chunk i ^ (row % 8); then dQ for head-dim columns 64·wg.. over all 128 keys.
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = key_lo + 8 * r;
@@ -199,25 +217,27 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
     }
     wgmma::fence_proxy_async();
     __syncthreads();  // both warpgroups' dSᵀ rows are in
+
+    // 4. dQ for head-dim columns 64·wg.. over all 128 keys; then dV += Pᵀ·dO and dK += dSᵀ·Q, which
+    // run while dQ goes out to the fp32 buffer.
     float dq[32];
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
       wgmma::mma_ss_n64<1, 1>(dq, ds_mn + row_step(kk), k_cols + row_step(kk), kk > 0);
     wgmma::commit();
-    wgmma::wait<0>();
+#pragma unroll
+    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dv, pa[kk], do_mn + buf * kBufStep + row_step(kk));
+#pragma unroll
+    for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dk, dsa[kk], q_mn + buf * kBufStep + row_step(kk));
+    wgmma::commit();
+    wgmma::wait<1>();
     wgmma::fence_operands(dq);
+    add_dq(a, dq, row0, h, q0, wg, warp, g, c);
+    wgmma::wait<0>();  // dV and dK read this step's Q and dO buffers
     wgmma::fence_operands(dv);
     wgmma::fence_operands(dk);
-    // dq rows: queries q0 + 16·warp + g + 8r; columns 64·wg + 8i + 2c.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int query = q0 + warp * 16 + g + 8 * r;
-      if (query >= a.seq) continue;
-      float* dst = a.dq + ((row0 + query) * a.hq + h) * kD + wg * 64 + 2 * c;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) atomic_add2(dst + 8 * i, dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
-    }
+    h = h_next, q0 = q0_next;
   }
 
   // dk/dv rows: keys k0 + key_lo + 8r; the m64n128 accumulator is store_dk_dv's 16 n-tiles of 4.
