@@ -124,8 +124,8 @@ __device__ __forceinline__ void to_bf16_a(uint32_t (&p)[kKeys / 16][4], const fl
 
 __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(HopperArgs a) {
 #ifdef LOFT_WGMMA
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  uint8_t* const base = hopper::align_1024(smem_raw);
   uint8_t* const sq = base;
   // Buffer b of K at sk + b·kTileBytes, of V at sv + b·kTileBytes.
   uint8_t* const sk = base + kTileBytes;

@@ -10,6 +10,13 @@ namespace loft::ops::cuda_attention::hopper {
 
 using flash::bf16;
 
+// The first 1024-byte boundary (what the swizzled tiles need) in the dynamic shared array `smem`.
+// Offsetting the shared array itself, not a generic pointer, keeps every access through the
+// result a shared-memory instruction (LDS/STS rather than generic LD/ST).
+__device__ __forceinline__ uint8_t* align_1024(uint8_t* smem) {
+  return smem + (1024 - flash::smem_address(smem) % 1024) % 1024;
+}
+
 // Starts copying rows first..first + Rows − 1 of head `head` ([tokens, heads, 128] from token
 // row0) into the swizzled tile at shared address `tile` (two 64-column halves of Rows × 128 bytes,
 // 1024-byte aligned); rows at or past `seq` become zeros. All Threads threads call it; the caller
