@@ -2,9 +2,12 @@
 // RNE) codes of dY, the W codes, the integer GEMM on every path (cuBLASLt INT8, loft's mma s8,
 // packed s4), the epilogue (F32 and BF16 dx, with dx_lora and accumulate), at Llama shapes and odd
 // ones; the overflow flag; LQS's errors; and a whole HotWeight on the GPU against the CPU one.
-// The CPU GEMM runs on a sample of rows for the large shapes (rows are independent).
+// The CPU GEMM runs on a sample of rows for the large shapes (rows are independent); each weight's
+// CPU codes are made once per bit width and shared by the token counts and options using them.
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 
 #include "engine/device/memory.h"
 #include "engine/methods/hot/hot_gemm.h"
@@ -43,17 +46,25 @@ std::vector<uint32_t> bits_of(const Tensor& t) {
   return b;
 }
 
+// Bytes of a CPU or GPU tensor, as the CPU sees them (codes, scales, int32 accumulators).
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  const Tensor h = t.to(Device::cpu());
+  std::vector<uint8_t> b(h.nbytes());
+  std::memcpy(b.data(), h.data(), b.size());
+  return b;
+}
+
 ::testing::AssertionResult same_codes(const HotCodes& gpu, const HotCodes& cpu) {
   if (gpu.codes.shape() != cpu.codes.shape()) return ::testing::AssertionFailure() << "shapes differ";
   if (bits_of(gpu.scale) != bits_of(cpu.scale))
     return ::testing::AssertionFailure() << "scales differ";
-  const auto a = ints(gpu.codes), b = ints(cpu.codes);
-  for (size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i])
-      return ::testing::AssertionFailure()
-             << "code " << i << " (row " << i / size_t(cpu.k_padded()) << ", col "
-             << i % size_t(cpu.k_padded()) << "): gpu " << a[i] << " cpu " << b[i];
-  return ::testing::AssertionSuccess();
+  // Compared as bytes (int8 codes); the first difference is named.
+  const auto a = bytes_of(gpu.codes), b = bytes_of(cpu.codes);
+  if (a == b) return ::testing::AssertionSuccess();
+  const size_t i = size_t(std::mismatch(a.begin(), a.end(), b.begin()).first - a.begin());
+  return ::testing::AssertionFailure() << "code " << i << " (row " << i / size_t(cpu.k_padded()) << ", col "
+                                       << i % size_t(cpu.k_padded()) << "): gpu " << int(int8_t(a[i])) << " cpu "
+                                       << int(int8_t(b[i]));
 }
 
 // The CPU codes of `rows` only (padded as hot_codes_empty pads).
@@ -86,28 +97,47 @@ Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows) {
   return r;
 }
 
-void check_pipeline(int64_t t, int64_t out, int64_t in, const HotQuantOptions& opt, uint32_t seed) {
+// A weight [out, in] on both sides and its CPU codes per bit width, made once and shared by every
+// token count and option that uses it (the CPU codes of a Llama-sized W are the slow part).
+struct WeightCase {
+  Pair w;
+  std::map<int, HotCodes> cpu_codes;
+
+  WeightCase(int64_t out, int64_t in, uint32_t seed) {
+    std::mt19937 rng(seed);
+    w = bf16_pair(out, in, rng, 0.02f, false);
+  }
+  const HotCodes& codes(int bits) {
+    auto it = cpu_codes.find(bits);
+    if (it == cpu_codes.end()) it = cpu_codes.emplace(bits, quant::hot_weight_codes(w.cpu, bits)).first;
+    return it->second;
+  }
+};
+
+void check_pipeline(int64_t t, WeightCase& wc, const HotQuantOptions& opt, uint32_t seed) {
+  const int64_t out = wc.w.cpu.size(0), in = wc.w.cpu.size(1);
   const std::string what = cat("T=", t, " out=", out, " in=", in, " bits=", opt.bits,
                                opt.scale == HotScale::PerToken ? " per-token" : " per-tensor",
                                opt.round == HotRound::Stochastic ? " sr" : " rne");
   SCOPED_TRACE(what);
   std::mt19937 rng(seed);
   const Pair dy = bf16_pair(t, out, rng, 1.0f, true);
-  const Pair w = bf16_pair(out, in, rng, 0.02f, false);
   const HotCodes a_gpu = quant::hot_quantize_dy(dy.gpu, opt), a_cpu = quant::hot_quantize_dy(dy.cpu, opt);
   ASSERT_TRUE(same_codes(a_gpu, a_cpu)) << "dY codes";
-  const HotCodes b_gpu = quant::hot_weight_codes(w.gpu, opt.bits);
-  const HotCodes b_cpu = quant::hot_weight_codes(w.cpu, opt.bits);
+  const HotCodes b_gpu = quant::hot_weight_codes(wc.w.gpu, opt.bits);
+  const HotCodes& b_cpu = wc.codes(opt.bits);
   ASSERT_TRUE(same_codes(b_gpu, b_cpu)) << "W codes";
 
   // Every GEMM path gives the same int32 accumulators.
   const Tensor acc = quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::Int8);
-  const auto acc_v = ints(acc);
-  EXPECT_EQ(ints(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::Int8Mma)), acc_v) << "mma s8";
+  const auto acc_bytes = bytes_of(acc);
+  EXPECT_TRUE(bytes_of(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::Int8Mma)) == acc_bytes) << "mma s8";
   if (opt.bits == 4) {
-    EXPECT_EQ(ints(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::S4)), acc_v) << "packed s4";
-    EXPECT_EQ(ints(quant::hot_pack_s4(a_gpu.codes)), ints(quant::hot_pack_s4(a_cpu.codes)));
+    EXPECT_TRUE(bytes_of(quant::hot_igemm(a_gpu, b_gpu, HotGemmPath::S4)) == acc_bytes) << "packed s4";
+    EXPECT_TRUE(bytes_of(quant::hot_pack_s4(a_gpu.codes)) == bytes_of(quant::hot_pack_s4(a_cpu.codes)))
+        << "packed s4 codes";
   }
+  const int32_t* acc_v = reinterpret_cast<const int32_t*>(acc_bytes.data());
   // The CPU on sampled rows: accumulators, then the epilogue with dx_lora and accumulate.
   const std::vector<int64_t> rows = sample_rows(t);
   const HotCodes a_rows = rows_of(a_cpu, rows);
@@ -115,7 +145,7 @@ void check_pipeline(int64_t t, int64_t out, int64_t in, const HotQuantOptions& o
   const int64_t np = b_cpu.rows_padded();
   for (size_t i = 0; i < rows.size(); ++i)
     for (int64_t j = 0; j < in; ++j)
-      ASSERT_EQ(acc_v[size_t(rows[i] * np + j)], acc_cpu.ptr<int32_t>()[int64_t(i) * np + j])
+      ASSERT_EQ(acc_v[rows[i] * np + j], acc_cpu.ptr<int32_t>()[int64_t(i) * np + j])
           << "acc row " << rows[i] << " col " << j;
 
   const Tensor lora = to_gpu(random_tensor({t, in}, rng, -0.01f, 0.01f), DType::F32);
@@ -140,17 +170,19 @@ TEST(HotCuda, PipelineMatchesCpuBitForBitAtLlamaShapes) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {
       {1024, 4096}, {4096, 4096}, {14336, 4096}, {4096, 14336}, {11008, 4096}, {4096, 11008}};
   uint32_t seed = 1;
-  for (int64_t t : {1, 17, 4096})
-    for (auto [out, in] : shapes) {
+  for (auto [out, in] : shapes) {
+    WeightCase wc(out, in, 1000 + seed);
+    for (int64_t t : {1, 17, 4096}) {
       HotQuantOptions opt;
       opt.seed = 0x1234567890abcdefull + seed, opt.step = seed, opt.site = quant::hot_site(3, 2, 0);
-      check_pipeline(t, out, in, opt, seed++);
+      check_pipeline(t, wc, opt, seed++);
       if (t == 4096 && out != in) continue;  // the CPU's share of the large cases
       opt.bits = 8, opt.scale = HotScale::PerTensor;
-      check_pipeline(t, out, in, opt, seed++);
+      check_pipeline(t, wc, opt, seed++);
       opt.bits = 4, opt.round = HotRound::Nearest;
-      check_pipeline(t, out, in, opt, seed++);
+      check_pipeline(t, wc, opt, seed++);
     }
+  }
 }
 
 TEST(HotCuda, PipelineMatchesCpuBitForBitAtOddShapes) {
@@ -161,13 +193,15 @@ TEST(HotCuda, PipelineMatchesCpuBitForBitAtOddShapes) {
       {1, 172, 64}, {17, 172, 64}, {3, 24, 7}, {33, 7, 5}, {130, 48, 130}, {257, 256, 258},
       {17, 1000, 300}};
   uint32_t seed = 100;
-  for (auto [t, out, in] : shapes)
+  for (auto [t, out, in] : shapes) {
+    WeightCase wc(out, in, 1000 + seed);
     for (int bits : {4, 8})
       for (HotScale sc : {HotScale::PerToken, HotScale::PerTensor}) {
         HotQuantOptions opt;
         opt.bits = bits, opt.scale = sc, opt.seed = seed, opt.site = 77;
-        check_pipeline(t, out, in, opt, seed++);
+        check_pipeline(t, wc, opt, seed++);
       }
+  }
 }
 
 TEST(HotCuda, F32InputsAndOverflowFlagMatchCpu) {
