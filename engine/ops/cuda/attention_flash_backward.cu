@@ -2,7 +2,8 @@
 //
 // Where a block may take the 172 KiB of shared memory this needs at head dim 128 (sm_90), else
 // attention_flash_backward_small.cu's blocks of 64 keys (flash_backward picks; the consumer cards,
-// sm_86/89/120, give a block at most 99 KiB).
+// sm_86/89/120, give a block at most 99 KiB). On an H100/H200 with sm_90a code the same grid runs
+// attention_flash_backward_hopper.cu's wgmma kernel at head dim 128 instead.
 //
 // One block of 8 warps per (key tile of 128, kv head, batch row). It accumulates the tile's dK and
 // dV in registers over every query head of the kv head's group and every step of 64 queries that

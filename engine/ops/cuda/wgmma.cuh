@@ -13,7 +13,8 @@
 //   rows), LBO unused; a k-step of 16 inside the 64 columns moves the start address 32 bytes.
 // - MN-major operand (the output dim contiguous: V of P·V, transposed in the instruction): LBO =
 //   the bytes between 64-column tiles along N, SBO = 1024 (the next 8 rows along K); a k-step of 16
-//   rows moves the start address 2048 bytes.
+//   rows moves the start address 2048 bytes. An A operand from shared memory may be MN-major too
+//   (dS of the backward's dS·K, stored as dSᵀ), with the same layout along M.
 //
 // Accumulator fragment of m64nN (fp32) in warpgroup thread t (warp w = t / 32, lane = 4g + c):
 // d[4i + 0, 1] = D[16w + g][8i + 2c, +1], d[4i + 2, 3] = D[16w + g + 8][8i + 2c, +1]; the A
