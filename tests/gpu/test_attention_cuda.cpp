@@ -205,47 +205,45 @@ bool is_hopper(int device) {
   return major == 9 && minor == 0;
 }
 
-// On an H100/H200 a build with sm_90a code takes the wgmma forward for BF16 at head dim 128 and
-// nothing else; elsewhere never. Each kernel has its own switch.
-TEST(AttentionCuda, HopperForwardOnlyOnSm90AtHeadDim128) {
-  LOFT_REQUIRE_GPU();
+using UsesKernel = bool (*)(const Tensor& q, const Tensor& k, int64_t seq);
+
+// On an H100/H200 a build with sm_90a code takes the wgmma kernel (`uses`: the forward's or the
+// backward's) for BF16 at head dim 128 and nothing else; elsewhere never. Its switch (`set`)
+// forbids it and leaves the other kernel's (`uses_other`) alone. Returns whether it runs here.
+bool check_hopper_path(UsesKernel uses, bool (*set)(bool), UsesKernel uses_other) {
   const Device gpu = Device::cuda(0);
   const bool expect = is_hopper(0) && ops::cuda_attention::hopper_kernels_built();
   for (auto [dt, d, hopper] : {std::tuple{DType::BF16, 128, expect}, std::tuple{DType::BF16, 64, false},
                                std::tuple{DType::F32, 128, false}}) {
     const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
-    EXPECT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
+    EXPECT_EQ(uses(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
   }
   const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, gpu), k = Tensor::empty({8, 2, 128}, DType::BF16, gpu);
-  {
-    Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
-    EXPECT_FALSE(ops::cuda_attention::uses_hopper_forward(q, k, 4)) << "forbidden";
-    EXPECT_EQ(ops::cuda_attention::uses_hopper_backward(q, k, 4), expect) << "the backward has its own switch";
-  }
-  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
+  Switch<bool> guard(set, false);
+  EXPECT_FALSE(uses(q, k, 4)) << "forbidden";
+  EXPECT_EQ(uses_other(q, k, 4), expect) << "the other kernel has its own switch";
+  return expect;
+}
+
+TEST(AttentionCuda, HopperForwardOnlyOnSm90AtHeadDim128) {
+  LOFT_REQUIRE_GPU();
+  namespace ca = ops::cuda_attention;
+  if (!check_hopper_path(ca::uses_hopper_forward, ca::set_hopper_forward, ca::uses_hopper_backward))
+    GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
 }
 
 // The backward likewise, and not where a block may not take the 128-key layout's shared memory.
 TEST(AttentionCuda, HopperBackwardOnlyOnSm90AtHeadDim128) {
   LOFT_REQUIRE_GPU();
-  const Device gpu = Device::cuda(0);
-  const bool expect = is_hopper(0) && ops::cuda_attention::hopper_kernels_built();
-  for (auto [dt, d, hopper] : {std::tuple{DType::BF16, 128, expect}, std::tuple{DType::BF16, 64, false},
-                               std::tuple{DType::F32, 128, false}}) {
-    const Tensor q = Tensor::empty({8, 4, d}, dt, gpu), k = Tensor::empty({8, 2, d}, dt, gpu);
-    EXPECT_EQ(ops::cuda_attention::uses_hopper_backward(q, k, 4), hopper) << dtype_name(dt) << " d=" << d;
-  }
-  const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, gpu), k = Tensor::empty({8, 2, 128}, DType::BF16, gpu);
+  namespace ca = ops::cuda_attention;
+  const bool runs = check_hopper_path(ca::uses_hopper_backward, ca::set_hopper_backward, ca::uses_hopper_forward);
   {
-    Switch<bool> guard(ops::cuda_attention::set_hopper_backward, false);
-    EXPECT_FALSE(ops::cuda_attention::uses_hopper_backward(q, k, 4)) << "forbidden";
-    EXPECT_EQ(ops::cuda_attention::uses_hopper_forward(q, k, 4), expect) << "the forward has its own switch";
+    Switch<size_t> guard(ca::set_flash_shared_limit, size_t(99) << 10);
+    const Tensor q = Tensor::empty({8, 4, 128}, DType::BF16, Device::cuda(0));
+    const Tensor k = Tensor::empty({8, 2, 128}, DType::BF16, Device::cuda(0));
+    EXPECT_FALSE(ca::uses_hopper_backward(q, k, 4)) << "a consumer card's 99 KiB";
   }
-  {
-    Switch<size_t> guard(ops::cuda_attention::set_flash_shared_limit, size_t(99) << 10);
-    EXPECT_FALSE(ops::cuda_attention::uses_hopper_backward(q, k, 4)) << "a consumer card's 99 KiB";
-  }
-  if (!expect) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
+  if (!runs) GTEST_SKIP() << "not an sm_90 GPU with an sm_90a build: the wgmma kernels do not run here";
 }
 
 // One case's inputs on the GPU (BF16) and what forward and backward give there.

@@ -62,6 +62,12 @@ bool hopper_kernels_built() {
 #endif
 }
 
+bool hopper_kernel_runs_on(int device, size_t shared_bytes) {
+  return hopper_kernels_built() && device_attribute(cudaDevAttrComputeCapabilityMajor, device) == 9 &&
+         device_attribute(cudaDevAttrComputeCapabilityMinor, device) == 0 &&
+         size_t(max_shared_optin(device)) >= shared_bytes;
+}
+
 }  // namespace loft::ops::cuda_attention
 
 namespace loft::ops::cuda {

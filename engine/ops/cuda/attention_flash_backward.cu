@@ -76,11 +76,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
   int* s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);  // [2][kQueries], raw doc_start
   __shared__ int s_q_end;
 
-  // Grid z runs over key tiles, first tiles (most query steps) first; x over kv heads × splits.
-  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  const int h0 = kvh * a.group + split * a.heads_per_block;  // this block's first query head
-  const int heads = min(a.heads_per_block, a.group - split * a.heads_per_block);
-  const int64_t row0 = int64_t(blockIdx.y) * a.seq;
+  const auto [k0, kvh, split, h0, heads, row0] = key_tile_block<kKeys>(a);
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, c = lane % 4;
   // Warp tiles: rows (queries) wm·32 and keys wn·32 in products 1 and 3 (3: head-dim columns
   // wn·kDq); keys wn·32 and head-dim columns wd·kDv in product 2.
@@ -96,8 +92,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_kernel(BackwardArg
   cp_async_commit();
 
   bool docs_cut;
-  const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
-  const int steps = (q_end - k0 + kQueries - 1) / kQueries;  // per query head
+  const int steps = steps_per_head<kThreads, kKeys, kQueries>(a, row0, k0, s_q_end, docs_cut);
   const int total = steps * heads;
 
   float dk[2][kDv / 8][4] = {}, dv[2][kDv / 8][4] = {};  // keys wn·32 + 16·mt.., columns wd·kDv..

@@ -68,6 +68,24 @@ __device__ __forceinline__ void copy_step_async(const BackwardArgs& a, const Ste
   copy_step_stats_async<kQueries>(a, s, row0, buf, h, q0);
 }
 
+// What a block of the 128-key grid (attention_flash_backward.cu and _hopper.cu) works on: grid z
+// runs over key tiles, first tiles (most query steps) first, y over batch rows, x over kv heads ×
+// splits; the block takes key tile k0 of the batch row starting at token row0, kv head kvh, and
+// its split's query heads h0..h0 + heads − 1.
+struct KeyTileBlock {
+  int k0, kvh, split, h0, heads;
+  int64_t row0;
+};
+template <int kKeys>
+__device__ __forceinline__ KeyTileBlock key_tile_block(const BackwardArgs& a) {
+  KeyTileBlock b;
+  b.k0 = blockIdx.z * kKeys, b.kvh = blockIdx.x / a.splits, b.split = blockIdx.x % a.splits;
+  b.h0 = b.kvh * a.group + b.split * a.heads_per_block;
+  b.heads = min(a.heads_per_block, a.group - b.split * a.heads_per_block);
+  b.row0 = int64_t(blockIdx.y) * a.seq;
+  return b;
+}
+
 // The queries that may see the key tile [k0, k0 + kKeys): from k0 (causal) to the last one whose
 // document starts in or before the tile; returns one past it. `cut` (for every thread): some query
 // of that range starts its document after k0, so every step needs the per-element mask, not only
@@ -89,6 +107,14 @@ __device__ __forceinline__ int queries_seeing_tile(const BackwardArgs& a, int64_
   if (threadIdx.x % kWarp == 0) atomicMax(&q_end, last + 1);
   cut = __syncthreads_or(c);
   return q_end;
+}
+
+// Steps of kQueries queries per query head that can see the key tile at k0 (from k0 to the last
+// query whose document starts in or before the tile: queries_seeing_tile, whose `cut` it passes
+// on). All kThreads threads call it; `q_end` is a shared int.
+template <int kThreads, int kKeys, int kQueries>
+__device__ __forceinline__ int steps_per_head(const BackwardArgs& a, int64_t row0, int k0, int& q_end, bool& cut) {
+  return (queries_seeing_tile<kThreads, kKeys>(a, row0, k0, q_end, cut) - k0 + kQueries - 1) / kQueries;
 }
 
 // Writes key j's dK and dV (C-fragment row r: the pair [2r, 2r+1] of each n-tile) as bf16, n-tile

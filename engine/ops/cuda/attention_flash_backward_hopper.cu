@@ -102,11 +102,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
   int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);         // [2][kQueries], raw doc_start
   __shared__ int s_q_end;
 
-  // Grid z runs over key tiles, first tiles (most query steps) first; x over kv heads × splits.
-  const int k0 = blockIdx.z * kKeys, kvh = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  const int h0 = kvh * a.group + split * a.heads_per_block;  // this block's first query head
-  const int heads = min(a.heads_per_block, a.group - split * a.heads_per_block);
-  const int64_t row0 = int64_t(blockIdx.y) * a.seq;
+  const auto [k0, kvh, split, h0, heads, row0] = key_tile_block<kKeys>(a);
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
@@ -123,8 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
   cp_async_commit();
 
   bool docs_cut;
-  const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
-  const int steps = (q_end - k0 + kQueries - 1) / kQueries;  // per query head
+  const int steps = steps_per_head<kThreads, kKeys, kQueries>(a, row0, k0, s_q_end, docs_cut);
   const int total = steps * heads;
 
   // This thread's keys (block-local): accumulator rows g and g + 8 of its warp's 16.
@@ -256,16 +251,7 @@ std::atomic<bool> hopper_allowed{true};
 bool flash_set_hopper_backward(bool allowed) { return hopper_allowed.exchange(allowed); }
 
 bool hopper_backward_supports(const Tensor& q) {
-#ifdef LOFT_HAVE_SM90A
-  if (!hopper_allowed.load() || q.size(2) != kD) return false;
-  const int device = q.device().index;
-  return cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMajor, device) == 9 &&
-         cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMinor, device) == 0 &&
-         cuda_kernels::max_shared_optin(device) >= int(kSmemBytes);
-#else
-  (void)q;
-  return false;
-#endif
+  return hopper_allowed.load() && q.size(2) == kD && hopper_kernel_runs_on(q.device().index, kSmemBytes);
 }
 
 namespace flash {

@@ -66,8 +66,7 @@ __global__ void __launch_bounds__(kThreads, 2) flash_backward_kernel(BackwardArg
   cp_async_commit();
 
   bool docs_cut;
-  const int q_end = queries_seeing_tile<kThreads, kKeys>(a, row0, k0, s_q_end, docs_cut);
-  const int steps = (q_end - k0 + kQ - 1) / kQ;  // per query head; row k0 sees the tile
+  const int steps = steps_per_head<kThreads, kKeys, kQ>(a, row0, k0, s_q_end, docs_cut);  // row k0 sees the tile
   const int total = steps * a.group;
 
   const int key_local = warp * 16 + g;         // this thread's keys: key_local and key_local + 8

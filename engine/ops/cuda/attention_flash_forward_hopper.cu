@@ -248,16 +248,8 @@ std::atomic<bool> hopper_allowed{true};
 bool flash_set_hopper_forward(bool allowed) { return hopper_allowed.exchange(allowed); }
 
 bool hopper_forward_supports(const Tensor& q, int64_t seq) {
-#ifdef LOFT_HAVE_SM90A
-  if (!hopper_allowed.load() || q.size(2) != kD || (seq + kRows - 1) / kRows > 65535) return false;
-  const int device = q.device().index;
-  return cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMajor, device) == 9 &&
-         cuda_kernels::device_attribute(cudaDevAttrComputeCapabilityMinor, device) == 0 &&
-         cuda_kernels::max_shared_optin(device) >= int(kSmemBytes);
-#else
-  (void)q, (void)seq;
-  return false;
-#endif
+  return hopper_allowed.load() && q.size(2) == kD && (seq + kRows - 1) / kRows <= 65535 &&
+         hopper_kernel_runs_on(q.device().index, kSmemBytes);
 }
 
 void flash_forward_hopper(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
