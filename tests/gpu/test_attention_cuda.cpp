@@ -156,6 +156,13 @@ void check_flash_long_rows(std::mt19937& rng) {
     check_against_cpu(c, DType::BF16, 1e-2, rng, true);
 }
 
+// Both sets of flash cases, for a kernel a test switch forces.
+void check_every_flash_case(uint32_t seed) {
+  std::mt19937 rng(seed);
+  check_flash_tiles(rng);
+  check_flash_long_rows(rng);
+}
+
 TEST(AttentionCuda, FlashMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(404);
@@ -173,9 +180,7 @@ TEST(AttentionCuda, FlashMatchesCpuBf16LongRowsShortDocuments) {
 TEST(AttentionCuda, FlashBackwardOfConsumerCardsMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
   Switch<size_t> guard(ops::cuda_attention::set_flash_shared_limit, size_t(99) << 10);
-  std::mt19937 rng(606);
-  check_flash_tiles(rng);
-  check_flash_long_rows(rng);
+  check_every_flash_case(606);
 }
 
 // The forward every GPU but Hopper runs (mma.sync), forced on any GPU, through the same cases (on
@@ -183,9 +188,7 @@ TEST(AttentionCuda, FlashBackwardOfConsumerCardsMatchesCpuBf16) {
 TEST(AttentionCuda, FlashForwardOfOtherGpusMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
   Switch<bool> guard(ops::cuda_attention::set_hopper_forward, false);
-  std::mt19937 rng(707);
-  check_flash_tiles(rng);
-  check_flash_long_rows(rng);
+  check_every_flash_case(707);
 }
 
 // The 128-key mma.sync backward (what an H100/H200 runs without the wgmma kernels, and an sm_80
@@ -193,9 +196,7 @@ TEST(AttentionCuda, FlashForwardOfOtherGpusMatchesCpuBf16) {
 TEST(AttentionCuda, FlashBackwardOf128KeyLayoutMatchesCpuBf16) {
   LOFT_REQUIRE_GPU();
   Switch<bool> guard(ops::cuda_attention::set_hopper_backward, false);
-  std::mt19937 rng(909);
-  check_flash_tiles(rng);
-  check_flash_long_rows(rng);
+  check_every_flash_case(909);
 }
 
 bool is_hopper(int device) {

@@ -34,6 +34,8 @@ namespace loft::ops::cuda_attention {
 namespace {
 
 using namespace flash;
+using hopper::head_dim_step;
+using hopper::row_step;
 
 constexpr int kD = 128;
 constexpr int kKeys = 128;                     // keys per block, 64 per warpgroup
@@ -49,13 +51,6 @@ constexpr int kStatsBytes = 2 * kQueries * 3 * 4;  // lse, D, doc start per quer
 constexpr size_t kSmemBytes = 2 * kKTile + 4 * kQTile + kDsBytes + kStatsBytes + 1024;
 
 #ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
-// Descriptor offset (16-byte units) of k-step ks over head dim 128 of a K-major tile whose halves
-// are `half` bytes apart: 4 k-steps of 32 bytes in each 64-column half.
-__device__ __forceinline__ uint32_t head_dim_step(int ks, int half) { return uint32_t(ks / 4 * half + ks % 4 * 32) >> 4; }
-
-// Descriptor offset of k-step kk (16 rows of 128 bytes) along the rows of an MN-major tile.
-__device__ __forceinline__ uint32_t row_step(int kk) { return uint32_t(kk * 16 * 128) >> 4; }
-
 // Issues X·Yᵀ for the warpgroup's 64 rows of a K or V tile (x_desc) against the 64 rows of a Q or
 // dO buffer (y_desc), over head dim 128; the caller fences before and commits after.
 __device__ __forceinline__ void issue_transposed_scores(float (&acc)[32], uint64_t x_desc, uint64_t y_desc) {
@@ -63,16 +58,6 @@ __device__ __forceinline__ void issue_transposed_scores(float (&acc)[32], uint64
   for (int ks = 0; ks < kD / 16; ++ks)
     wgmma::mma_ss_n64<0, 0>(acc, x_desc + head_dim_step(ks, kKHalf), y_desc + head_dim_step(ks, kQHalf), ks > 0);
 }
-
-// acc (rows: this warpgroup's keys, columns: the step's queries) rounded to bf16 as the A operand of
-// a product over the step's 64 queries: k-step kk is accumulator groups 2kk and 2kk + 1.
-__device__ __forceinline__ void to_bf16_a(uint32_t (&a)[kQueries / 16][4], const float (&acc)[32]) {
-#pragma unroll
-  for (int kk = 0; kk < kQueries / 16; ++kk)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) a[kk][j] = pack(acc[8 * kk + 2 * j], acc[8 * kk + 2 * j + 1]);
-}
-
 
 // dQ of one step (the warpgroup's accumulator: queries q0 + 16·warp + g + 8r, head-dim columns
 // 64·wg + 8i + 2c) added into the fp32 buffer; queries past seq are not written. (Four floats an
@@ -200,8 +185,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
     // everywhere at the barrier above): row = key, 16-byte chunk i (queries 8i..8i + 7) at chunk
     // i ^ (row % 8).
     uint32_t pa[kQueries / 16][4], dsa[kQueries / 16][4];
-    to_bf16_a(pa, s);
-    to_bf16_a(dsa, dp);
+    hopper::accumulator_to_a(pa, s);
+    hopper::accumulator_to_a(dsa, dp);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = key_lo + 8 * r;

@@ -54,12 +54,11 @@ struct HopperArgs {
 #ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
 // Issues S = Q·Kᵀ for the warpgroup's 64 rows × the tile's 128 keys (8 k-steps over head dim
 // 128: 4 in each 64-column half). The caller fences before and commits after.
-// q_desc and k_desc describe the tiles' first k-step; a later one's start address is `off`
-// bytes on (descriptors count in 16 bytes, so adding off / 16 moves it).
+// q_desc and k_desc describe the tiles' first k-step.
 __device__ __forceinline__ void issue_scores(float (&s)[64], uint64_t q_desc, uint64_t k_desc) {
 #pragma unroll
   for (int ks = 0; ks < kD / 16; ++ks) {
-    const uint32_t off = (ks / 4 * kHalfBytes + ks % 4 * 32) >> 4;
+    const uint32_t off = hopper::head_dim_step(ks, kHalfBytes);
     wgmma::mma_ss(s, q_desc + off, k_desc + off, ks > 0);
   }
 }
@@ -68,7 +67,7 @@ __device__ __forceinline__ void issue_scores(float (&s)[64], uint64_t q_desc, ui
 // 64-column halves kHalfBytes apart.
 __device__ __forceinline__ void issue_pv(float (&o)[64], const uint32_t (&p)[kKeys / 16][4], uint64_t v_desc) {
 #pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk) wgmma::mma_rs_mn(o, p[kk], v_desc + (kk * 16 * 128 >> 4));
+  for (int kk = 0; kk < kKeys / 16; ++kk) wgmma::mma_rs_mn(o, p[kk], v_desc + hopper::row_step(kk));
 }
 
 // One tile's raw scores (this thread: rows `row` and row + 8, keys k0 + 8j + 2c + {0, 1}) to
@@ -109,15 +108,6 @@ __device__ __forceinline__ void online_softmax(float (&s)[64], float (&m)[2], fl
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + row_sum[r];  // quad-partial sums
-}
-
-// P rounded to bf16 as the A fragments of P·V: k-step kk (keys 16kk..16kk + 15) is accumulator
-// groups 2kk and 2kk + 1 (wgmma.cuh).
-__device__ __forceinline__ void to_bf16_a(uint32_t (&p)[kKeys / 16][4], const float (&s)[64]) {
-#pragma unroll
-  for (int kk = 0; kk < kKeys / 16; ++kk)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) p[kk][j] = pack(s[8 * kk + 2 * j], s[8 * kk + 2 * j + 1]);
 }
 
 #endif  // LOFT_WGMMA
@@ -176,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
   wgmma::wait<0>();
   wgmma::fence_operands(s);
   online_softmax(s, m, l, alpha, a.scale_log2, q0, q0 + row_lo, fk_row, c, fk_max);
-  to_bf16_a(p, s);
+  hopper::accumulator_to_a(p, s);  // P as the A of P·V
 
   // Step t (FlashAttention-3's overlap inside a warpgroup): S of tile t and P·V of tile t - 1 go to
   // the tensor cores together, and tile t's softmax runs while P·V still does. Loads a step
@@ -202,7 +192,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_forward_hopper_kernel(Hoppe
     wgmma::fence_operands(o);
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] *= alpha[i / 2 % 2];
-    to_bf16_a(p, s);
+    hopper::accumulator_to_a(p, s);  // P as the A of P·V
   }
   // P·V of the last tile.
   copies_landed<0>();  // V of the last tile is in; no read of the K buffers is left

@@ -17,6 +17,24 @@ __device__ __forceinline__ uint8_t* align_1024(uint8_t* smem) {
   return smem + (1024 - flash::smem_address(smem) % 1024) % 1024;
 }
 
+// Descriptor offsets (16-byte units) of a k-step into a swizzled tile: k-step ks over head dim 128
+// of a K-major tile whose 64-column halves are `half` bytes apart (4 k-steps of 32 bytes in each
+// half), and k-step kk of 16 rows along an MN-major tile.
+__device__ __forceinline__ uint32_t head_dim_step(int ks, int half) { return uint32_t(ks / 4 * half + ks % 4 * 32) >> 4; }
+__device__ __forceinline__ uint32_t row_step(int kk) { return uint32_t(kk * 16 * 128) >> 4; }
+
+// A warpgroup's m64n(16K) fp32 accumulator (8K floats a thread) rounded to bf16 as the register A
+// operand of a product over its 16K columns, K k-steps: k-step kk is accumulator groups 2kk and
+// 2kk + 1 (wgmma.cuh).
+template <int K, int N>
+__device__ __forceinline__ void accumulator_to_a(uint32_t (&a)[K][4], const float (&acc)[N]) {
+  static_assert(N == 8 * K, "an m64n(16K) accumulator holds 8K floats a thread");
+#pragma unroll
+  for (int kk = 0; kk < K; ++kk)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[kk][j] = flash::pack(acc[8 * kk + 2 * j], acc[8 * kk + 2 * j + 1]);
+}
+
 // Starts copying rows first..first + Rows − 1 of head `head` ([tokens, heads, 128] from token
 // row0) into the swizzled tile at shared address `tile` (two 64-column halves of Rows × 128 bytes,
 // 1024-byte aligned); rows at or past `seq` become zeros. All Threads threads call it; the caller
