@@ -76,10 +76,18 @@ std::vector<OpCase> gemm_cases() {
   c.run = gemm_run;
   c.tol_bf16_of = {1e-2, 1e-4};  // C in BF16; C in F32 (exact bf16 products, fp32 sums)
   c.exact = {empty_inner(3), empty_inner(0)};
-  // A linear layer's products, Y = X·Wᵀ with beta 0: q/o [d, d], gate/up [f, d], down [d, f].
+  // A linear layer's products, Y = X·Wᵀ with beta 0: q/o [d, d], gate/up [f, d], down [d, f];
+  // then as a bf16 LoRA step issues them (ab=1: beta 1, onto LoRA's term): Y = X·Wᵀ for q/o,
+  // k/v [kv, d], gate/up, down, and each backward dX = dY·W (tb=0).
   c.layer_sizes = [](const LayerSizes& l) {
-    const int64_t t = l.tokens(), d = l.hidden, f = l.intermediate;
-    return std::vector<Sizes>{{t, d, d, 0, 1, 0, 0}, {t, d, f, 0, 1, 0, 0}, {t, f, d, 0, 1, 0, 0}};
+    const int64_t t = l.tokens(), d = l.hidden, f = l.intermediate, kv = l.kv_heads * l.head_dim;
+    std::vector<Sizes> v{{t, d, d, 0, 1, 0, 0}, {t, d, f, 0, 1, 0, 0}, {t, f, d, 0, 1, 0, 0}};
+    for (const auto& [in, out] : {std::pair{d, d}, {d, kv}, {d, f}, {f, d}}) {
+      if (out == kv && kv == d) continue;  // no GQA: k/v are q's shape
+      v.push_back({t, in, out, 0, 1, 1, 0});
+      v.push_back({t, out, in, 0, 0, 1, 0});
+    }
+    return v;
   };
   c.cost = [](const Sizes& s, double) { return Cost{0, 2.0 * double(s[0]) * double(s[1]) * double(s[2])}; };
   return {c};
