@@ -62,6 +62,11 @@ class AdaptedLinear {
   // Once after every optimizer step, with the Params' new values: applies the optimizer's update
   // to the method's own state (FALQON folds rows of B into its FP8 backbone), then refreshes.
   virtual void after_step() { refresh_copies(); }
+  // A method whose after_step is cheaper for many projections at once names the function that
+  // runs it for a list of its own projections (FALQON: each phase of its row update one launch
+  // for all of them); after_steps() hands such a function every projection that names it.
+  using AfterStepAll = void (*)(const std::vector<AdaptedLinear*>& same_method);
+  virtual AfterStepAll after_step_all() const { return nullptr; }
   // The effective weight W + ΔW as [out, in] F32 on the CPU (export, checks).
   virtual Tensor merged_weight() const = 0;
 
@@ -120,5 +125,8 @@ class AdaptedLinear {
 // scales (engine/peft/weight_source.h). Each method supplies one (engine/peft/method.h).
 using LinearFactory = std::function<std::unique_ptr<AdaptedLinear>(
     const std::string& name, const std::string& target, WeightSource weight)>;
+
+// after_step() of every projection, those naming an AfterStepAll grouped into one call of it.
+void after_steps(const std::vector<AdaptedLinear*>& linears);
 
 }  // namespace loft

@@ -95,7 +95,9 @@ std::vector<Param*> LlamaModel::grad_order() {
 }
 
 void LlamaModel::after_step() {
-  for (auto& [name, lin] : named_) lin->after_step();
+  std::vector<AdaptedLinear*> all;
+  for (auto& [name, lin] : named_) all.push_back(lin);
+  after_steps(all);
 }
 
 void LlamaModel::refresh_copies() {

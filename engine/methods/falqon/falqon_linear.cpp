@@ -176,12 +176,18 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
   }
 }
 
-void FalqonLinear::after_step() {
+falqon::AfterStep FalqonLinear::after_step_job() {
+  return {{topk_, b_.value, wm_, Tensor(), scale_, changed_, applied_}, scores_,
+          opt_.buffer == FalqonOptions::Buffer::reset};
+}
+
+void FalqonLinear::after_step() { after_steps_of({this}); }
+
+void FalqonLinear::after_steps_of(const std::vector<AdaptedLinear*>& same_method) {
   prof::Scope s(prof::Part::FalqonUpdate);
-  falqon::row_scores(b_.value, scores_);
-  falqon::select_topk(scores_, topk_);
-  falqon::RowUpdate u{topk_, b_.value, wm_, Tensor(), scale_, changed_, applied_};
-  falqon::apply_rows(u, opt_.buffer == FalqonOptions::Buffer::reset);
+  std::vector<falqon::AfterStep> jobs;
+  for (AdaptedLinear* lin : same_method) jobs.push_back(static_cast<FalqonLinear*>(lin)->after_step_job());
+  falqon::after_steps(jobs);
 }
 
 Tensor FalqonLinear::merged_weight() const {

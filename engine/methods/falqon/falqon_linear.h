@@ -16,6 +16,7 @@
 #pragma once
 #include <string>
 
+#include "engine/methods/falqon/falqon_ops.h"
 #include "engine/peft/adapted_linear.h"
 #include "engine/quant/transpose_scratch.h"
 
@@ -53,6 +54,8 @@ class FalqonLinear : public AdaptedLinear {
   std::vector<Param*> params() override { return {&b_}; }
   // Folds B's top-k rows into the backbone codes (FALQON has no derived copies to refresh).
   void after_step() override;
+  // Every FALQON projection's after_step at once (falqon::after_steps: a launch a phase).
+  AfterStepAll after_step_all() const override { return &after_steps_of; }
   // deq(backbone rows) [out, in] F32 on the CPU: the trained model.
   Tensor merged_weight() const override;
   // {Â, ΣΔB_applied − B̂}, scaling 1 (the adapter records alpha = r): W + B·Â is the trained
@@ -79,6 +82,8 @@ class FalqonLinear : public AdaptedLinear {
   Param& buffer() { return b_; }
 
  private:
+  static void after_steps_of(const std::vector<AdaptedLinear*>& same_method);
+  falqon::AfterStep after_step_job();  // this projection's part of after_steps_of
   Tensor backbone() const { return wm_.slice(0, out_); }
   // forward's work; y null: only what backward reads (O_A), no frozen product.
   void forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved, SharedInput* shared);

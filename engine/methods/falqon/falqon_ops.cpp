@@ -57,11 +57,48 @@ void encode_e4m3(const Tensor& x, const Tensor& scale, Tensor& codes) {
   for (int64_t i = 0; i < x.numel(); ++i) out[i] = quant::f32_to_fp8_e4m3(in[i] / s);
 }
 
-void row_scores(const Tensor& b, Tensor& scores) {
+namespace {
+
+void check_row_scores(const Tensor& b, const Tensor& scores) {
   one_device("row_scores", {&b, &scores});
   need(b.dtype() == DType::F32 && b.dim() == 2, "row_scores", "B", b, "F32 [out, r]");
   need(scores.dtype() == DType::F32 && scores.shape() == Shape{b.size(0)}, "row_scores", "scores",
        scores, "F32 [out]");
+}
+
+void check_select_topk(const Tensor& scores, const Tensor& idx) {
+  one_device("select_topk", {&scores, &idx});
+  need(scores.dtype() == DType::F32 && scores.dim() == 1, "select_topk", "scores", scores, "F32 [n]");
+  need(idx.dtype() == DType::I32 && idx.dim() == 1 && idx.numel() > 0 &&
+           idx.numel() <= scores.numel(),
+       "select_topk", "idx", idx, "I32 [k] with 0 < k <= n");
+}
+
+void check_apply_rows(const RowUpdate& u) {
+  one_device("apply_rows", {&u.idx, &u.b, &u.wm, &u.scale, &u.changed, &u.applied});
+  need(u.b.dtype() == DType::F32 && u.b.dim() == 2, "apply_rows", "B", u.b, "F32 [out, r]");
+  const int64_t out = u.b.size(0), r = u.b.size(1);
+  need(u.wm.dtype() == DType::F8_E4M3 && u.wm.dim() == 2 && u.wm.size(0) == out + r, "apply_rows",
+       "Wm", u.wm, "F8_E4M3 [out+r, in]");
+  const int64_t in = u.wm.size(1);
+  if (u.wt.defined()) {
+    one_device("apply_rows", {&u.wm, &u.wt});
+    need(u.wt.dtype() == DType::F8_E4M3 && u.wt.shape() == Shape({in, out}), "apply_rows", "Wt", u.wt,
+         "F8_E4M3 [in, out] or undefined");
+  }
+  need(u.idx.dtype() == DType::I32 && u.idx.dim() == 1 && u.idx.numel() <= out, "apply_rows", "idx",
+       u.idx, "I32 [k], k <= out");
+  need(u.scale.dtype() == DType::F32 && u.scale.numel() == 1, "apply_rows", "scale", u.scale, "F32 [1]");
+  need(u.changed.dtype() == DType::U8 && u.changed.shape() == Shape{out}, "apply_rows", "changed",
+       u.changed, "U8 [out]");
+  need(u.applied.dtype() == DType::F32 && u.applied.shape() == u.b.shape(), "apply_rows", "applied",
+       u.applied, "F32 [out, r]");
+}
+
+}  // namespace
+
+void row_scores(const Tensor& b, Tensor& scores) {
+  check_row_scores(b, scores);
   if (cuda_dispatch(b, "row_scores")) {
 #ifdef LOFT_WITH_CUDA
     return cuda::row_scores(b, scores);
@@ -76,11 +113,7 @@ void row_scores(const Tensor& b, Tensor& scores) {
 }
 
 void select_topk(const Tensor& scores, Tensor& idx) {
-  one_device("select_topk", {&scores, &idx});
-  need(scores.dtype() == DType::F32 && scores.dim() == 1, "select_topk", "scores", scores, "F32 [n]");
-  need(idx.dtype() == DType::I32 && idx.dim() == 1 && idx.numel() > 0 &&
-           idx.numel() <= scores.numel(),
-       "select_topk", "idx", idx, "I32 [k] with 0 < k <= n");
+  check_select_topk(scores, idx);
   if (cuda_dispatch(scores, "select_topk")) {
 #ifdef LOFT_WITH_CUDA
     return cuda::select_topk(scores, idx);
@@ -100,24 +133,8 @@ void select_topk(const Tensor& scores, Tensor& idx) {
 }
 
 void apply_rows(RowUpdate& u, bool zero_all) {
-  one_device("apply_rows", {&u.idx, &u.b, &u.wm, &u.scale, &u.changed, &u.applied});
-  need(u.b.dtype() == DType::F32 && u.b.dim() == 2, "apply_rows", "B", u.b, "F32 [out, r]");
-  const int64_t out = u.b.size(0), r = u.b.size(1);
-  need(u.wm.dtype() == DType::F8_E4M3 && u.wm.dim() == 2 && u.wm.size(0) == out + r, "apply_rows",
-       "Wm", u.wm, "F8_E4M3 [out+r, in]");
-  const int64_t in = u.wm.size(1);
-  if (u.wt.defined()) {
-    one_device("apply_rows", {&u.wm, &u.wt});
-    need(u.wt.dtype() == DType::F8_E4M3 && u.wt.shape() == Shape({in, out}), "apply_rows", "Wt", u.wt,
-         "F8_E4M3 [in, out] or undefined");
-  }
-  need(u.idx.dtype() == DType::I32 && u.idx.dim() == 1 && u.idx.numel() <= out, "apply_rows", "idx",
-       u.idx, "I32 [k], k <= out");
-  need(u.scale.dtype() == DType::F32 && u.scale.numel() == 1, "apply_rows", "scale", u.scale, "F32 [1]");
-  need(u.changed.dtype() == DType::U8 && u.changed.shape() == Shape{out}, "apply_rows", "changed",
-       u.changed, "U8 [out]");
-  need(u.applied.dtype() == DType::F32 && u.applied.shape() == u.b.shape(), "apply_rows", "applied",
-       u.applied, "F32 [out, r]");
+  check_apply_rows(u);
+  const int64_t out = u.b.size(0), r = u.b.size(1), in = u.wm.size(1);
   if (cuda_dispatch(u.b, "apply_rows")) {
 #ifdef LOFT_WITH_CUDA
     return cuda::apply_rows(u, zero_all);
@@ -154,6 +171,26 @@ void apply_rows(RowUpdate& u, bool zero_all) {
       if (!zero_all) b[e] = 0.0f;
     }
   if (zero_all) u.b.zero_();
+}
+
+void after_steps(std::vector<AfterStep>& steps) {
+  if (steps.empty()) return;
+  for (AfterStep& a : steps) {
+    check_row_scores(a.update.b, a.scores);
+    check_select_topk(a.scores, a.update.idx);
+    check_apply_rows(a.update);
+    one_device("after_steps", {&steps[0].update.b, &a.update.b});
+  }
+  if (cuda_dispatch(steps[0].update.b, "after_steps")) {
+#ifdef LOFT_WITH_CUDA
+    return cuda::after_steps(steps);
+#endif
+  }
+  for (AfterStep& a : steps) {
+    row_scores(a.update.b, a.scores);
+    select_topk(a.scores, a.update.idx);
+    apply_rows(a.update, a.zero_all);
+  }
 }
 
 }  // namespace loft::falqon

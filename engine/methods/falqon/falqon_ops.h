@@ -5,6 +5,8 @@
 // (engine/quant/fp8.h).
 // Every function validates its tensors (one device, dtypes, shapes) and throws Error naming them.
 #pragma once
+#include <vector>
+
 #include "engine/tensor/tensor.h"
 
 namespace loft::falqon {
@@ -34,5 +36,16 @@ struct RowUpdate {
   Tensor idx, b, wm, wt, scale, changed, applied;
 };
 void apply_rows(RowUpdate& u, bool zero_all);
+
+// One projection's after-step update: row_scores(update.b, scores), select_topk(scores,
+// update.idx), apply_rows(update, zero_all).
+struct AfterStep {
+  RowUpdate update;
+  Tensor scores;
+  bool zero_all = false;
+};
+// Those calls for each of `steps` (which share no tensor), with the results of making them in
+// turn; on a GPU each phase is one launch for all of them (224 projections: 4 launches, not 896).
+void after_steps(std::vector<AfterStep>& steps);
 
 }  // namespace loft::falqon

@@ -14,5 +14,8 @@ void select_topk(const Tensor& scores, Tensor& idx);
 // One kernel for the k rows' codes (and wt's k columns when given) and `applied`; then B's rows (accumulate)
 // or all of B (reset) are zeroed. Nothing is copied to the host.
 void apply_rows(RowUpdate& u, bool zero_all);
+// The three above for many projections: one launch a phase (scores, select, update, zeroing), each
+// block doing what the single launch's block does for its projection.
+void after_steps(std::vector<AfterStep>& steps);
 
 }  // namespace loft::falqon::cuda

@@ -4,6 +4,10 @@
 // __fmul_rn for the IEEE division and product), so the results are bit-identical.
 #include <cuda_fp8.h>
 
+#include <algorithm>
+#include <memory>
+#include <utility>
+
 #include "engine/methods/falqon/cuda/falqon_cuda.h"
 #include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/fp8.h"
@@ -15,6 +19,9 @@ namespace {
 using namespace loft::ops::cuda_kernels;
 
 constexpr int kThreads = 256;
+// Past 48 KiB of shared memory a block, static and dynamic together, a kernel must opt in: this
+// bounds the static arrays of the select (~1.2 KB) and the update (32 B).
+constexpr size_t kStaticMargin = 4096;
 
 __device__ __forceinline__ float decode_e4m3(uint8_t c) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));  // exact: fp8 ⊂ fp16
@@ -33,10 +40,11 @@ __global__ void encode_kernel(const float* __restrict__ x, int64_t n, const floa
 // each row's thread sums its columns in order, as the CPU does.
 constexpr int kScoreRows = 64, kScoreCols = 32, kScoreThreads = 128;
 
-__global__ void __launch_bounds__(kScoreThreads)
-    scores_kernel(const float* __restrict__ b, int64_t out, int64_t r, float* __restrict__ scores) {
+// Rows [row_block·kScoreRows, +kScoreRows) of one B.
+__device__ __forceinline__ void score_rows(const float* __restrict__ b, int64_t out, int64_t r,
+                                           float* __restrict__ scores, int64_t row_block) {
   __shared__ float tile[kScoreRows][kScoreCols + 1];  // +1: the row-wise reads hit distinct banks
-  const int64_t row0 = int64_t(blockIdx.x) * kScoreRows;
+  const int64_t row0 = row_block * kScoreRows;
   const int rows = int(min(int64_t(kScoreRows), out - row0));
   float s = 0.0f;
   for (int64_t c0 = 0; c0 < r; c0 += kScoreCols) {
@@ -52,6 +60,11 @@ __global__ void __launch_bounds__(kScoreThreads)
     __syncthreads();
   }
   if (int(threadIdx.x) < rows) scores[row0 + threadIdx.x] = s;
+}
+
+__global__ void __launch_bounds__(kScoreThreads)
+    scores_kernel(const float* __restrict__ b, int64_t out, int64_t r, float* __restrict__ scores) {
+  score_rows(b, out, r, scores, blockIdx.x);
 }
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -110,9 +123,8 @@ constexpr int kSelectThreads = 1024;
 // top finds the bin holding the k-th largest key. A pass stops early once every key of that bin is
 // taken. Then each thread walks a contiguous chunk of indices: the keys above the prefix and the
 // `remaining` lowest-index keys equal to it under the mask are written in ascending index order.
-__global__ void __launch_bounds__(kSelectThreads)
-    select_kernel(const float* __restrict__ scores, int n, int k, int* __restrict__ idx,
-                  bool keys_in_shared) {
+__device__ __forceinline__ void select_block(const float* __restrict__ scores, int n, int k,
+                                             int* __restrict__ idx, bool keys_in_shared) {
   extern __shared__ unsigned shared_keys[];
   __shared__ unsigned hist[256], bin_sums[8];
   __shared__ unsigned s_prefix, s_remaining;
@@ -182,6 +194,12 @@ __global__ void __launch_bounds__(kSelectThreads)
   }
 }
 
+__global__ void __launch_bounds__(kSelectThreads)
+    select_kernel(const float* __restrict__ scores, int n, int k, int* __restrict__ idx,
+                  bool keys_in_shared) {
+  select_block(scores, n, k, idx, keys_in_shared);
+}
+
 // The row update. A block takes kUpdateRows selected rows × kUpdateThreads·kUpdateCols columns;
 // a thread kUpdateCols consecutive columns of each of those rows, so every A code it loads serves
 // kUpdateRows·kUpdateCols products. Codes are loaded kCodeBatch rows of A ahead of the arithmetic.
@@ -204,26 +222,27 @@ __device__ __forceinline__ uint32_t load_codes(const uint8_t* row, int64_t j0, i
   }
 }
 
+// The block of column tile `col_tile` and selected rows [row_block·kUpdateRows, +kUpdateRows).
 template <bool kVec>
-__global__ void __launch_bounds__(kUpdateThreads)
-    update_kernel(const int* __restrict__ idx, int k, const float* __restrict__ b, int64_t out,
-                  int r, int64_t in, const float* __restrict__ scale, uint8_t* __restrict__ wm,
-                  uint8_t* __restrict__ wt, uint8_t* __restrict__ changed,
-                  float* __restrict__ applied) {
+__device__ __forceinline__ void update_block(const int* __restrict__ idx, int k, const float* __restrict__ b,
+                                             int64_t out, int r, int64_t in, const float* __restrict__ scale,
+                                             uint8_t* __restrict__ wm, uint8_t* __restrict__ wt,
+                                             uint8_t* __restrict__ changed, float* __restrict__ applied,
+                                             int64_t col_tile, int row_block) {
   extern __shared__ float brows[];  // [kUpdateRows][r], zero past the last selected row
   __shared__ int64_t row_of[kUpdateRows];
-  const int t0 = int(blockIdx.y) * kUpdateRows, rows = min(kUpdateRows, k - t0);
+  const int t0 = row_block * kUpdateRows, rows = min(kUpdateRows, k - t0);
   if (int(threadIdx.x) < rows) row_of[threadIdx.x] = idx[t0 + threadIdx.x];
   __syncthreads();
   staged_copy<4, float>(
       kUpdateRows * r, [&](int e) { return e / r < rows ? b[row_of[e / r] * r + e % r] : 0.0f; },
       [&](int e, float v) { brows[e] = v; });
   __syncthreads();
-  if (blockIdx.x == 0)
+  if (col_tile == 0)
     staged_copy<4, float>(
         rows * r, [&](int e) { return applied[row_of[e / r] * r + e % r]; },
         [&](int e, float v) { applied[row_of[e / r] * r + e % r] = __fadd_rn(v, brows[e]); });
-  const int64_t j0 = (int64_t(blockIdx.x) * kUpdateThreads + threadIdx.x) * kUpdateCols;
+  const int64_t j0 = (col_tile * kUpdateThreads + threadIdx.x) * kUpdateCols;
   if (j0 >= in) return;
   const float s = *scale, lim = __fmul_rn(448.0f, s);
   const uint8_t* a = wm + out * in;
@@ -271,12 +290,104 @@ __global__ void __launch_bounds__(kUpdateThreads)
   }
 }
 
+template <bool kVec>
+__global__ void __launch_bounds__(kUpdateThreads)
+    update_kernel(const int* __restrict__ idx, int k, const float* __restrict__ b, int64_t out,
+                  int r, int64_t in, const float* __restrict__ scale, uint8_t* __restrict__ wm,
+                  uint8_t* __restrict__ wt, uint8_t* __restrict__ changed,
+                  float* __restrict__ applied) {
+  update_block<kVec>(idx, k, b, out, r, in, scale, wm, wt, changed, applied, blockIdx.x, int(blockIdx.y));
+}
+
 // Accumulate mode: the applied rows of B are zeroed once every update block has read them.
 __global__ void zero_rows_kernel(const int* __restrict__ idx, int64_t k, int64_t r,
                                  float* __restrict__ b) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < k * r; t += stride)
     b[int64_t(idx[t / r]) * r + t % r] = 0.0f;
+}
+
+// ---- Every projection's after-step update at once (after_steps) -------------------------------
+// Each phase is one launch whose blocks each do what the single launch's block with the same
+// indices does for its projection (blockIdx.z or .y picks it), so the results are those of the
+// calls in turn. The projections travel in the kernel parameters (up to 32 KiB since CUDA 12.1).
+struct Job {
+  float *b, *scores, *applied;
+  int *idx;
+  const float* scale;
+  uint8_t *wm, *wt, *changed;
+  int out, in, r, k;
+  bool keys_in_shared, vec, zero_all;
+};
+constexpr int kMaxJobs = 256;
+struct Jobs {
+  Job job[kMaxJobs];
+};
+static_assert(sizeof(Jobs) <= 32000, "kernel parameters are limited to 32,764 bytes");
+
+__global__ void __launch_bounds__(kScoreThreads) scores_batch_kernel(const __grid_constant__ Jobs jobs) {
+  const Job& j = jobs.job[blockIdx.y];
+  if (int64_t(blockIdx.x) * kScoreRows >= j.out) return;
+  score_rows(j.b, j.out, j.r, j.scores, blockIdx.x);
+}
+
+__global__ void __launch_bounds__(kSelectThreads) select_batch_kernel(const __grid_constant__ Jobs jobs) {
+  const Job& j = jobs.job[blockIdx.x];
+  select_block(j.scores, j.out, j.k, j.idx, j.keys_in_shared);
+}
+
+__global__ void __launch_bounds__(kUpdateThreads) update_batch_kernel(const __grid_constant__ Jobs jobs) {
+  const Job& j = jobs.job[blockIdx.z];
+  if (int(blockIdx.y) * kUpdateRows >= j.k || int64_t(blockIdx.x) * kUpdateThreads * kUpdateCols >= j.in) return;
+  if (j.vec)
+    update_block<true>(j.idx, j.k, j.b, j.out, j.r, j.in, j.scale, j.wm, j.wt, j.changed, j.applied,
+                       blockIdx.x, int(blockIdx.y));
+  else
+    update_block<false>(j.idx, j.k, j.b, j.out, j.r, j.in, j.scale, j.wm, j.wt, j.changed, j.applied,
+                        blockIdx.x, int(blockIdx.y));
+}
+
+// B's selected rows (accumulate) or all of B (reset), once every update block has read them.
+__global__ void zero_batch_kernel(const __grid_constant__ Jobs jobs) {
+  const Job& j = jobs.job[blockIdx.y];
+  const int64_t n = j.zero_all ? int64_t(j.out) * j.r : int64_t(j.k) * j.r;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t t = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < n; t += stride)
+    j.b[j.zero_all ? t : int64_t(j.idx[t / j.r]) * j.r + t % j.r] = 0.0f;
+}
+
+// One launch of each phase for jobs[0, n).
+void launch_jobs(const Jobs& jobs, int n, int dev) {
+  int max_out = 0, max_r = 0, max_k = 0;
+  int64_t max_in = 0, max_zero = 0;
+  for (int i = 0; i < n; ++i) {
+    const Job& j = jobs.job[i];
+    max_out = std::max(max_out, j.out), max_r = std::max(max_r, j.r), max_k = std::max(max_k, j.k);
+    max_in = std::max<int64_t>(max_in, j.in);
+    max_zero = std::max(max_zero, int64_t(j.zero_all ? j.out : j.k) * j.r);
+  }
+  cudaStream_t st = loft::cuda::stream(dev);
+  scores_batch_kernel<<<dim3(unsigned((max_out + kScoreRows - 1) / kScoreRows), unsigned(n)), kScoreThreads, 0,
+                        st>>>(jobs);
+  loft::cuda::check_launch("falqon scores_batch_kernel");
+  // The opt-in counts the kernels' static arrays too (the select's ~1.2 KB, the update's 32 B).
+  const size_t keys = jobs.job[0].keys_in_shared ? size_t(max_out) * sizeof(float) : 0;
+  if (keys + kStaticMargin > 48 * 1024) allow_dynamic_smem(select_batch_kernel, keys, dev);
+  select_batch_kernel<<<unsigned(n), kSelectThreads, keys, st>>>(jobs);
+  loft::cuda::check_launch("falqon select_batch_kernel");
+  if (max_k > 0) {
+    const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
+    const size_t smem = size_t(kUpdateRows) * size_t(max_r) * sizeof(float);
+    if (smem + kStaticMargin > 48 * 1024) allow_dynamic_smem(update_batch_kernel, smem, dev);
+    const dim3 grid(unsigned(std::max<int64_t>(1, (max_in + tile - 1) / tile)),
+                    unsigned((max_k + kUpdateRows - 1) / kUpdateRows), unsigned(n));
+    update_batch_kernel<<<grid, kUpdateThreads, smem, st>>>(jobs);
+    loft::cuda::check_launch("falqon update_batch_kernel");
+  }
+  if (max_zero > 0) {
+    zero_batch_kernel<<<dim3(std::min(grid_for(max_zero, kThreads, dev), 1024u), unsigned(n)), kThreads, 0, st>>>(jobs);
+    loft::cuda::check_launch("falqon zero_batch_kernel");
+  }
 }
 
 }  // namespace
@@ -305,10 +416,9 @@ void select_topk(const Tensor& scores, Tensor& idx) {
   const int dev = use_device(scores);
   LOFT_CHECK(scores.numel() < (int64_t(1) << 30), "falqon select_topk: ", scores.str(),
              " has too many rows");
-  // Room left for the kernel's own shared arrays (~1.2 KB) below the opt-in limit.
-  const size_t bytes = size_t(scores.numel()) * sizeof(float), margin = 4096;
-  const bool in_shared = bytes + margin <= size_t(max_shared_optin(dev));
-  if (in_shared && bytes + margin > 48 * 1024) allow_dynamic_smem(select_kernel, bytes, dev);
+  const size_t bytes = size_t(scores.numel()) * sizeof(float);
+  const bool in_shared = bytes + kStaticMargin <= size_t(max_shared_optin(dev));
+  if (in_shared && bytes + kStaticMargin > 48 * 1024) allow_dynamic_smem(select_kernel, bytes, dev);
   select_kernel<<<1, kSelectThreads, in_shared ? bytes : 0, loft::cuda::stream(dev)>>>(
       scores.ptr<float>(), int(scores.numel()), int(idx.numel()), idx.ptr<int>(), in_shared);
   loft::cuda::check_launch("falqon select_kernel");
@@ -321,13 +431,13 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   if (k > 0) {
     const int64_t row_blocks = (k + kUpdateRows - 1) / kUpdateRows;
     const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);  // B's rows
-    LOFT_CHECK(row_blocks <= 65535 && smem + 1024 <= size_t(max_shared_optin(dev)),
+    LOFT_CHECK(row_blocks <= 65535 && smem + kStaticMargin <= size_t(max_shared_optin(dev)),
                "falqon apply_rows: top-k ", k, " or rank ", r, " too large for the update kernel");
     const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
     const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
     const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
     auto kernel = vec ? update_kernel<true> : update_kernel<false>;
-    if (smem > 48 * 1024) allow_dynamic_smem(kernel, smem, dev);
+    if (smem + kStaticMargin > 48 * 1024) allow_dynamic_smem(kernel, smem, dev);
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
         u.wm.ptr<uint8_t>(), u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
@@ -340,6 +450,32 @@ void apply_rows(RowUpdate& u, bool zero_all) {
     }
   }
   if (zero_all) u.b.zero_();
+}
+
+void after_steps(std::vector<AfterStep>& steps) {
+  if (steps.empty()) return;
+  const int dev = use_device(steps[0].update.b);
+  const size_t optin = size_t(max_shared_optin(dev));
+  int max_out = 0;
+  for (const AfterStep& a : steps) max_out = std::max(max_out, int(a.update.b.size(0)));
+  const bool keys_in_shared = size_t(max_out) * sizeof(float) + kStaticMargin <= optin;
+  auto jobs = std::make_unique<Jobs>();
+  int n = 0;
+  for (AfterStep& a : steps) {
+    RowUpdate& u = a.update;
+    const int64_t out = u.b.size(0), r = u.b.size(1), in = u.wm.size(1), k = u.idx.numel();
+    LOFT_CHECK(out < (int64_t(1) << 30) && in <= INT32_MAX, "falqon after_steps: ", u.b.str(), " and ",
+               u.wm.str(), " too large");
+    LOFT_CHECK((k + kUpdateRows - 1) / kUpdateRows <= 65535 && size_t(kUpdateRows) * size_t(r) * sizeof(float) + kStaticMargin <= optin,
+               "falqon after_steps: top-k ", k, " or rank ", r, " too large for the update kernel");
+    jobs->job[n++] = Job{u.b.ptr<float>(), a.scores.ptr<float>(), u.applied.ptr<float>(),
+                         u.idx.ptr<int>(), u.scale.ptr<float>(), u.wm.ptr<uint8_t>(),
+                         u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
+                         int(out), int(in), int(r), int(k), keys_in_shared,
+                         in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0, a.zero_all};
+    if (n == kMaxJobs) launch_jobs(*jobs, std::exchange(n, 0), dev);
+  }
+  if (n > 0) launch_jobs(*jobs, n, dev);
 }
 
 }  // namespace loft::falqon::cuda

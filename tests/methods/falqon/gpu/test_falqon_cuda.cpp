@@ -189,6 +189,74 @@ TEST(FalqonCuda, RepeatedAfterStepsMatchTheCpu) {
     }
 }
 
+// after_steps over many projections at once (one launch a phase on the GPU) against the CPU's
+// calls in turn: 300 projections of mixed shapes (past the 256 a launch carries), both buffer
+// modes, with and without a transposed copy, two steps in a row; then a group where one
+// projection's 70,000 scores exceed shared memory, so every select in the launch reads global;
+// and one whose 12,288 scores fill the 48 KiB a block gets without opting in.
+TEST(FalqonCuda, AfterStepsOfManyProjectionsMatchTheCpu) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(8);
+  struct Case {
+    int64_t out, in, r, k;
+  };
+  const Case shapes[] = {{172, 64, 8, 8}, {7, 33, 8, 3}, {301, 258, 20, 13}, {64, 127, 33, 64},
+                         {1031, 64, 64, 64}, {173, 1, 5, 7}, {520, 96, 16, 16}};
+  auto run = [&](const std::vector<Case>& cases, const std::string& what) {
+    std::vector<falqon::AfterStep> cpu, gpu;
+    for (size_t n = 0; n < cases.size(); ++n) {
+      const Case c = cases[n];
+      const Tensor wm = random_codes({c.out + c.r, c.in}, rng);
+      Tensor wt;
+      if (n % 3 == 0) {
+        wt = Tensor::empty({c.in, c.out}, DType::F8_E4M3);
+        for (int64_t i = 0; i < c.out; ++i)
+          for (int64_t j = 0; j < c.in; ++j) wt.ptr<uint8_t>()[j * c.out + i] = wm.ptr<uint8_t>()[i * c.in + j];
+      }
+      const Tensor applied = test::random_tensor({c.out, c.r}, rng);
+      const float s = 0.001f + 0.0001f * float(n % 7);
+      for (auto* side : {&cpu, &gpu}) {
+        const Device d = side == &cpu ? Device::cpu() : kGpu;
+        side->push_back({{Tensor::empty({c.k}, DType::I32, d), Tensor::zeros({c.out, c.r}, DType::F32, d),
+                          wm.to(d), wt.defined() ? wt.to(d) : Tensor(), scalar(s).to(d),
+                          Tensor::zeros({c.out}, DType::U8, d), applied.to(d)},
+                         Tensor::empty({c.out}, DType::F32, d), n % 2 == 0});
+      }
+    }
+    for (int step = 0; step < 2; ++step) {
+      for (size_t n = 0; n < cases.size(); ++n) {  // a step's gradient on every B, with ties
+        const Case c = cases[n];
+        Tensor g = test::random_tensor({c.out, c.r}, rng, -20.0f, 20.0f);
+        for (int64_t i = 3; i < c.out; i += 3) std::copy_n(g.ptr<float>(), c.r, g.ptr<float>() + i * c.r);
+        ops::axpy(1.0f, g, cpu[n].update.b);
+        ops::axpy(1.0f, g.to(kGpu), gpu[n].update.b);
+      }
+      falqon::after_steps(cpu);
+      falqon::after_steps(gpu);
+      for (size_t n = 0; n < cases.size(); ++n) {
+        const falqon::RowUpdate &a = cpu[n].update, &b = gpu[n].update;
+        const std::string at = cat(what, " projection ", n, " step ", step);
+        ASSERT_EQ(gpu[n].scores.to_float_vector(), cpu[n].scores.to_float_vector()) << at;
+        ASSERT_EQ(b.idx.to_int_vector(), a.idx.to_int_vector()) << at;
+        ASSERT_EQ(test::code_bytes(b.wm), test::code_bytes(a.wm)) << at;
+        if (a.wt.defined()) {
+          ASSERT_EQ(test::code_bytes(b.wt), test::code_bytes(a.wt)) << at;
+        }
+        ASSERT_EQ(b.changed.to_int_vector(), a.changed.to_int_vector()) << at;
+        ASSERT_EQ(b.applied.to_float_vector(), a.applied.to_float_vector()) << at;
+        ASSERT_EQ(b.b.to_float_vector(), a.b.to_float_vector()) << at;
+      }
+    }
+  };
+  std::vector<Case> many;
+  for (int n = 0; n < 300; ++n) many.push_back(shapes[size_t(n) % std::size(shapes)]);
+  run(many, "300 projections");
+  run({{70000, 4, 2, 64}, {172, 64, 8, 8}, {301, 258, 20, 13}}, "scores past shared memory");
+  // 12,288 scores are exactly 48 KiB: with the select's own arrays past the default limit
+  // (qwen3-8b's gate/up).
+  run({{12288, 8, 4, 64}, {172, 64, 8, 8}}, "48 KiB of scores");
+}
+
 Tensor deq_host(const Tensor& u8_codes, float s) {
   Tensor c = Tensor::from_host(u8_codes.data(), u8_codes.shape(), DType::F8_E4M3);
   Tensor out = Tensor::empty(c.shape(), DType::F32);
