@@ -20,6 +20,11 @@ struct ModelBatch {
   Tensor positions;  // [T] RoPE positions (restart at 0 for each packed document)
   Tensor doc_start;  // [T] row-local index of the first token of this token's document
   int64_t target_count = 0;  // targets != -100, known on the host when the batch is built
+  // Set when at least 1/64 of the positions have no target (prompt tokens under a chat template):
+  // the loss head then takes only the rows with one. loss_rows [T'] those positions, ascending;
+  // loss_targets [T'] their targets; loss_scatter [T] each position's index in loss_rows, or T'
+  // for a position without a target. Undefined otherwise (every row goes through the head).
+  Tensor loss_rows, loss_targets, loss_scatter;
 };
 
 // Builds a ModelBatch from host rows. `labels` follow Hugging Face's convention (labels[t] is the token

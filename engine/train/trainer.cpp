@@ -97,8 +97,10 @@ Device device_of(TrainableModel& m) {
 // The rank's copy of a micro-batch (the batch itself when it is already on that device).
 ModelBatch batch_on(const ModelBatch& b, Device d) {
   if (b.ids.device() == d) return b;
-  return {b.rows, b.seq, b.ids.to(d), b.targets.to(d), b.positions.to(d), b.doc_start.to(d),
-          b.target_count};
+  ModelBatch c = b;
+  for (Tensor* t : {&c.ids, &c.targets, &c.positions, &c.doc_start, &c.loss_rows, &c.loss_targets, &c.loss_scatter})
+    if (t->defined()) *t = t->to(d);
+  return c;
 }
 }  // namespace
 

@@ -158,30 +158,50 @@ LossSums LlamaModel::loss_head(const Tensor& h, const ModelBatch& b, Tensor* dh,
     prof::Scope p(kElementwise);
     ops::rmsnorm(h, weights_.final_norm, float(config_.rms_norm_eps), hn, &rstd);
   }
-  Tensor dhn = dh ? d.act({T, H}) : Tensor();
-  Tensor losses = d.f32({T});
+  // When enough positions have no target (prompt tokens, ModelBatch::loss_rows), only the rows
+  // with one go through the vocabulary: gathered after the norm, their gradient gathered back
+  // through a zero row for the others. No buffer is larger than the whole-batch path's.
+  const bool compact = b.loss_rows.defined();
+  Tensor rows = hn;
+  const Tensor& targets = compact ? b.loss_targets : b.targets;
+  if (compact) {
+    rows = d.act({b.loss_rows.size(0), H});
+    prof::Scope p(kElementwise);
+    ops::embedding(hn, b.loss_rows, rows);
+  }
+  hn = Tensor();
+  const int64_t R = rows.size(0);
+  Tensor drows = dh ? d.act({R + (compact ? 1 : 0), H}) : Tensor();
+  Tensor losses = d.f32({R});
   // Logits are produced in fp32 straight from the GEMM's fp32 accumulator: rounding them to bf16
   // first would cost ~3% relative error in softmax probabilities (logits of magnitude ~10 keep only
-  // ~0.03 absolute precision in bf16). Never hold [T, V] at once: ~64M logits per chunk.
+  // ~0.03 absolute precision in bf16). Never hold [R, V] at once: ~64M logits per chunk.
   const int64_t chunk = default_loss_chunk_tokens(V);
-  for (int64_t c0 = 0; c0 < T; c0 += chunk) {
-    const int64_t n = std::min(chunk, T - c0);
+  for (int64_t c0 = 0; c0 < R; c0 += chunk) {
+    const int64_t n = std::min(chunk, R - c0);
     Tensor logits = d.f32({n, V});
-    ops::gemm(hn.slice(c0, n), weights_.output_weight(), logits, {.trans_b = true});
+    ops::gemm(rows.slice(c0, n), weights_.output_weight(), logits, {.trans_b = true});
     Tensor lc = losses.slice(c0, n);
     // The gradient in the compute dtype (the GEMM takes matching inputs): fp32 in place, or
     // rounded once to bf16 by the cross-entropy itself.
     Tensor dl = !dh ? Tensor() : d.dtype == DType::F32 ? logits : d.act({n, V});
-    ops::cross_entropy(logits, b.targets.slice(c0, n), lc, dh ? &dl : nullptr, grad_scale);
+    ops::cross_entropy(logits, targets.slice(c0, n), lc, dh ? &dl : nullptr, grad_scale);
     if (dh) {
-      Tensor dchunk = dhn.slice(c0, n);
+      Tensor dchunk = drows.slice(c0, n);
       ops::gemm(dl, weights_.output_weight(), dchunk);
     }
   }
-  hn = Tensor();  // only the chunks read it
+  rows = Tensor();  // only the chunks read it
   if (dh) {
-    *dh = d.act({T, H});
     prof::Scope p(kElementwise);
+    Tensor dhn = drows;
+    if (compact) {
+      drows.slice(R, 1).zero_();
+      dhn = d.act({T, H});
+      ops::embedding(drows, b.loss_scatter, dhn);
+      drows = Tensor();
+    }
+    *dh = d.act({T, H});
     ops::rmsnorm_backward(dhn, h, weights_.final_norm, rstd, *dh);
   }
   return {ops::sum(losses), b.target_count};
