@@ -22,6 +22,7 @@
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
 #include "engine/io/safetensors_checkpoint.h"
+#include "engine/ops/ops.h"
 #include "engine/peft/method_spec.h"
 #include "engine/train/bench.h"
 #include "engine/train/bench_parallel.h"
@@ -120,12 +121,18 @@ llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaCon
   return llama::random_llama_weights(cfg, dtype, device, o.seed, device.is_cuda());
 }
 
+int64_t masked_prompt(const StepBenchOptions& o) { return int64_t(std::llround(o.prompt_fraction * double(o.seq))); }
+
 ModelBatch random_batch(const StepBenchOptions& o, int64_t vocab, Device device) {
   std::mt19937_64 rng(o.seed + 1);
   std::uniform_int_distribution<int32_t> token(0, int32_t(vocab - 1));
   std::vector<int32_t> ids(size_t(o.batch * o.seq));
   for (int32_t& t : ids) t = token(rng);
-  return make_batch(ids, ids, {}, o.batch, o.seq, device);
+  // As a chat template masks the prompt: the first masked_prompt(o) labels of each row.
+  std::vector<int32_t> labels = ids;
+  for (int64_t r = 0; r < o.batch; ++r)
+    std::fill_n(labels.begin() + r * o.seq, masked_prompt(o), ops::kIgnoreIndex);
+  return make_batch(ids, labels, {}, o.batch, o.seq, device);
 }
 
 constexpr double kGiB = double(int64_t(1) << 30);
@@ -180,6 +187,9 @@ void print_plan(std::ostream& out, const StepBenchOptions& o, const Setup& s,
                 std::string(dtype_name(s.dtype)).c_str(), (long long)s.base_parameters,
                 double(s.base_parameters) * double(dtype_size(s.dtype)) / kGiB);
   out << line;
+  if (masked_prompt(o) > 0)
+    out << "prompt   the first " << masked_prompt(o) << " of each row's " << o.seq
+        << " labels have no target (--prompt-fraction): the loss head skips them\n";
   if (!s.parallel.empty())
     out << "gpus     " << s.parallel << ": every GPU takes the batch, tokens/s counts all of them; "
         << "scaling = these tokens/s / those of the same bench without --gpus (one GPU); no "
@@ -319,6 +329,7 @@ nlohmann::ordered_json report_json(const StepBenchOptions& o, const Setup& s,
       {"model", o.model.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.model)},
       {"batch", o.batch},
       {"seq", o.seq},
+      {"masked_prompt_tokens", masked_prompt(o)},
       {"steps", o.steps},
       {"warmup", o.warmup},
       {"profiled_steps", o.profiled},

@@ -23,6 +23,7 @@ struct StepBenchOptions {
   int64_t token_tile = llama::kDefaultTokenTile;  // --token-tile
   bool checkpoints_on_gpu = false;  // --checkpoints-on-gpu: no CheckpointOffload
   uint64_t seed = 0;
+  double prompt_fraction = 0;  // --prompt-fraction: each row's first tokens without a target
 };
 
 // Steps a bench may take (timed, untimed, profiled): far more than any timing needs, so a typo

@@ -66,6 +66,11 @@ void add_step_bench(CLI::App& bench) {
   cmd->add_option("--max-grad-norm", o->max_grad_norm,
                   "clip the global grad norm as finetune does; 0 = off (default: per method)")
       ->check(non_negative_finite());
+  cmd->add_option("--prompt-fraction", o->prompt_fraction,
+                  "the fraction of each row's first tokens whose labels are masked, as a chat "
+                  "template masks the prompt (0: every position but a row's last has a target)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--seed", o->seed, "seed of the random weights, adapter and tokens")
       ->capture_default_str()->transform(seed_bound());
   cmd->add_flag("--grad-checkpointing", o->grad_checkpointing,

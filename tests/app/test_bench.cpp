@@ -86,6 +86,25 @@ TEST(BenchCommand, TinyShapeJson) {
 
 // Each method of a list runs on its own fresh model and reports its options, times, peak and a
 // breakdown that accounts for the whole profiled step.
+// --prompt-fraction masks each row's first labels as a chat template masks the prompt: the plan
+// and the JSON say how many, and the loss averages over the targets left (a loss near ln(vocab)
+// on random tokens either way, so it stays finite and positive).
+TEST(BenchCommand, PromptFractionMasksEachRowsFirstLabels) {
+  const nlohmann::json j = bench_json({"--shape", "tiny", "--batch", "2", "--seq", "64", "--steps", "1",
+                                       "--warmup", "0", "--profile-steps", "0", "--prompt-fraction", "0.25"});
+  EXPECT_EQ(j["masked_prompt_tokens"], 16);
+  const double loss = only_method(j)["last_loss"].get<double>();
+  EXPECT_TRUE(std::isfinite(loss) && loss > 0) << loss;
+  const CliResult r = test::run_cli_captured({"bench", "step", "--shape", "tiny", "--device", "cpu", "--batch", "1",
+                                              "--seq", "40", "--steps", "1", "--warmup", "0", "--profile-steps", "0",
+                                              "--prompt-fraction", "0.5"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the first 20 of each row's 40 labels have no target"), std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(bench_json({"--shape", "tiny", "--steps", "1", "--warmup", "0", "--profile-steps", "0"})["masked_prompt_tokens"],
+            0);
+}
+
 TEST(BenchCommand, MethodListWithBreakdown) {
   const auto j = bench_json({"--shape", "tiny", "--method", "lora,qlora,halo", "--batch", "2",
                              "--seq", "64", "--steps", "2", "--warmup", "1", "--profile-steps",
@@ -273,6 +292,8 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--max-grad-norm", "-1"}, {"--max-grad-norm"}},
       {{"--shape", "tiny", "--max-grad-norm", "nan"}, {"--max-grad-norm"}},
       {{"--shape", "tiny", "--checkpoints-on-gpu=maybe"}, {"--checkpoints-on-gpu"}},
+      {{"--shape", "tiny", "--prompt-fraction", "1"}, {"--prompt-fraction"}},
+      {{"--shape", "tiny", "--prompt-fraction", "-0.1"}, {"--prompt-fraction"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
       {{"eval", "--shape", "tiny", "--task", "hellaswag"}, {"--task", "hellaswag"}},
