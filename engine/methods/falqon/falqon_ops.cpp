@@ -175,14 +175,14 @@ void apply_rows(RowUpdate& u, bool zero_all) {
 
 void after_steps(std::vector<AfterStep>& steps) {
   if (steps.empty()) return;
-  for (AfterStep& a : steps) {
-    check_row_scores(a.update.b, a.scores);
-    check_select_topk(a.scores, a.update.idx);
-    check_apply_rows(a.update);
-    one_device("after_steps", {&steps[0].update.b, &a.update.b});
-  }
   if (cuda_dispatch(steps[0].update.b, "after_steps")) {
 #ifdef LOFT_WITH_CUDA
+    for (AfterStep& a : steps) {  // the calls below check each on the CPU
+      check_row_scores(a.update.b, a.scores);
+      check_select_topk(a.scores, a.update.idx);
+      check_apply_rows(a.update);
+      one_device("after_steps", {&steps[0].update.b, &a.update.b});
+    }
     return cuda::after_steps(steps);
 #endif
   }

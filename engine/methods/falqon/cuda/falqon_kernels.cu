@@ -19,9 +19,14 @@ namespace {
 using namespace loft::ops::cuda_kernels;
 
 constexpr int kThreads = 256;
-// Past 48 KiB of shared memory a block, static and dynamic together, a kernel must opt in: this
-// bounds the static arrays of the select (~1.2 KB) and the update (32 B).
+// Room below the opt-in limit for the kernels' static shared arrays (the select's ~1.2 KB, the
+// update's 32 B) beside their dynamic shared memory.
 constexpr size_t kStaticMargin = 4096;
+
+// Whether the select's n scores fit in a block's shared memory beside its own arrays.
+bool keys_fit_shared(int64_t n, int dev) {
+  return size_t(n) * sizeof(float) + kStaticMargin <= size_t(max_shared_optin(dev));
+}
 
 __device__ __forceinline__ float decode_e4m3(uint8_t c) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));  // exact: fp8 ⊂ fp16
@@ -317,11 +322,12 @@ struct Job {
   const float* scale;
   uint8_t *wm, *wt, *changed;
   int out, in, r, k;
-  bool keys_in_shared, vec, zero_all;
+  bool vec, zero_all;
 };
 constexpr int kMaxJobs = 256;
 struct Jobs {
   Job job[kMaxJobs];
+  bool keys_in_shared;  // every select of the launch reads its scores from shared memory
 };
 static_assert(sizeof(Jobs) <= 32000, "kernel parameters are limited to 32,764 bytes");
 
@@ -333,7 +339,7 @@ __global__ void __launch_bounds__(kScoreThreads) scores_batch_kernel(const __gri
 
 __global__ void __launch_bounds__(kSelectThreads) select_batch_kernel(const __grid_constant__ Jobs jobs) {
   const Job& j = jobs.job[blockIdx.x];
-  select_block(j.scores, j.out, j.k, j.idx, j.keys_in_shared);
+  select_block(j.scores, j.out, j.k, j.idx, jobs.keys_in_shared);
 }
 
 __global__ void __launch_bounds__(kUpdateThreads) update_batch_kernel(const __grid_constant__ Jobs jobs) {
@@ -357,7 +363,7 @@ __global__ void zero_batch_kernel(const __grid_constant__ Jobs jobs) {
 }
 
 // One launch of each phase for jobs[0, n).
-void launch_jobs(const Jobs& jobs, int n, int dev) {
+void launch_jobs(Jobs& jobs, int n, int dev) {
   int max_out = 0, max_r = 0, max_k = 0;
   int64_t max_in = 0, max_zero = 0;
   for (int i = 0; i < n; ++i) {
@@ -370,15 +376,15 @@ void launch_jobs(const Jobs& jobs, int n, int dev) {
   scores_batch_kernel<<<dim3(unsigned((max_out + kScoreRows - 1) / kScoreRows), unsigned(n)), kScoreThreads, 0,
                         st>>>(jobs);
   loft::cuda::check_launch("falqon scores_batch_kernel");
-  // The opt-in counts the kernels' static arrays too (the select's ~1.2 KB, the update's 32 B).
-  const size_t keys = jobs.job[0].keys_in_shared ? size_t(max_out) * sizeof(float) : 0;
-  if (keys + kStaticMargin > 48 * 1024) allow_dynamic_smem(select_batch_kernel, keys, dev);
+  jobs.keys_in_shared = keys_fit_shared(max_out, dev);
+  const size_t keys = jobs.keys_in_shared ? size_t(max_out) * sizeof(float) : 0;
+  allow_dynamic_smem(select_batch_kernel, keys, dev);
   select_batch_kernel<<<unsigned(n), kSelectThreads, keys, st>>>(jobs);
   loft::cuda::check_launch("falqon select_batch_kernel");
   if (max_k > 0) {
     const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
     const size_t smem = size_t(kUpdateRows) * size_t(max_r) * sizeof(float);
-    if (smem + kStaticMargin > 48 * 1024) allow_dynamic_smem(update_batch_kernel, smem, dev);
+    allow_dynamic_smem(update_batch_kernel, smem, dev);
     const dim3 grid(unsigned(std::max<int64_t>(1, (max_in + tile - 1) / tile)),
                     unsigned((max_k + kUpdateRows - 1) / kUpdateRows), unsigned(n));
     update_batch_kernel<<<grid, kUpdateThreads, smem, st>>>(jobs);
@@ -416,10 +422,10 @@ void select_topk(const Tensor& scores, Tensor& idx) {
   const int dev = use_device(scores);
   LOFT_CHECK(scores.numel() < (int64_t(1) << 30), "falqon select_topk: ", scores.str(),
              " has too many rows");
-  const size_t bytes = size_t(scores.numel()) * sizeof(float);
-  const bool in_shared = bytes + kStaticMargin <= size_t(max_shared_optin(dev));
-  if (in_shared && bytes + kStaticMargin > 48 * 1024) allow_dynamic_smem(select_kernel, bytes, dev);
-  select_kernel<<<1, kSelectThreads, in_shared ? bytes : 0, loft::cuda::stream(dev)>>>(
+  const bool in_shared = keys_fit_shared(scores.numel(), dev);
+  const size_t bytes = in_shared ? size_t(scores.numel()) * sizeof(float) : 0;
+  allow_dynamic_smem(select_kernel, bytes, dev);
+  select_kernel<<<1, kSelectThreads, bytes, loft::cuda::stream(dev)>>>(
       scores.ptr<float>(), int(scores.numel()), int(idx.numel()), idx.ptr<int>(), in_shared);
   loft::cuda::check_launch("falqon select_kernel");
 }
@@ -437,7 +443,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
     const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
     const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
     auto kernel = vec ? update_kernel<true> : update_kernel<false>;
-    if (smem + kStaticMargin > 48 * 1024) allow_dynamic_smem(kernel, smem, dev);
+    allow_dynamic_smem(kernel, smem, dev);
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
         u.wm.ptr<uint8_t>(), u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
@@ -456,9 +462,6 @@ void after_steps(std::vector<AfterStep>& steps) {
   if (steps.empty()) return;
   const int dev = use_device(steps[0].update.b);
   const size_t optin = size_t(max_shared_optin(dev));
-  int max_out = 0;
-  for (const AfterStep& a : steps) max_out = std::max(max_out, int(a.update.b.size(0)));
-  const bool keys_in_shared = size_t(max_out) * sizeof(float) + kStaticMargin <= optin;
   auto jobs = std::make_unique<Jobs>();
   int n = 0;
   for (AfterStep& a : steps) {
@@ -471,7 +474,7 @@ void after_steps(std::vector<AfterStep>& steps) {
     jobs->job[n++] = Job{u.b.ptr<float>(), a.scores.ptr<float>(), u.applied.ptr<float>(),
                          u.idx.ptr<int>(), u.scale.ptr<float>(), u.wm.ptr<uint8_t>(),
                          u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
-                         int(out), int(in), int(r), int(k), keys_in_shared,
+                         int(out), int(in), int(r), int(k),
                          in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0, a.zero_all};
     if (n == kMaxJobs) launch_jobs(*jobs, std::exchange(n, 0), dev);
   }
