@@ -70,6 +70,7 @@ void add_step_bench(CLI::App& bench) {
                   "the fraction of each row's first tokens whose labels are masked, as a chat "
                   "template masks the prompt (0: every position but a row's last has a target)")
       ->capture_default_str()
+      ->check(non_negative_finite())  // CLI::Range alone lets NaN through
       ->check(CLI::Range(0.0, 0.99));
   cmd->add_option("--seed", o->seed, "seed of the random weights, adapter and tokens")
       ->capture_default_str()->transform(seed_bound());

@@ -294,6 +294,8 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
       {{"--shape", "tiny", "--checkpoints-on-gpu=maybe"}, {"--checkpoints-on-gpu"}},
       {{"--shape", "tiny", "--prompt-fraction", "1"}, {"--prompt-fraction"}},
       {{"--shape", "tiny", "--prompt-fraction", "-0.1"}, {"--prompt-fraction"}},
+      {{"--shape", "tiny", "--prompt-fraction", "nan"}, {"--prompt-fraction"}},
+      {{"--shape", "tiny", "--prompt-fraction", "half"}, {"--prompt-fraction"}},
       {{"--model", "/nonexistent/model"}, {"/nonexistent/model"}},
       {{"--shape", "tiny", "--device", "tpu"}, {"tpu"}},
       {{"eval", "--shape", "tiny", "--task", "hellaswag"}, {"--task", "hellaswag"}},
