@@ -28,6 +28,34 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
   }
 }
 
+// The same rotation with each thread taking kChunk consecutive pairs of one head (16-byte loads
+// and stores of both halves) where the rows allow it (half a multiple of kChunk, 16-byte aligned
+// rows); the per-element arithmetic is rope_kernel's expression, element for element.
+template <typename T>
+__global__ void rope_chunked_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
+                                    int half, bool inverse) {
+  extern __shared__ float table[];  // cos[half], then sin[half]
+  const int64_t t = blockIdx.x;
+  rope_angles(table, positions[t], inv_freq, half, inverse);
+  T* xt = x + t * heads * 2 * half;
+  const int chunks = half / kChunk;
+  for (int idx = threadIdx.x; idx < heads * chunks; idx += blockDim.x) {
+    const int h = idx / chunks, i0 = (idx - h * chunks) * kChunk;
+    T* xh = xt + int64_t(h) * 2 * half;
+    float a[kChunk], b[kChunk], lo[kChunk], hi[kChunk];
+    load_chunk(xh + i0, a);
+    load_chunk(xh + i0 + half, b);
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) {
+      const float c = table[i0 + e], s = table[half + i0 + e];
+      lo[e] = a[e] * c - b[e] * s;
+      hi[e] = b[e] * c + a[e] * s;
+    }
+    store_chunk(xh + i0, lo);
+    store_chunk(xh + i0 + half, hi);
+  }
+}
+
 }  // namespace
 
 void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
@@ -39,11 +67,21 @@ void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
   const int threads = int(std::clamp<int64_t>((heads * half + 31) / 32 * 32, 32, 256));
   const size_t shared = size_t(2 * half) * sizeof(float);
   LOFT_CHECK(shared <= 48 * 1024, "rope: head_dim ", 2 * half, " too large");
+  // Rows of 2·half elements start 16-byte aligned when the tensor does and half is a multiple of
+  // kChunk (then every row's byte length is too).
+  const bool chunked = half % kChunk == 0 && aligned16(x.data());
   dispatch_activation(x.dtype(), "rope", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    rope_kernel<T><<<unsigned(tokens), threads, shared, loft::cuda::stream(dev)>>>(
-        x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
-        int(half), inverse);
+    if (chunked) {
+      const int chunk_threads = int(std::clamp<int64_t>((heads * (half / kChunk) + 31) / 32 * 32, 32, 256));
+      rope_chunked_kernel<T><<<unsigned(tokens), chunk_threads, shared, loft::cuda::stream(dev)>>>(
+          x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
+          int(half), inverse);
+    } else {
+      rope_kernel<T><<<unsigned(tokens), threads, shared, loft::cuda::stream(dev)>>>(
+          x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
+          int(half), inverse);
+    }
     loft::cuda::check_launch("rope");
   });
 }
