@@ -379,12 +379,21 @@ void check_adamw_tensors(const char* op, const AdamWTensors& t, bool with_state)
   LOFT_CHECK(t.grads.size() == n && (!with_state || (t.m.size() == n && t.v.size() == n)), op,
              ": ", t.params.size(), " params, ", t.grads.size(), " grads, ", t.m.size(), " m, ",
              t.v.size(), " v");
+  LOFT_CHECK(t.copies.empty() || t.copies.size() == n, op, ": ", t.copies.size(), " copies for ", n,
+             " params (none, or one per param)");
   for (size_t i = 0; i < n; ++i) {
     if (with_state) {
       same_device(op, {&t.params[0], &t.params[i], &t.grads[i], &t.m[i], &t.v[i]});
       for (const Tensor* x : {&t.params[i], &t.grads[i], &t.m[i], &t.v[i]}) {
         need_dtype(op, "argument", *x, DType::F32);
         need_shape(op, "argument", *x, t.params[i].shape());
+      }
+      if (i < t.copies.size() && t.copies[i].defined()) {
+        const Tensor& c = t.copies[i];
+        LOFT_CHECK(c.dtype() == DType::BF16 || c.dtype() == DType::F16, op, ": copy ", i, " is ",
+                   c.str(), ", expected BF16 or F16");
+        need_shape(op, "copy", c, t.params[i].shape());
+        same_device(op, {&t.params[i], &c});
       }
     } else {
       same_device(op, {&t.grads[0], &t.grads[i]});

@@ -47,8 +47,11 @@ struct AdamWStep {
 // over all of them (multi-tensor kernels walking a device table of chunks); `plan` keeps that
 // table between calls and is rebuilt when a tensor's storage moves. The CPU runs the per-tensor
 // ops in sequence.
+//
+// copies (empty, or one per param; an undefined entry is none): BF16/F16 tensors of the param's
+// shape that adamw_all sets to the updated param rounded to nearest even, as convert would.
 struct AdamWTensors {
-  std::vector<Tensor> params, grads, m, v;
+  std::vector<Tensor> params, grads, m, v, copies;
   std::shared_ptr<void> plan;  // the backend's; callers leave it alone
 };
 

@@ -20,9 +20,11 @@ AdamW::AdamW(std::vector<Param*> params, AdamWConfig config)
 void AdamW::refresh_lists() {
   tensors_.params.clear();
   tensors_.grads.clear();
+  tensors_.copies.clear();
   for (Param* p : params_) {
     tensors_.params.push_back(p->value);
     tensors_.grads.push_back(p->grad);
+    tensors_.copies.push_back(p->copy);
   }
 }
 
@@ -40,6 +42,7 @@ void AdamW::step(double lr) {
   const ops::AdamWStep s{lr, config_.beta1, config_.beta2, config_.eps, config_.weight_decay, step_};
   refresh_lists();
   ops::adamw_all(tensors_, clip_pending_ ? &grad_scale_ : nullptr, s);
+  for (Param* p : params_) p->copy_written = p->copy.defined();
   clip_pending_ = false;
 }
 

@@ -24,6 +24,7 @@ class AdamW {
   double clip_grad_norm(double max_norm);
   // One update of every param at learning rate `lr` (the step counter advances first), from its
   // grad (clipped as the last clip_grad_norm asked), then every grad is zeroed: they are consumed.
+  // A param's Param::copy, where it has one, is written in the same pass and marked copy_written.
   void step(double lr);
   int64_t steps_taken() const { return step_; }
 

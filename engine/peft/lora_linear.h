@@ -1,6 +1,6 @@
 // LoRA on a frozen weight: y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters;
-// the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU), refreshed in
-// refresh_copies(). W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
+// the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU): Param::copy, which
+// the optimizer writes with each update, and refresh_copies() after values are set otherwise. W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
 // See docs/methods.md, "LoRA (bf16 reference)" and "QLoRA baseline".
 #pragma once
 #include <random>
@@ -34,6 +34,7 @@ class LoraLinear : public AdaptedLinear {
                 bool accumulate_dx) override;
   std::vector<Param*> params() override { return {&a_, &b_}; }
   void refresh_copies() override;
+  void after_step() override;
   Tensor merged_weight() const override;
   std::optional<std::pair<Tensor, Tensor>> peft_pair() const override {
     return std::pair{a_.value.to(Device::cpu()), b_.value.to(Device::cpu())};

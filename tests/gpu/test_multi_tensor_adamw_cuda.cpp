@@ -108,6 +108,41 @@ TEST(MultiTensorAdamWCuda, MatchesPerTensorCpuReferenceBitForBit) {
     }
 }
 
+// The copies written with the update (AdamWTensors::copies): BF16 and F16 views, aligned and
+// not (a view one element in takes the per-element path), equal convert of the updated params bit
+// for bit; params without a copy and the rest of the step are unchanged by having them.
+TEST(MultiTensorAdamWCuda, CopiesEqualConvertOfTheUpdatedParams) {
+  LOFT_REQUIRE_GPU();
+  for (DType dt : {DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    std::mt19937 rng(17);
+    Mirror t = make_mirror(rng);
+    for (size_t i = 0; i < t.gpu.params.size(); ++i) {
+      const int64_t n = t.gpu.params[i].numel();
+      const int kind = int(i % 3);  // 0: none, 1: aligned, 2: a view one element in
+      t.gpu.copies.push_back(kind == 0   ? Tensor{}
+                             : kind == 1 ? Tensor::zeros({n}, dt, kGpu)
+                                         : Tensor::zeros({n + 1}, dt, kGpu).slice(1, n));
+    }
+    Tensor scale = Tensor::from_vector(std::vector<float>{0.5f}, {1}).to(kGpu);
+    Tensor scale_cpu = scale.to(Device::cpu());
+    for (int64_t step = 1; step <= 2; ++step) {
+      fill_grads(t, rng, 1e-2f);
+      const ops::AdamWStep s{.lr = 1e-2, .weight_decay = 0.01, .step = step};
+      ops::adamw_all(t.cpu, &scale_cpu, s);
+      ops::adamw_all(t.gpu, &scale, s);
+      for (size_t i = 0; i < t.gpu.params.size(); ++i) {
+        SCOPED_TRACE(cat("step ", step, " tensor ", i, " numel ", t.cpu.params[i].numel()));
+        ASSERT_TRUE(same_bits(t.gpu.params[i], t.cpu.params[i])) << "param";
+        if (!t.gpu.copies[i].defined()) continue;
+        Tensor want = Tensor::empty(t.cpu.params[i].shape(), dt);
+        ops::convert(t.cpu.params[i], want);
+        ASSERT_TRUE(same_bits(t.gpu.copies[i], want)) << "copy";
+      }
+    }
+  }
+}
+
 // Same grads, same bits: the reduction has no atomics. Also the per-tensor ops::sum_squares.
 TEST(MultiTensorAdamWCuda, NormIsDeterministic) {
   LOFT_REQUIRE_GPU();

@@ -124,11 +124,14 @@ OpCase grad_norm_clip_case() {
   return c;
 }
 
+// copies: 0 none; 1 or 2 a BF16 or F16 copy of every other param (the others none), written with
+// the update (AdamWTensors::copies).
 OpCase adamw_all_case() {
   OpCase c = f32_case("adamw_all");
-  c.dims = {"k", "n"};
-  c.sizes = kListSizes;
-  c.make = [](const Sizes& s, std::mt19937& rng) {  // per tensor: param, grad, m, v
+  c.dims = {"k", "n", "copies"};
+  for (const Sizes& s : kListSizes)
+    for (int64_t copies : {0, 1, 2}) c.sizes.push_back({s[0], s[1], copies});
+  c.make = [](const Sizes& s, std::mt19937& rng) {  // per tensor: param, grad, m, v; then copies
     Tensors in;
     for (int64_t i = 0; i < s[0]; ++i) {
       const Shape sh{s[1] + i};
@@ -136,21 +139,27 @@ OpCase adamw_all_case() {
                        positive(random_tensor(sh, rng, 0, 0.01f))})
         in.push_back(t);
     }
+    in.push_back(Tensor::from_vector(std::vector<int32_t>{int32_t(s[2])}, {1}));
     return in;
   };
   c.run = [](const Tensors& in, Device d, DType, const Call& call) {
     ops::AdamWTensors t = tensors_on(in, d, true);
+    const int32_t copies = in.back().ptr<int32_t>()[0];
+    for (size_t i = 0; copies && i < t.params.size(); ++i)
+      t.copies.push_back(i % 2 ? Tensor{} : Tensor::zeros(t.params[i].shape(), copies == 1 ? DType::BF16 : DType::F16, d));
     const Tensor scale = Tensor::from_vector(std::vector<float>{0.5f}, {1}).to(d);
     call([&] { ops::adamw_all(t, &scale, kStep); });
     Tensors out;
-    for (size_t i = 0; i < t.params.size(); ++i)
+    for (size_t i = 0; i < t.params.size(); ++i) {
       for (const Tensor* x : {&t.params[i], &t.grads[i], &t.m[i], &t.v[i]}) out.push_back(host_f32(*x));
+      if (i < t.copies.size() && t.copies[i].defined()) out.push_back(host_f32(t.copies[i]));
+    }
     return out;
   };
   c.tol_f32 = 1e-6;
-  c.layer_sizes = layer_adapter;
-  // p, m, v read and written; g read and zeroed.
-  c.cost = [](const Sizes& s, double) { return Cost{32.0 * double(s[0] * s[1]), 0}; };
+  c.layer_sizes = [](const LayerSizes& l) { return std::vector<Sizes>{{14, adapter_tensor(l), 0}, {14, adapter_tensor(l), 1}}; };
+  // p, m, v read and written; g read and zeroed; with copies, half the params also written in 2 bytes.
+  c.cost = [](const Sizes& s, double) { return Cost{(32.0 + (s[2] ? 1.0 : 0.0)) * double(s[0] * s[1]), 0}; };
   return c;
 }
 

@@ -43,6 +43,7 @@ void adamw_all(AdamWTensors& t, const Tensor* grad_scale, const AdamWStep& s) {
     if (factor != 1.0f) cpu::scale(t.grads[i], factor);
     cpu::adamw(t.params[i], t.grads[i], t.m[i], t.v[i], s);
     t.grads[i].zero_();
+    if (i < t.copies.size() && t.copies[i].defined()) cpu::convert(t.params[i], t.copies[i]);
   }
 }
 

@@ -7,10 +7,15 @@
 //                   partials in a fixed order, takes √, writes the norm and the clip factor on the
 //                   device) → Σ and the norm to the host (the step's one wait).
 //   adamw_all:      chunk_adamw reads each grad, scales it by the device-side factor, updates
-//                   p, m, v as ops::adamw does (adamw_element.cuh) and writes the grad back as 0.
+//                   p, m, v as ops::adamw does (adamw_element.cuh), writes the grad back as 0 and,
+//                   where the param has a BF16/F16 copy (AdamWTensors::copies), p rounded into it
+//                   (one launch instead of a convert per tensor after the step).
 //
 // Every partial has a fixed place and the reductions a fixed order, so the norm has the same bits
 // on every run (the CPU reference sums in another order: equal to about 1e-15 relative).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,13 +34,18 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int64_t kChunk = int64_t(1) << 16;  // elements per block: 256 KiB of each operand
 
-// One block's work: n elements from each pointer on (p, m, v null for a norm-only list).
+enum class CopyKind : int32_t { None, BF16, F16 };
+
+// One block's work: n elements from each pointer on (p, m, v null for a norm-only list; copy null
+// where the param has none).
 struct Chunk {
   float* p;
   float* g;
   float* m;
   float* v;
+  void* copy;
   int64_t n;
+  CopyKind copy_kind;
 };
 
 // The device table for one list of tensors, kept between steps (AdamWTensors::plan). `key` is
@@ -53,8 +63,8 @@ bool has_state(const AdamWTensors& t) { return !t.params.empty(); }
 
 std::vector<std::pair<const void*, int64_t>> key_of(const AdamWTensors& t) {
   std::vector<std::pair<const void*, int64_t>> key;
-  for (const auto* list : {&t.grads, &t.params, &t.m, &t.v})
-    for (const Tensor& x : *list) key.emplace_back(x.data(), x.numel());
+  for (const auto* list : {&t.grads, &t.params, &t.m, &t.v, &t.copies})
+    for (const Tensor& x : *list) key.emplace_back(x.defined() ? x.data() : nullptr, x.defined() ? x.numel() : 0);
   return key;
 }
 
@@ -69,9 +79,12 @@ Plan& plan_for(AdamWTensors& t, Device device) {
       return has_state(t) ? list[i].ptr<float>() + off : nullptr;
     };
     const int64_t n = t.grads[i].numel();
+    const Tensor* copy = i < t.copies.size() && t.copies[i].defined() ? &t.copies[i] : nullptr;
+    const CopyKind kind = !copy ? CopyKind::None : copy->dtype() == DType::BF16 ? CopyKind::BF16 : CopyKind::F16;
     for (int64_t off = 0; off < n; off += kChunk)
-      chunks.push_back({at(t.params, off), t.grads[i].ptr<float>() + off, at(t.m, off),
-                        at(t.v, off), std::min(kChunk, n - off)});
+      chunks.push_back({at(t.params, off), t.grads[i].ptr<float>() + off, at(t.m, off), at(t.v, off),
+                        copy ? static_cast<char*>(copy->data()) + off * 2 : nullptr,
+                        std::min(kChunk, n - off), kind});
   }
   plan->key = std::move(key);
   plan->device = device.index;
@@ -143,13 +156,40 @@ __device__ __forceinline__ void update(float& p, float& g, float& m, float& v, b
   g = 0.0f;
 }
 
+// The updated p rounded to the copy's dtype (round to nearest even, as convert), at element i.
+__device__ __forceinline__ void store_copy(const Chunk& k, int64_t i, float p) {
+  if (k.copy_kind == CopyKind::BF16)
+    static_cast<__nv_bfloat16*>(k.copy)[i] = __float2bfloat16_rn(p);
+  else if (k.copy_kind == CopyKind::F16)
+    static_cast<__half*>(k.copy)[i] = __float2half_rn(p);
+}
+
+// Four updated params as one 8-byte store (the copy is 8-byte aligned where p is 16-byte aligned
+// and the chunk starts at a multiple of 4 elements).
+__device__ __forceinline__ void store_copy4(const Chunk& k, int64_t i4, float4 p) {
+  if (k.copy_kind == CopyKind::BF16) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    reinterpret_cast<uint2*>(k.copy)[i4] = u;
+  } else if (k.copy_kind == CopyKind::F16) {
+    __half2 lo = __floats2half2_rn(p.x, p.y), hi = __floats2half2_rn(p.z, p.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    reinterpret_cast<uint2*>(k.copy)[i4] = u;
+  }
+}
+
 __global__ void __launch_bounds__(kThreads) chunk_adamw(const Chunk* chunks, const float* grad_scale,
                                                         AdamWConsts c) {
   const Chunk k = chunks[blockIdx.x];
   const bool scaled = grad_scale != nullptr;
   const float factor = scaled ? *grad_scale : 1.0f;  // read once: the stores below cannot alias it
   int64_t done = 0;
-  if (aligned16(k.p) && aligned16(k.g) && aligned16(k.m) && aligned16(k.v)) {
+  const bool copy_vec = k.copy_kind == CopyKind::None || (reinterpret_cast<uintptr_t>(k.copy) & 7) == 0;
+  if (aligned16(k.p) && aligned16(k.g) && aligned16(k.m) && aligned16(k.v) && copy_vec) {
     float4* p4 = reinterpret_cast<float4*>(k.p);
     float4* g4 = reinterpret_cast<float4*>(k.g);
     float4* m4 = reinterpret_cast<float4*>(k.m);
@@ -165,10 +205,13 @@ __global__ void __launch_bounds__(kThreads) chunk_adamw(const Chunk* chunks, con
       g4[i] = g;
       m4[i] = m;
       v4[i] = v;
+      store_copy4(k, i, p);
     }
   }
-  for (int64_t i = done + threadIdx.x; i < k.n; i += kThreads)
+  for (int64_t i = done + threadIdx.x; i < k.n; i += kThreads) {
     update(k.p[i], k.g[i], k.m[i], k.v[i], scaled, factor, c);
+    store_copy(k, i, k.p[i]);
+  }
 }
 
 struct SumAndNorm {
