@@ -13,25 +13,60 @@ export LOFT_SOURCE_DIR=$PWD
 source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
+# GPU_SHARDS=N (N > 1, and no GTEST_FILTER) runs each binary as N gtest shards side by side on the
+# GPU (the whole loft_tests_gpu in ~210 s at 3 on an H200, against ~500 s in one process), then,
+# in one process alone, the tests that compare two training runs bit for bit
+# (GPU_ALONE_TESTS): the flash backward's dQ atomics add in a fixed order only while no other
+# process shares the GPU (docs/gpu-runs.md).
+shards=${GPU_SHARDS:-1}
+[ -n "${GTEST_FILTER:-}" ] && shards=1
+alone=${GPU_ALONE_TESTS:-'NcclCommCuda.LlamaSteps*:DataParallelCuda.*:BenchParallelCuda.*'}
+
+# One gtest process of binary $1 with its log and JSON as $2.*, bounded by GPU_TEST_TIMEOUT
+# (seconds), so a hung kernel cannot eat the whole call; extra arguments go to gtest.
+run_part() {
+  local t=$1 part=$2
+  shift 2
+  timeout "${GPU_TEST_TIMEOUT:-3000}" "$t" --gtest_output=json:"$part.json" "$@" >"$part.log" 2>&1
+}
+
+# Says how a part ended; on a crash (no gtest summary) a cuda-gdb backtrace of the binary.
+report_part() {
+  local name=$1 t=$2 part=$3 rc=$4
+  if [ "$rc" -eq 0 ]; then
+    echo "$name: $(grep -E '^\[  PASSED' "$part.log" | tail -1)"
+    return 0
+  fi
+  echo "$name: FAILED (exit $rc)"
+  grep -E "^\[  FAILED|Failure$|Expected|actual:|error" "$part.log" | head -60
+  tail -3 "$part.log"
+  if ! grep -q "^\[==========\].*ran" "$part.log" && command -v cuda-gdb >/dev/null; then
+    echo "-- backtrace of the crash:"
+    cuda-gdb -q -batch -ex run -ex bt --args "$t" 2>&1 | tail -25
+  fi
+  return 1
+}
+
 # The GPU suite, plus the model and method suites (CPU tests, but built with CUDA: checks that build too).
 # The CPU-only folders run in CI; their data is not carried.
 for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models loft_tests_methods}; do
   t=$run/bin/$name
-  # GPU_TEST_TIMEOUT (seconds) bounds a binary, so a hung kernel cannot eat the whole call.
-  timeout "${GPU_TEST_TIMEOUT:-3000}" "$t" --gtest_output=json:"$OUT/$name.json" >"$OUT/$name.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ]; then
-    echo "$name: $(grep -E '^\[  PASSED' "$OUT/$name.log" | tail -1)"
-  else
-    status=1
-    echo "$name: FAILED (exit $rc)"
-    grep -E "^\[  FAILED|Failure$|Expected|actual:|error" "$OUT/$name.log" | head -60
-    tail -3 "$OUT/$name.log"
-    if ! grep -q "^\[==========\].*ran" "$OUT/$name.log" && command -v cuda-gdb >/dev/null; then
-      echo "-- backtrace of the crash:"
-      cuda-gdb -q -batch -ex run -ex bt --args "$t" 2>&1 | tail -25
-    fi
+  if [ "$shards" -le 1 ]; then
+    run_part "$t" "$OUT/$name"
+    report_part "$name" "$t" "$OUT/$name" $? || status=1
+    continue
   fi
+  pids=()
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i run_part "$t" "$OUT/$name.shard$i" --gtest_filter="-$alone" &
+    pids+=($!)
+  done
+  for ((i = 0; i < shards; i++)); do
+    wait "${pids[$i]}"
+    report_part "$name (shard $((i + 1)) of $shards)" "$t" "$OUT/$name.shard$i" $? || status=1
+  done
+  run_part "$t" "$OUT/$name.alone" --gtest_filter="$alone"
+  report_part "$name (alone: $alone)" "$t" "$OUT/$name.alone" $? || status=1
 done
 if [ $# -gt 0 ]; then
   echo "== $*"; "$@"; status=$((status | $?))
