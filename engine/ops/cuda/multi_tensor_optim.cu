@@ -164,8 +164,8 @@ __device__ __forceinline__ void store_copy(const Chunk& k, int64_t i, float p) {
     static_cast<__half*>(k.copy)[i] = __float2half_rn(p);
 }
 
-// Four updated params as one 8-byte store (the copy is 8-byte aligned where p is 16-byte aligned
-// and the chunk starts at a multiple of 4 elements).
+// Four updated params as one 8-byte store: element 4·i4 on, in a copy that chunk_adamw found
+// 8-byte aligned (else it takes the per-element path).
 __device__ __forceinline__ void store_copy4(const Chunk& k, int64_t i4, float4 p) {
   if (k.copy_kind == CopyKind::BF16) {
     __nv_bfloat162 lo = __floats2bfloat162_rn(p.x, p.y), hi = __floats2bfloat162_rn(p.z, p.w);
