@@ -207,15 +207,19 @@ void run_kernel_bench(const llama::LlamaConfig& cfg, int64_t batch, int64_t seq,
                       Tensor i = idx;
                       falqon::select_topk(scores, i);
                     }});
+    // `kept`: the transposed backbone codes patched too (--falqon-transposed keep).
+    const Tensor wt = Tensor::zeros({in_f, out_f}, DType::F8_E4M3, device);
     for (bool reset : {false, true})
-      rows.push_back({std::string("falqon after_step ") + (reset ? "reset " : "accumulate ") + s,
-                      b_bytes + update_bytes, 0, [=] {
-                        Tensor sc = scores;
-                        falqon::RowUpdate u{idx, b, wm, Tensor(), scale, changed, applied};
-                        falqon::row_scores(u.b, sc);
-                        falqon::select_topk(sc, u.idx);
-                        falqon::apply_rows(u, reset);
-                      }});
+      for (bool kept : {false, true})
+        rows.push_back({std::string("falqon after_step ") + (reset ? "reset " : "accumulate ") +
+                            (kept ? "kept " : "") + s,
+                        b_bytes + update_bytes, 0, [=] {
+                          Tensor sc = scores;
+                          falqon::RowUpdate u{idx, b, wm, kept ? wt : Tensor(), scale, changed, applied};
+                          falqon::row_scores(u.b, sc);
+                          falqon::select_topk(sc, u.idx);
+                          falqon::apply_rows(u, reset);
+                        }});
   }
   // HOT's dX product (--method hot, its defaults: INT4 codes, per-token SR) at each projection
   // shape: dY's quantizer (dY read, one code byte per element written; per tensor reads dY twice),

@@ -254,7 +254,8 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                      const ModelBatch& batch, DataParallelSetup& dp, std::ostream& plan_out) {
   MethodRun r;
   r.method = method;
-  const RunPlan plan = plan_for(o, method);
+  RunPlan plan = plan_for(o, method);
+  plan.resolve_memory_choices(s.config, s.devices, int(s.devices.size()));
   r.options = options_json(plan.method);
   r.max_grad_norm = plan.max_grad_norm;
   const llama::MethodMemory estimate = plan.memory(s.config, s.device, int(s.devices.size()));

@@ -167,8 +167,9 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
 // With --gpus, the plan is each GPU's (every rank holds a replica and its share of the micro-batches).
 void print_plan_json(const FinetuneOptions& o) {
   const Device device = o.gpus.empty() ? resolve_device(o.device, &std::cerr) : Device::cuda(0);
-  const RunPlan plan = plan_run(o.run, device);
+  RunPlan plan = plan_run(o.run, device);
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
+  plan.resolve_memory_choices(cfg, {device});
   nlohmann::ordered_json j = plan.to_json(cfg, device);
   j["model"] = o.model;
   j["out"] = o.out;
@@ -192,7 +193,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
     lock.emplace(claim_run_folder(o.out, o.resume      ? RunFolderUse::resume
                                          : o.overwrite ? RunFolderUse::overwrite
                                                        : RunFolderUse::fresh));
-  const RunPlan plan = plan_run(o.run, first_device);
+  RunPlan plan = plan_run(o.run, first_device);
   const MethodOptions& m = plan.method;
 
   auto tok = load_tokenizer(o.model);
@@ -217,6 +218,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   }
   const Device device = devices.front();  // local rank 0's: evaluation, checkpoints, the plan
   const int host_share = env ? env->local_world_size : int(devices.size());  // replicas pinning this host's RAM
+  plan.resolve_memory_choices(cfg, devices, host_share);
   for (const Device& dev : devices)
     plan.check_fits(cfg, dev, host_share);
   std::ostream* out = dp.writes() ? &std::cout : nullptr;  // the other ranks stay quiet

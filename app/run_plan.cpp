@@ -2,7 +2,9 @@
 
 #include <iostream>
 
+#include "app/gpu_memory_limit.h"
 #include "app/run_limits.h"
+#include "engine/device/device_info.h"
 #include "engine/core/error.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/method_record.h"
@@ -69,6 +71,21 @@ llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device
                          token_tile, host_share);
 }
 
+void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::vector<Device>& devices,
+                                     int host_share) {
+  auto fits = [&](const MethodOptions& m) {
+    for (const Device& d : devices) {
+      const int64_t card = d.is_cuda() ? device_info(d).total_bytes : 0;
+      if (card <= 0) return false;
+      const llama::MethodMemory e = method_estimate(cfg, m, micro_batch, seq, grad_checkpointing, d,
+                                                    checkpoint_offload, token_tile, host_share);
+      if (double(e.total() + held_on_gpu(d)) > kMemoryRoom * double(card)) return false;
+    }
+    return !devices.empty();
+  };
+  method_spec(method.method).resolve_memory_choices(method, fits);
+}
+
 void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device, int host_share) const {
   check_run_fits(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
                  token_tile, host_share);
@@ -103,7 +120,8 @@ nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device de
           {"device", device.str()},
           {"trainable_parameters", e.adapter_params},
           {"memory_estimate",
-           {{"total_bytes", e.total()},
+           {{"frozen_form", e.description},
+            {"total_bytes", e.total()},
             {"frozen_weights_bytes", e.frozen_weights},
             {"embeddings_bytes", e.embeddings},
             {"host_embeddings_bytes", e.host_embeddings},

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/method_flags.h"
 #include "engine/peft/method.h"
@@ -35,6 +36,11 @@ struct RunRequest {
   bool variants = false;  // bench: --method items may carry ":variant"s (halo:nf4)
 };
 
+// The share of a GPU's memory a memory-for-speed choice may fill by loft's estimate: the rest is
+// the estimate's error and the allocator's fragmentation, so a choice never turns a run that fits
+// into one that runs out.
+inline constexpr double kMemoryRoom = 0.85;
+
 struct RunPlan {
   MethodOptions method;
   std::string init_adapter;         // its folder, "" for none
@@ -52,6 +58,12 @@ struct RunPlan {
   // UsageError when it cannot fit `device` (app/run_limits.h: check_run_fits); `host_share`
   // replicas on this host each pin their own checkpointed inputs.
   void check_fits(const llama::LlamaConfig& cfg, Device device, int host_share = 1) const;
+  // Settles what the method leaves to the memory at hand (MethodSpec::resolve_memory_choices:
+  // FALQON's kept transposed codes), each of `devices` holding one replica: a choice is taken
+  // where the estimate with it, plus what the GPU already holds, stays within kMemoryRoom of the
+  // card (or of --gpu-memory-limit) on every device. On the CPU the lean choice stays.
+  void resolve_memory_choices(const llama::LlamaConfig& cfg, const std::vector<Device>& devices,
+                              int host_share = 1);
   // Every resolved value, the estimate and whether it fits `device` (fit_error says why not).
   nlohmann::ordered_json to_json(const llama::LlamaConfig& cfg, Device device) const;
 };

@@ -121,6 +121,12 @@ class MethodSpec {
     return {memory_row(s, MethodOptions{})};
   }
 
+  // A choice the method leaves to the memory a run has (FALQON's kept transposed codes): made
+  // here, once the run's model and devices are known (RunPlan::resolve_memory_choices), asking
+  // `fits` whether the run with the given options leaves room on every device.
+  using MemoryFits = std::function<bool(const MethodOptions&)>;
+  virtual void resolve_memory_choices(MethodOptions&, const MemoryFits&) const {}
+
   // Builds the projections (make_linear_factory validates first).
   virtual LinearFactory linear_factory(const MethodOptions&, std::mt19937_64& rng) const = 0;
 

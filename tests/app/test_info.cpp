@@ -49,7 +49,7 @@ TEST(InfoCommand, JsonForWideRandom) {
     EXPECT_LE(m["adapter_bytes"].get<int64_t>(), 20 * m["adapter_parameters"].get<int64_t>());
     EXPECT_GT(m["host_embeddings_bytes"].get<int64_t>(), 0);  // untied: the input table on the host
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"lora-bf16", "qlora-nf4", "falqon-fp8", "halo-fp8",
+  EXPECT_EQ(names, (std::vector<std::string>{"lora-bf16", "qlora-nf4", "falqon-fp8", "falqon-fp8-kept", "halo-fp8",
                                              "halo-int8", "halo-nf4", "hot-dense", "hot-fp8", "hot-nf4"}));
 }
 

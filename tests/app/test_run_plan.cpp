@@ -168,6 +168,32 @@ TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
   EXPECT_EQ(flag.err.find('\n'), flag.err.rfind("\n(run 'loft --help'")) << "one line, then the usage hint: " << flag.err;
 }
 
+// --falqon-transposed: auto stays per-step on the CPU (no GPU to fill); keep is carried, the
+// plan's estimate counts the kept copy (one byte a weight more than the scratch) and names it.
+TEST(RunPlan, FalqonTransposedCodesAreResolvedAndCounted) {
+  auto plan = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--device", "cpu",
+                                     "--method", "falqon", "--seq", "256", "--plan"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_cli_captured(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const auto automatic = plan({}), keep = plan({"--falqon-transposed", "keep"}),
+             per_step = plan({"--falqon-transposed", "per-step"});
+  const auto& ea = automatic["memory_estimate"];
+  EXPECT_EQ(ea["frozen_form"], per_step["memory_estimate"]["frozen_form"]);
+  EXPECT_EQ(ea["frozen_weights_bytes"], per_step["memory_estimate"]["frozen_weights_bytes"]);
+  EXPECT_TRUE(contains(keep["memory_estimate"]["frozen_form"].get<std::string>(), "kept"))
+      << keep["memory_estimate"]["frozen_form"];
+  EXPECT_GT(keep["memory_estimate"]["frozen_weights_bytes"].get<int64_t>(),
+            ea["frozen_weights_bytes"].get<int64_t>());
+  const CliResult bad = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--device", "cpu",
+                                          "--method", "falqon", "--falqon-transposed", "always", "--plan"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(contains(bad.err, "--falqon-transposed")) << bad.err;
+}
+
 // --token-tile: a multiple of the CPU GEMM's row block (so tiled equals untiled there), or 0; the
 // plan carries it, and a bad value is a one-line usage error naming the option, for finetune and
 // bench alike.

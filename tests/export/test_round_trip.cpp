@@ -92,8 +92,12 @@ TEST_P(FamilyRoundTrip, ExportedFamilyModelScoresAsTheTrainedOne) {
       const Tensor merged = Tensor::from_vector(ck.tensor(q).to_float_vector(), ck.tensor(q).shape());
       EXPECT_GT(test::rel_error(merged, SafetensorsCheckpoint::open(model).tensor(q)), 0.05) << name;
     }
-    if (cfg.has_bias(llama::Proj::Q)) EXPECT_EQ(ck.info("model.layers.1.self_attn.q_proj.bias").dtype, DType::BF16);
-    if (cfg.qk_norm) EXPECT_EQ(ck.info("model.layers.1.self_attn.k_norm.weight").dtype, DType::BF16);
+    if (cfg.has_bias(llama::Proj::Q)) {
+      EXPECT_EQ(ck.info("model.layers.1.self_attn.q_proj.bias").dtype, DType::BF16);
+    }
+    if (cfg.qk_norm) {
+      EXPECT_EQ(ck.info("model.layers.1.self_attn.k_norm.weight").dtype, DType::BF16);
+    }
     const double got = test::evaluate_nll(out);
     std::printf("[ export ] %-16s %-12s nll trained %.5f exported %.5f (diff %+.5f; base %.5f)\n",
                 name.c_str(), format.c_str(), trained, got, got - trained, base);

@@ -49,7 +49,9 @@ TEST(LossRows, MakeBatchListsTheRowsWithATarget) {
     EXPECT_EQ(scatter[size_t(rows[i])], int64_t(i));
   }
   for (size_t t = 0; t < targets.size(); ++t)
-    if (targets[t] == ops::kIgnoreIndex) EXPECT_EQ(scatter[t], int64_t(rows.size())) << t;
+    if (targets[t] == ops::kIgnoreIndex) {
+      EXPECT_EQ(scatter[t], int64_t(rows.size())) << t;
+    }
   // One position without a target in 128 (a row's last) stays under 1/64: the whole batch.
   std::vector<int32_t> ids(128, 1);
   EXPECT_FALSE(make_batch(ids, ids, {}, 1, 128, Device::cpu()).loss_rows.defined());

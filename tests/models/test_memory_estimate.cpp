@@ -28,7 +28,7 @@ const MethodMemory& find(const std::vector<MethodMemory>& ms, const std::string&
 
 TEST(MemoryEstimate, Llama2_7BByHand) {
   const auto ms = estimate_training_memory(llama2_7b(), {.batch = 1, .seq = 512, .lora_rank = 64});
-  ASSERT_EQ(ms.size(), 9u);
+  ASSERT_EQ(ms.size(), 10u);
   // 4·4096² + 3·4096·11008 per layer, 32 layers.
   const int64_t P = 6'476'005'376;
   const int64_t norms = 2 * 65 * 4096;
@@ -62,6 +62,11 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   EXPECT_EQ(falqon.adapter_params, 64 * 42496 * 32LL);
   EXPECT_EQ(falqon.adapter, 20 * falqon.adapter_params);
   EXPECT_EQ(lora.activations - falqon.activations, 512 * 32 * 2 * (2 * 4096 + 11008LL));
+  // --falqon-transposed keep: every projection's W codes transposed beside them (P bytes) instead
+  // of the one scratch.
+  const auto& kept = find(ms, "falqon-fp8-kept");
+  EXPECT_EQ(kept.frozen_weights, falqon.frozen_weights - scratch + P);
+  EXPECT_EQ(kept.activations, falqon.activations);
 
   for (const char* halo : {"halo-fp8", "halo-int8"})
     EXPECT_EQ(find(ms, halo).frozen_weights, P + scratch + norms) << halo;
@@ -71,7 +76,7 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   EXPECT_EQ(find(ms, "halo-nf4").frozen_weights, qlora.frozen_weights - 2 * largest + largest);
 
   for (const auto& m : ms) {
-    if (m.method != "falqon-fp8") {
+    if (!m.method.starts_with("falqon-fp8")) {
       EXPECT_EQ(m.activations, lora.activations) << m.method;
     }
     EXPECT_EQ(m.total(), m.frozen_weights + m.embeddings + m.adapter + m.activations + m.working);

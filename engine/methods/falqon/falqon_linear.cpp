@@ -106,7 +106,10 @@ FalqonLinear::FalqonLinear(std::string name, const WeightSource& weight, int ran
   const int64_t k = std::min<int64_t>(opt.topk > 0 ? opt.topk : rank, out_);
   scores_ = Tensor::empty({out_}, DType::F32, dev);
   topk_ = Tensor::empty({k}, DType::I32, dev);
-  scratch_ = quant::TransposeScratch::of(dev);
+  if (opt.transposed == FalqonOptions::Transposed::keep)
+    wt_ = quant::transpose_codes(backbone());
+  else
+    scratch_ = quant::TransposeScratch::of(dev);
 }
 
 void FalqonLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
@@ -157,7 +160,7 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
     oaq = quant::quantize(oa, quant::LowpFormat::E4M3, /*also_transposed=*/true);
     // W's codes [out, in] as [in, out] for the dX GEMM, in the device's shared scratch (valid
     // until the next layer's backward asks for it).
-    wt = scratch_->transposed(backbone());
+    wt = wt_.defined() ? wt_ : scratch_->transposed(backbone());
   }
   {
     prof::Scope s(prof::Part::FrozenGemm);
@@ -177,7 +180,8 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
 }
 
 falqon::AfterStep FalqonLinear::after_step_job() {
-  return {{topk_, b_.value, wm_, Tensor(), scale_, changed_, applied_}, scores_,
+  // The update patches the kept transposed codes too (their column i is W's row i).
+  return {{topk_, b_.value, wm_, wt_, scale_, changed_, applied_}, scores_,
           opt_.buffer == FalqonOptions::Buffer::reset};
 }
 
@@ -212,6 +216,7 @@ Tensor FalqonLinear::melded_codes() const { return retyped(wm_, DType::U8); }
 Tensor FalqonLinear::transposed_codes() const {
   return quant::transpose_codes(melded_codes().slice(0, out_));
 }
+Tensor FalqonLinear::kept_transposed() const { return wt_.defined() ? retyped(wt_, DType::U8) : Tensor(); }
 float FalqonLinear::weight_scale() const { return scale_.to(Device::cpu()).ptr<float>()[0]; }
 
 std::map<std::string, Tensor> FalqonLinear::method_state() const {
@@ -271,6 +276,7 @@ void FalqonLinear::load_method_state(const std::map<std::string, Tensor>& state)
   }
   std::memcpy(w + out_ * in_, a_codes.ptr<uint8_t>(), size_t(rank_ * in_));
   wm_.copy_from(retyped(wm, DType::F8_E4M3));
+  if (wt_.defined()) quant::transpose_codes(backbone(), wt_);
   changed_.copy_from(changed);
   applied_.copy_from(applied);
   auto pending = state.find("falqon_pending");

@@ -24,15 +24,26 @@ namespace loft {
 
 struct FalqonOptions {
   enum class Buffer { reset, accumulate };
+  // --falqon-transposed: where the dX GEMM's transposed backbone codes [in, out] come from (an
+  // FP8 GEMM takes both operands K-major). keep: each projection holds them (+1 byte a weight),
+  // patched by the row update; per_step: each backward transposes W's codes into one scratch the
+  // projections share (~135 us a llama3-8b layer); auto: RunPlan picks keep where the run's
+  // estimate with the copies leaves room on every device, per_step otherwise (and where no plan
+  // resolves it: evaluation, export). Bit-identical either way.
+  enum class Transposed { auto_choice, keep, per_step };
   int topk = 0;                    // rows updated per step; 0 = the rank (the reference's k = r)
   // --falqon-buffer. accumulate by default, not the reference code's reset: docs/methods.md.
   Buffer buffer = Buffer::accumulate;
+  Transposed transposed = Transposed::auto_choice;
   uint64_t seed = 0;               // the SVD's random directions (mixed with the module name)
 };
 
 // --falqon-buffer: "reset" or "accumulate"; UsageError naming the option otherwise.
 FalqonOptions::Buffer parse_falqon_buffer(const std::string& name);
 const char* falqon_buffer_name(FalqonOptions::Buffer buffer);  // "reset", "accumulate"
+// --falqon-transposed: "auto", "keep" or "per-step"; UsageError naming the option otherwise.
+FalqonOptions::Transposed parse_falqon_transposed(const std::string& name);
+const char* falqon_transposed_name(FalqonOptions::Transposed t);
 
 class FalqonLinear : public AdaptedLinear {
  public:
@@ -75,9 +86,12 @@ class FalqonLinear : public AdaptedLinear {
 
   int rank() const { return rank_; }
   // Host copies for tests and export: Wm's codes [(out+r), in] U8, the transposed backbone codes
-  // [in, out] U8 (made on demand: the layer keeps none), and s_w.
+  // [in, out] U8 (made on demand), and s_w.
   Tensor melded_codes() const;
   Tensor transposed_codes() const;
+  // A host copy of the transposed backbone codes this projection keeps
+  // (FalqonOptions::Transposed::keep), U8 [in, out]; undefined when each backward makes them.
+  Tensor kept_transposed() const;
   float weight_scale() const;
   Param& buffer() { return b_; }
 
@@ -100,7 +114,8 @@ class FalqonLinear : public AdaptedLinear {
   Tensor scores_, topk_;  // after_step scratch: F32 [out], I32 [k]
   Tensor a_hat_, b_hat_;  // F32 on the CPU: the SVD factors Â [r, in], B̂ [out, r]
   Param b_;
-  std::shared_ptr<quant::TransposeScratch> scratch_;  // W's codes transposed for each dX GEMM
+  Tensor wt_;  // F8_E4M3 [in, out]: the backbone's codes transposed (keep), else undefined
+  std::shared_ptr<quant::TransposeScratch> scratch_;  // else W's codes transposed for each dX GEMM
 };
 
 }  // namespace loft

@@ -19,6 +19,21 @@ const char* falqon_buffer_name(FalqonOptions::Buffer buffer) {
   return buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
 }
 
+FalqonOptions::Transposed parse_falqon_transposed(const std::string& name) {
+  if (name == "auto") return FalqonOptions::Transposed::auto_choice;
+  if (name == "keep") return FalqonOptions::Transposed::keep;
+  if (name == "per-step") return FalqonOptions::Transposed::per_step;
+  throw UsageError(cat("--falqon-transposed: '", name, "' is not auto, keep or per-step"));
+}
+
+const char* falqon_transposed_name(FalqonOptions::Transposed t) {
+  switch (t) {
+    case FalqonOptions::Transposed::keep: return "keep";
+    case FalqonOptions::Transposed::per_step: return "per-step";
+    default: return "auto";
+  }
+}
+
 namespace {
 
 constexpr int kMaxTopk = 1 << 16;
@@ -40,7 +55,26 @@ class FalqonSpec : public MethodSpec {
                 "FALQON ΔB buffer after each update: reset (zero all of B) or accumulate (keep "
                 "unapplied rows)",
                 "accumulate", &FalqonOptions::buffer, parse_falqon_buffer,
-                [](FalqonOptions::Buffer b) { return std::string(falqon_buffer_name(b)); })};
+                [](FalqonOptions::Buffer b) { return std::string(falqon_buffer_name(b)); }),
+            method_flag<FalqonOptions, FalqonOptions::Transposed>(
+                "--falqon-transposed",
+                "FALQON's transposed backbone codes for the dX GEMM: keep (+1 byte a weight, no "
+                "transpose per step), per-step (transposed into one shared scratch in each "
+                "backward) or auto (keep when the estimate leaves room on the device)",
+                "auto", &FalqonOptions::transposed, parse_falqon_transposed,
+                [](FalqonOptions::Transposed t) { return std::string(falqon_transposed_name(t)); })};
+  }
+  // auto: keep the transposed codes where the run's estimate with them leaves room (RunPlan).
+  void resolve_memory_choices(MethodOptions& m, const MemoryFits& fits) const override {
+    FalqonOptions& f = m.get<FalqonOptions>();
+    if (f.transposed != FalqonOptions::Transposed::auto_choice) return;
+    MethodOptions keep = m;
+    keep.get<FalqonOptions>().transposed = FalqonOptions::Transposed::keep;
+    f.transposed = fits(keep) ? FalqonOptions::Transposed::keep : FalqonOptions::Transposed::per_step;
+  }
+  std::string plan_detail(const MethodOptions& m) const override {
+    const FalqonOptions& f = m.get<FalqonOptions>();
+    return cat("buffer ", falqon_buffer_name(f.buffer), ", transposed codes ", falqon_transposed_name(f.transposed));
   }
   bool apply_variant(MethodOptions& m, const std::string& v) const override {
     if (v != "reset" && v != "accumulate") return false;
@@ -74,15 +108,25 @@ class FalqonSpec : public MethodSpec {
     const FalqonOptions& f = m.get<FalqonOptions>();
     j["falqon_topk"] = f.topk ? f.topk : m.lora.rank;
     j["falqon_buffer"] = falqon_buffer_name(f.buffer);
+    j["falqon_transposed"] = falqon_transposed_name(f.transposed);
   }
 
-  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions&) const override {
-    // [W; A] in E4M3 (1 byte each) + the shared scratch each dX GEMM's transposed W codes are
-    // made in (the largest projection); only B trains.
-    return {"falqon-fp8", "E4M3 [W; A] + one projection's transpose scratch",
-            memory_add(memory_add(s.weights, s.rank_in), s.largest_projection), s.rank_out,
+  MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
+    // [W; A] in E4M3 (1 byte each) + W's codes transposed for the dX GEMM: kept for every
+    // projection, or made in one shared scratch (the largest projection); only B trains. An
+    // unresolved auto counts the scratch (what runs where no plan resolves it).
+    const bool keep = m.get<FalqonOptions>().transposed == FalqonOptions::Transposed::keep;
+    return {keep ? "falqon-fp8-kept" : "falqon-fp8",
+            keep ? "E4M3 [W; A] + W's codes transposed, kept" : "E4M3 [W; A] + one projection's transpose scratch",
+            memory_add(memory_add(s.weights, s.rank_in), keep ? s.weights : s.largest_projection), s.rank_out,
             // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
             /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4};
+  }
+  std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
+    MethodOptions keep;
+    keep.method = "falqon";
+    keep.get<FalqonOptions>().transposed = FalqonOptions::Transposed::keep;
+    return {memory_row(s, MethodOptions{}), memory_row(s, keep)};
   }
 
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64&) const override {

@@ -333,5 +333,63 @@ TEST(FalqonCuda, LayerOnTheGpuMatchesItsCodesAndTheCpuUpdate) {
   }
 }
 
+// --falqon-transposed keep on the GPU: a model's worth of projections keeping their transposed
+// codes train bit for bit as per-step ones through the batched after-step (which patches the
+// copies), and each kept copy stays the transpose of its backbone (the shapes take cuBLASLt's FP8
+// path and the fallback).
+TEST(FalqonCuda, KeptTransposedCodesTrainAsPerStep) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  struct Case {
+    int64_t out, in;
+  };
+  const std::vector<Case> cases = {{256, 128}, {512, 256}, {172, 64}, {7, 33}};
+  std::vector<std::unique_ptr<FalqonLinear>> keep, per_step;
+  for (const Case& c : cases) {
+    Tensor w = Tensor::empty({c.out, c.in}, DType::BF16, kGpu);
+    ops::convert(test::random_tensor({c.out, c.in}, rng, -0.1f, 0.1f).to(kGpu), w);
+    keep.push_back(std::make_unique<FalqonLinear>("m", w, 8, FalqonOptions{.transposed = FalqonOptions::Transposed::keep}));
+    per_step.push_back(std::make_unique<FalqonLinear>("m", w, 8, FalqonOptions{.transposed = FalqonOptions::Transposed::per_step}));
+  }
+  std::vector<std::vector<uint8_t>> initial;
+  for (auto& l : keep) initial.push_back(test::code_bytes(l->melded_codes()));
+  auto all = [](std::vector<std::unique_ptr<FalqonLinear>>& ls) {
+    std::vector<AdaptedLinear*> v;
+    for (auto& l : ls) v.push_back(l.get());
+    return v;
+  };
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      Tensor x = Tensor::empty({64, c.in}, DType::BF16, kGpu), dy = Tensor::empty({64, c.out}, DType::BF16, kGpu);
+      ops::convert(test::random_tensor({64, c.in}, rng).to(kGpu), x);
+      ops::convert(test::random_tensor({64, c.out}, rng, -30, 30).to(kGpu), dy);
+      std::vector<std::vector<float>> dxs;
+      for (FalqonLinear* l : {keep[i].get(), per_step[i].get()}) {
+        Tensor y = Tensor::empty({64, c.out}, DType::BF16, kGpu), dx = Tensor::empty({64, c.in}, DType::BF16, kGpu);
+        LinearSaved saved;
+        l->forward(x, y, &saved);
+        l->backward(dy, saved, dx, false);
+        // B takes its own gradient as the step (what reaches the update is what matters here).
+        ops::axpy(1.0f, l->buffer().grad, l->buffer().value);
+        l->buffer().grad.zero_();
+        dxs.push_back(dx.to_float_vector());
+      }
+      ASSERT_EQ(dxs[0], dxs[1]) << "dX, step " << step << " projection " << i;
+    }
+    keep.front()->after_step_all()(all(keep));
+    per_step.front()->after_step_all()(all(per_step));
+  }
+  bool changed = false;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string what = cat("projection ", i);
+    ASSERT_EQ(test::code_bytes(keep[i]->melded_codes()), test::code_bytes(per_step[i]->melded_codes())) << what;
+    EXPECT_EQ(test::code_bytes(keep[i]->kept_transposed()), test::code_bytes(keep[i]->transposed_codes())) << what;
+    EXPECT_EQ(keep[i]->buffer().value.to_float_vector(), per_step[i]->buffer().value.to_float_vector()) << what;
+    changed = changed || test::code_bytes(keep[i]->melded_codes()) != initial[i];
+  }
+  EXPECT_TRUE(changed) << "the test means the row updates to change codes";
+}
+
 }  // namespace
 }  // namespace loft
