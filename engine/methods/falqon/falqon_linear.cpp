@@ -158,8 +158,8 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
     // The transposed copies make dYqᵀ [out×T] and E4M3(O_A)ᵀ [r×T] K-major for the dB GEMM.
     dyq = quant::quantize(dy, quant::LowpFormat::E5M2, /*also_transposed=*/true);
     oaq = quant::quantize(oa, quant::LowpFormat::E4M3, /*also_transposed=*/true);
-    // W's codes [out, in] as [in, out] for the dX GEMM, in the device's shared scratch (valid
-    // until the next layer's backward asks for it).
+    // W's codes [out, in] as [in, out] for the dX GEMM: kept (--falqon-transposed keep), or made
+    // in the device's shared scratch (valid until the next layer's backward asks for it).
     wt = wt_.defined() ? wt_ : scratch_->transposed(backbone());
   }
   {
