@@ -37,19 +37,11 @@ void LoraLinear::set_adapter(const Tensor& a, const Tensor& b) {
 
 void LoraLinear::refresh_copies() {
   const DType dt = weight_->compute_dtype();
-  if (dt == DType::F32) {
-    a_compute_ = a_.value;
-    b_compute_ = b_.value;
-    return;
+  if (dt == DType::F32) return;  // the GEMMs read the masters themselves
+  for (Param* p : {&a_, &b_}) {
+    if (!p->copy.defined()) p->copy = Tensor::empty(p->value.shape(), dt, weight_->device());
+    ops::convert(p->value, p->copy);
   }
-  if (!a_compute_.defined()) {
-    a_compute_ = Tensor::empty(a_.value.shape(), dt, weight_->device());
-    b_compute_ = Tensor::empty(b_.value.shape(), dt, weight_->device());
-    a_.copy = a_compute_;
-    b_.copy = b_compute_;
-  }
-  ops::convert(a_.value, a_compute_);
-  ops::convert(b_.value, b_compute_);
 }
 
 // The optimizer's step has written the copies with the update (Param::copy): 448 conversions a
@@ -72,8 +64,8 @@ void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedI
   }
   {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(x, a_compute_, xa, {.trans_b = true});
-    ops::gemm(xa, b_compute_, y,
+    ops::gemm(x, compute(a_), xa, {.trans_b = true});
+    ops::gemm(xa, compute(b_), y,
               {.trans_b = true, .alpha = opt_.scaling(), .beta = fused ? 0.0f : 1.0f});
   }
   if (fused) {
@@ -88,7 +80,7 @@ void LoraLinear::save_for_backward(const Tensor& x, LinearSaved& saved, SharedIn
   Tensor xa = Tensor::empty({x.size(0), opt_.rank}, x.dtype(), x.device());
   {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(x, a_compute_, xa, {.trans_b = true});
+    ops::gemm(x, compute(a_), xa, {.trans_b = true});
   }
   saved.tensors = {x, xa};
 }
@@ -104,13 +96,13 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   {
     prof::Scope scope(prof::Part::AdapterMath);
     ops::gemm(dy, xa, b_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
-    ops::gemm(dy, b_compute_, g);
+    ops::gemm(dy, compute(b_), g);
     ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
   }
   const bool fused = weight_->gemm_accumulates();  // as in forward: LoRA's term first
   if (fused) {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = accumulate_dx ? 1.0f : 0.0f});
+    ops::gemm(g, compute(a_), dx, {.alpha = s, .beta = accumulate_dx ? 1.0f : 0.0f});
   }
   {
     prof::Scope scope(prof::Part::FrozenGemm);
@@ -118,7 +110,7 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   }
   if (!fused) {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(g, a_compute_, dx, {.alpha = s, .beta = 1.0f});
+    ops::gemm(g, compute(a_), dx, {.alpha = s, .beta = 1.0f});
   }
 }
 

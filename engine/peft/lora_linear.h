@@ -1,6 +1,7 @@
 // LoRA on a frozen weight: y = x·Wᵀ + (α/r)·(x·Aᵀ)·Bᵀ. A [r, in] and B [out, r] are fp32 masters;
-// the GEMMs use copies in the compute dtype (bf16 on the GPU, f32 on the CPU): Param::copy, which
-// the optimizer writes with each update, and refresh_copies() after values are set otherwise. W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
+// the GEMMs read them in the compute dtype: on bf16 through Param::copy, which the optimizer writes
+// with each update and refresh_copies() after values are set otherwise; on f32 (the CPU) the
+// masters themselves. W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
 // See docs/methods.md, "LoRA (bf16 reference)" and "QLoRA baseline".
 #pragma once
 #include <random>
@@ -54,7 +55,8 @@ class LoraLinear : public AdaptedLinear {
   std::unique_ptr<FrozenWeight> weight_;
   LoraOptions opt_;
   Param a_, b_;
-  Tensor a_compute_, b_compute_;  // A, B in the compute dtype (alias the masters on F32)
+  // A or B as the GEMMs read it: its compute-dtype copy, or the F32 master itself on F32.
+  static const Tensor& compute(const Param& p) { return p.copy.defined() ? p.copy : p.value; }
 };
 
 }  // namespace loft
