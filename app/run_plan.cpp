@@ -67,8 +67,13 @@ RunPlan plan_run(const RunRequest& r, Device device) {
 }
 
 llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device, int host_share) const {
-  return method_estimate(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
-                         token_tile, host_share);
+  return memory_with(method, cfg, device, host_share);
+}
+
+llama::MethodMemory RunPlan::memory_with(const MethodOptions& m, const llama::LlamaConfig& cfg, Device device,
+                                         int host_share) const {
+  return method_estimate(cfg, m, micro_batch, seq, grad_checkpointing, device, checkpoint_offload, token_tile,
+                         host_share);
 }
 
 void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::vector<Device>& devices,
@@ -77,9 +82,8 @@ void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::v
     for (const Device& d : devices) {
       const int64_t card = d.is_cuda() ? device_info(d).total_bytes : 0;
       if (card <= 0) return false;
-      const llama::MethodMemory e = method_estimate(cfg, m, micro_batch, seq, grad_checkpointing, d,
-                                                    checkpoint_offload, token_tile, host_share);
-      if (double(e.total() + held_on_gpu(d)) > kMemoryRoom * double(card)) return false;
+      const int64_t need = memory_with(m, cfg, d, host_share).total() + held_on_gpu(d);
+      if (double(need) > kMemoryRoom * double(card)) return false;
     }
     return !devices.empty();
   };

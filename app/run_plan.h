@@ -55,6 +55,9 @@ struct RunPlan {
   // models/llama/memory_estimate's peak of one micro-batch's step on `device`, one of
   // `host_share` replicas on this host (they share its RAM for the offloaded attention tensors).
   llama::MethodMemory memory(const llama::LlamaConfig& cfg, Device device, int host_share = 1) const;
+  // The same estimate for the method options `m` in place of `method` (a choice being weighed).
+  llama::MethodMemory memory_with(const MethodOptions& m, const llama::LlamaConfig& cfg, Device device,
+                                  int host_share = 1) const;
   // UsageError when it cannot fit `device` (app/run_limits.h: check_run_fits); `host_share`
   // replicas on this host each pin their own checkpointed inputs.
   void check_fits(const llama::LlamaConfig& cfg, Device device, int host_share = 1) const;
