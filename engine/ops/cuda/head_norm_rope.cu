@@ -96,6 +96,14 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
 // two up to 32), each holding kChunk consecutive pairs through 16-byte loads and stores of both
 // halves, so a warp takes 32/lanes heads at once; the row's sums are shuffles within the group.
 // Used where the rows allow it (chunked_ok); the per-element expressions are the kernels' above.
+
+// v summed over each aligned group of `lanes` lanes (a power of two up to 32), on every lane of the
+// group. Every lane of the warp must call it.
+__device__ __forceinline__ float group_sum(float v, int lanes) {
+  for (int o = lanes / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
 template <typename T, typename TW>
 __global__ void head_norm_rope_chunked_kernel(const T* x, const TW* w, const int32_t* positions,
                                               const float* inv_freq, T* y, float* rstd, int heads,
@@ -115,7 +123,7 @@ __global__ void head_norm_rope_chunked_kernel(const T* x, const TW* w, const int
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) ss = fmaf(b[e], b[e], fmaf(a[e], a[e], ss));
     }
-    for (int o = lanes / 2; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    ss = group_sum(ss, lanes);
     if (h >= heads) continue;
     const float rs = rsqrtf(ss / float(d) + eps);
     if (rstd && i0 == 0) rstd[row] = rs;
@@ -163,7 +171,7 @@ __global__ void head_norm_rope_backward_chunked_kernel(const T* dy, const T* x, 
         dot = fmaf(xb[e] * wb[e], g.y, dot);
       }
     }
-    for (int o = lanes / 2; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    dot = group_sum(dot, lanes);
     if (h >= heads) continue;
     // This lane's dy chunks are all read above: dx may alias dy.
     const float rs = rstd[row];

@@ -64,7 +64,8 @@ void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
   const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
   LOFT_CHECK(tokens <= INT32_MAX && heads * half <= INT32_MAX, "rope: ", x.str(),
              " too large for one launch");
-  const int threads = int(std::clamp<int64_t>((heads * half + 31) / 32 * 32, 32, 256));
+  // Whole warps for `work` items of a token (one per thread), 1 to 8 of them.
+  auto threads_for = [](int64_t work) { return int(std::clamp<int64_t>((work + 31) / 32 * 32, 32, 256)); };
   const size_t shared = size_t(2 * half) * sizeof(float);
   LOFT_CHECK(shared <= 48 * 1024, "rope: head_dim ", 2 * half, " too large");
   // Rows of 2·half elements start 16-byte aligned when the tensor does and half is a multiple of
@@ -73,12 +74,11 @@ void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
   dispatch_activation(x.dtype(), "rope", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (chunked) {
-      const int chunk_threads = int(std::clamp<int64_t>((heads * (half / kChunk) + 31) / 32 * 32, 32, 256));
-      rope_chunked_kernel<T><<<unsigned(tokens), chunk_threads, shared, loft::cuda::stream(dev)>>>(
+      rope_chunked_kernel<T><<<unsigned(tokens), threads_for(heads * (half / kChunk)), shared, loft::cuda::stream(dev)>>>(
           x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
           int(half), inverse);
     } else {
-      rope_kernel<T><<<unsigned(tokens), threads, shared, loft::cuda::stream(dev)>>>(
+      rope_kernel<T><<<unsigned(tokens), threads_for(heads * half), shared, loft::cuda::stream(dev)>>>(
           x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
           int(half), inverse);
     }

@@ -227,6 +227,19 @@ __device__ __forceinline__ uint32_t load_codes(const uint8_t* row, int64_t j0, i
   }
 }
 
+// The update kernels' limits for k selected rows of a rank-r B (rows a grid dimension, B's rows in
+// shared memory beside the kernel's own arrays): Error naming `op` past them.
+void check_update_fits(const char* op, int64_t k, int64_t r, int dev) {
+  LOFT_CHECK((k + kUpdateRows - 1) / kUpdateRows <= 65535 &&
+                 size_t(kUpdateRows) * size_t(r) * sizeof(float) + kStaticMargin <= size_t(max_shared_optin(dev)),
+             op, ": top-k ", k, " or rank ", r, " too large for the update kernel");
+}
+
+// Whether the update reads Wm's codes two at a time (an even row length on an even address).
+bool codes_in_pairs(const RowUpdate& u) {
+  return u.wm.size(1) % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
+}
+
 // The block of column tile `col_tile` and selected rows [row_block·kUpdateRows, +kUpdateRows).
 template <bool kVec>
 __device__ __forceinline__ void update_block(const int* __restrict__ idx, int k, const float* __restrict__ b,
@@ -435,14 +448,12 @@ void apply_rows(RowUpdate& u, bool zero_all) {
   const int64_t k = u.idx.numel(), out = u.b.size(0), r = u.b.size(1), in = u.wm.size(1);
   cudaStream_t st = loft::cuda::stream(dev);
   if (k > 0) {
+    check_update_fits("falqon apply_rows", k, r, dev);
     const int64_t row_blocks = (k + kUpdateRows - 1) / kUpdateRows;
     const size_t smem = size_t(kUpdateRows) * size_t(r) * sizeof(float);  // B's rows
-    LOFT_CHECK(row_blocks <= 65535 && smem + kStaticMargin <= size_t(max_shared_optin(dev)),
-               "falqon apply_rows: top-k ", k, " or rank ", r, " too large for the update kernel");
     const int64_t tile = int64_t(kUpdateThreads) * kUpdateCols;
     const dim3 grid(unsigned(std::max<int64_t>(1, (in + tile - 1) / tile)), unsigned(row_blocks));
-    const bool vec = in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0;
-    auto kernel = vec ? update_kernel<true> : update_kernel<false>;
+    auto kernel = codes_in_pairs(u) ? update_kernel<true> : update_kernel<false>;
     allow_dynamic_smem(kernel, smem, dev);
     kernel<<<grid, kUpdateThreads, smem, st>>>(
         u.idx.ptr<int>(), int(k), u.b.ptr<float>(), out, int(r), in, u.scale.ptr<float>(),
@@ -461,7 +472,6 @@ void apply_rows(RowUpdate& u, bool zero_all) {
 void after_steps(std::vector<AfterStep>& steps) {
   if (steps.empty()) return;
   const int dev = use_device(steps[0].update.b);
-  const size_t optin = size_t(max_shared_optin(dev));
   auto jobs = std::make_unique<Jobs>();
   int n = 0;
   for (AfterStep& a : steps) {
@@ -469,13 +479,11 @@ void after_steps(std::vector<AfterStep>& steps) {
     const int64_t out = u.b.size(0), r = u.b.size(1), in = u.wm.size(1), k = u.idx.numel();
     LOFT_CHECK(out < (int64_t(1) << 30) && in <= INT32_MAX, "falqon after_steps: ", u.b.str(), " and ",
                u.wm.str(), " too large");
-    LOFT_CHECK((k + kUpdateRows - 1) / kUpdateRows <= 65535 && size_t(kUpdateRows) * size_t(r) * sizeof(float) + kStaticMargin <= optin,
-               "falqon after_steps: top-k ", k, " or rank ", r, " too large for the update kernel");
+    check_update_fits("falqon after_steps", k, r, dev);
     jobs->job[n++] = Job{u.b.ptr<float>(), a.scores.ptr<float>(), u.applied.ptr<float>(),
                          u.idx.ptr<int>(), u.scale.ptr<float>(), u.wm.ptr<uint8_t>(),
                          u.wt.defined() ? u.wt.ptr<uint8_t>() : nullptr, u.changed.ptr<uint8_t>(),
-                         int(out), int(in), int(r), int(k),
-                         in % 2 == 0 && reinterpret_cast<uintptr_t>(u.wm.data()) % 2 == 0, a.zero_all};
+                         int(out), int(in), int(r), int(k), codes_in_pairs(u), a.zero_all};
     if (n == kMaxJobs) launch_jobs(*jobs, std::exchange(n, 0), dev);
   }
   if (n > 0) launch_jobs(*jobs, n, dev);
