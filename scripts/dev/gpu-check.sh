@@ -21,6 +21,14 @@ status=0
 shards=${GPU_SHARDS:-1}
 [ -n "${GTEST_FILTER:-}" ] && shards=1
 alone=${GPU_ALONE_TESTS:-'NcclCommCuda.LlamaSteps*:DataParallelCuda.*:BenchParallelCuda.*'}
+# GPU_SHARD_GPUS="0 1 2" (a machine with several GPUs): shard i runs alone on the i-th GPU of the
+# list (CUDA_VISIBLE_DEVICES), so no shard shares a GPU; the alone part then holds the tests that
+# need several GPUs (every NcclCommCuda test with them) and sees every GPU of the list.
+shard_gpus=(${GPU_SHARD_GPUS:-})
+if [ ${#shard_gpus[@]} -gt 0 ]; then
+  shards=${#shard_gpus[@]}
+  alone=${GPU_ALONE_TESTS:-'NcclCommCuda.*:DataParallelCuda.*:BenchParallelCuda.*'}
+fi
 
 # One gtest process of binary $1 with its log and JSON as $2.*, bounded by GPU_TEST_TIMEOUT
 # (seconds), so a hung kernel cannot eat the whole call; extra arguments go to gtest.
@@ -58,14 +66,20 @@ for name in ${GPU_CHECK_TESTS:-loft_tests_gpu loft_tests_models loft_tests_metho
   fi
   pids=()
   for ((i = 0; i < shards; i++)); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i run_part "$t" "$OUT/$name.shard$i" --gtest_filter="-$alone" &
+    (
+      [ ${#shard_gpus[@]} -gt 0 ] && export CUDA_VISIBLE_DEVICES=${shard_gpus[$i]}
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i run_part "$t" "$OUT/$name.shard$i" --gtest_filter="-$alone"
+    ) &
     pids+=($!)
   done
   for ((i = 0; i < shards; i++)); do
     wait "${pids[$i]}"
     report_part "$name (shard $((i + 1)) of $shards)" "$t" "$OUT/$name.shard$i" $? || status=1
   done
-  run_part "$t" "$OUT/$name.alone" --gtest_filter="$alone"
+  (
+    [ ${#shard_gpus[@]} -gt 0 ] && export CUDA_VISIBLE_DEVICES=$(IFS=,; echo "${shard_gpus[*]}")
+    run_part "$t" "$OUT/$name.alone" --gtest_filter="$alone"
+  )
   report_part "$name (alone: $alone)" "$t" "$OUT/$name.alone" $? || status=1
 done
 if [ $# -gt 0 ]; then
