@@ -73,7 +73,7 @@ DataParallelSetup setup_data_parallel(const std::string& gpus,
     s.devices = parse_gpus(gpus, available);
     s.world = int(s.devices.size());
     for (int r = 0; r < s.world; ++r) s.ranks.push_back(r);
-    s.comms = make_communicators(s.devices);
+    s.comms = make_communicators(s.devices, timeout);
     s.how = cat(s.world, " GPU", s.world == 1 ? "" : "s", " in this process (", device_list(s.devices),
                 "), one thread each");
   } else {

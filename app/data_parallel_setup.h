@@ -1,5 +1,5 @@
 // How a finetune run spreads over GPUs (docs/multi-gpu.md): `--gpus N|LIST` (one process, one
-// worker thread per GPU, communicators from ncclCommInitAll) or torchrun's environment variables
+// worker thread per GPU, communicators initialised together, non-blocking) or torchrun's environment variables
 // (one process per GPU: rank 0's NCCL id reaches the others over TCP, then a non-blocking
 // ncclCommInitRankConfig). Neither: the plain one-device run.
 #pragma once

@@ -14,7 +14,6 @@ NcclApi load() {
 #define LOFT_NCCL_SYMBOL(f) \
   a.f = reinterpret_cast<decltype(a.f)>(library_symbol(lib, #f, ": NCCL 2.14 or newer is needed"))
   LOFT_NCCL_SYMBOL(ncclGetUniqueId);
-  LOFT_NCCL_SYMBOL(ncclCommInitAll);
   LOFT_NCCL_SYMBOL(ncclCommInitRankConfig);
   LOFT_NCCL_SYMBOL(ncclCommGetAsyncError);
   LOFT_NCCL_SYMBOL(ncclCommAbort);

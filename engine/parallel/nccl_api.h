@@ -10,7 +10,6 @@ namespace loft {
 
 struct NcclApi {
   decltype(&::ncclGetUniqueId) ncclGetUniqueId;
-  decltype(&::ncclCommInitAll) ncclCommInitAll;
   decltype(&::ncclCommInitRankConfig) ncclCommInitRankConfig;
   decltype(&::ncclCommGetAsyncError) ncclCommGetAsyncError;
   decltype(&::ncclCommAbort) ncclCommAbort;

@@ -6,7 +6,8 @@ namespace loft {
 
 #ifdef LOFT_WITH_NCCL
 NcclUniqueId nccl_new_unique_id();
-std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices);
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
+                                                                  std::chrono::milliseconds timeout);
 std::unique_ptr<Communicator> make_nccl_communicator(int device,
                                                      std::span<const uint8_t, 128> unique_id,
                                                      int world, int rank,
@@ -35,11 +36,13 @@ NcclUniqueId new_unique_id() {
 #endif
 }
 
-std::vector<std::unique_ptr<Communicator>> make_communicators(const std::vector<int>& devices) {
+std::vector<std::unique_ptr<Communicator>> make_communicators(const std::vector<int>& devices,
+                                                             std::chrono::milliseconds timeout) {
   LOFT_CHECK(!devices.empty(), "make_communicators: no devices");
 #ifdef LOFT_WITH_NCCL
-  return make_nccl_communicators(devices);
+  return make_nccl_communicators(devices, timeout);
 #else
+  (void)timeout;
   no_nccl();
 #endif
 }

@@ -62,9 +62,13 @@ bool nccl_compiled();
 // without NCCL.
 NcclUniqueId new_unique_id();
 
-// One communicator per device, all in this process (ncclCommInitAll); element i is rank i. Each
-// is then driven by its own thread (ncclGroupStart/End are per thread).
-std::vector<std::unique_ptr<Communicator>> make_communicators(const std::vector<int>& devices);
+// One communicator per device, all in this process; element i is rank i. Each is then driven by
+// its own thread (ncclGroupStart/End are per thread). Non-blocking like make_communicator's: NCCL
+// connects two ranks inside their first collective, so a blocking communicator whose peer never
+// reaches it would wait there without a deadline; these give up after `timeout` (Error naming the
+// rank) and abort.
+std::vector<std::unique_ptr<Communicator>> make_communicators(
+    const std::vector<int>& devices, std::chrono::milliseconds timeout = kDefaultNcclTimeout);
 
 // Rank `rank` of a job of `world` ranks (one per process, or per thread) on `device`, joining the
 // job named by `unique_id` (ncclCommInitRankConfig, non-blocking, so that a peer that never comes

@@ -114,8 +114,10 @@ class NcclCommunicator final : public Communicator {
     } else {
       r = queue_all_reduce(tensors);
     }
+    // NCCL connects two ranks in their first collective: a peer that never comes shows here.
     if (r == ncclInProgress)
-      fail(cat("NCCL did not queue the all-reduce within ", seconds(timeout_)));
+      fail(cat("a peer stopped answering (NCCL did not queue the all-reduce within ",
+               seconds(timeout_), ")"));
     if (r != ncclSuccess) fail(cat("the all-reduce failed (", nccl_cause(r, comm_), ")"));
   }
 
@@ -203,22 +205,58 @@ NcclUniqueId nccl_new_unique_id() {
   return out;
 }
 
-std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices) {
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
+                                                                  std::chrono::milliseconds timeout) {
   const int n = int(devices.size());
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   int current = 0;
   LOFT_CUDA_CHECK(cudaGetDevice(&current));
+  const NcclUniqueId job = nccl_new_unique_id();
+  ncclUniqueId id;
+  std::memcpy(id.internal, job.data(), job.size());
   ncclResult_t r = ncclSuccess;
-  // NCCL's buffers count against --gpu-memory-limit as far as they show (memory_outside).
-  cuda::count_outside_pool(devices, [&] { r = nccl_api().ncclCommInitAll(comms.data(), n, devices.data()); });
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // see make_communicators: every later wait has a deadline
+  std::string failed;   // the first rank that NCCL refused or that did not settle, and why
+  // NCCL's buffers count against --gpu-memory-limit as far as they show (memory_outside). One
+  // thread initialises every rank, so the ranks' inits go in one group (NCCL's documented way).
+  cuda::count_outside_pool(devices, [&] {
+    r = nccl_api().ncclGroupStart();
+    for (int i = 0; i < n && r == ncclSuccess; ++i) {
+      LOFT_CUDA_CHECK(cudaSetDevice(devices[size_t(i)]));
+      const ncclResult_t c = nccl_api().ncclCommInitRankConfig(&comms[size_t(i)], n, id, i, &config);
+      if (c != ncclSuccess && c != ncclInProgress) r = c;
+    }
+    const ncclResult_t end = nccl_api().ncclGroupEnd();
+    if (r == ncclSuccess && end != ncclInProgress) r = end;
+    if (r != ncclSuccess) {
+      failed = cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr), ")");
+      return;
+    }
+    const auto deadline = Clock::now() + timeout;
+    for (int i = 0; i < n && failed.empty(); ++i) {
+      const ncclResult_t s = settle(comms[size_t(i)], ncclInProgress, deadline);
+      if (s == ncclInProgress)
+        failed = cat("rank ", i, " of ", n, " on cuda:", devices[size_t(i)],
+                     ": the other ranks did not join within ", seconds(timeout));
+      else if (s != ncclSuccess)
+        failed = cat("rank ", i, " of ", n, " on cuda:", devices[size_t(i)],
+                     ": NCCL could not set up the communicator (", nccl_cause(s, comms[size_t(i)]), ")");
+    }
+  });
   LOFT_CUDA_CHECK(cudaSetDevice(current));  // NCCL may leave another device current
-  if (r != ncclSuccess)
-    throw Error(cat("NCCL could not join ", n, " GPUs in one communicator (", nccl_cause(r, nullptr),
-                    ")"));
+  if (!failed.empty()) {
+    for (size_t i = 0; i < comms.size(); ++i) {
+      if (!comms[i]) continue;
+      LOFT_CUDA_CHECK(cudaSetDevice(devices[i]));
+      nccl_api().ncclCommAbort(comms[i]);
+    }
+    LOFT_CUDA_CHECK(cudaSetDevice(current));
+    throw Error(failed);
+  }
   std::vector<std::unique_ptr<Communicator>> out;
   for (int i = 0; i < n; ++i)
-    out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(i)], devices[size_t(i)], i, n,
-                                                     kDefaultNcclTimeout));
+    out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(i)], devices[size_t(i)], i, n, timeout));
   return out;
 }
 
