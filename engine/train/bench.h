@@ -26,6 +26,17 @@ struct BenchSchedule {
   double max_grad_norm = 0.3;  // clip as finetune does (its default is the method's); <= 0: off
 };
 
+// Where one rank's data-parallel step goes, mean seconds over the timed steps (bench_parallel.h):
+// on its GPU, the forward and backward until the gradients' sum is called (compute_s), the part of
+// the sum left after the backward (exposed_sync_s), the clipping, optimizer and after_step
+// (after_sync_s), and all of them (gpu_step_s); on the host, the time its thread took to queue the
+// forward and backward (host_until_sum_s; close to compute_s when launches hold the GPU back) and
+// its whole step until its GPU was done (host_step_s).
+struct RankTimes {
+  double compute_s = 0, exposed_sync_s = 0, after_sync_s = 0, gpu_step_s = 0;
+  double host_until_sum_s = 0, host_step_s = 0;
+};
+
 struct BenchTimes {
   std::vector<double> step_seconds;  // each timed step, in order
   double median_s = 0, mean_s = 0;
@@ -38,6 +49,7 @@ struct BenchTimes {
   // claims), and the wall time per profiled step they add up to. Zero when none were profiled.
   std::array<double, prof::kParts> breakdown_s{};
   double profiled_step_s = 0;
+  std::vector<RankTimes> ranks;  // a data-parallel bench's, one per rank
 };
 
 // Runs the schedule on `model` with `optimizer` (built over model.params()). Throws Error when a

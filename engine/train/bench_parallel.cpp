@@ -1,13 +1,62 @@
 #include "engine/train/bench_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "engine/device/memory.h"
+#include "engine/device/stream_clock.h"
 #include "engine/train/rank_workers.h"
 #include "engine/train/trainer.h"
 
 namespace loft {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One rank's timing of a step (RankTimes): points on its stream at the step's start, when the sum
+// is called (the backward queued before it), when the sum has returned, and at the step's end;
+// the host clock at the start and at the call of the sum.
+enum Point : size_t { kStart, kSumCalled, kSummed, kEnd, kPoints };
+
+class TimedSync final : public GradientSync {
+ public:
+  TimedSync(GradientSync& inner, Device device) : inner_(inner), clock_(device, kPoints) {}
+  void begin(std::span<Param* const> order) override { inner_.begin(order); }
+  void ready(std::span<Param* const> params) override { inner_.ready(params); }
+  void sum(std::span<Param* const> params, std::span<float> scalars) override {
+    host_sum_ = Clock::now();
+    clock_.mark(kSumCalled);
+    inner_.sum(params, scalars);
+    clock_.mark(kSummed);
+  }
+  std::vector<uint64_t> gather(uint64_t value) override { return inner_.gather(value); }
+  void abort() override { inner_.abort(); }
+
+  void start() {
+    host_start_ = Clock::now();
+    clock_.mark(kStart);
+  }
+  void end() { clock_.mark(kEnd); }
+  // After end() and a synchronisation of the rank's device: adds this step's parts.
+  void add_step(RankTimes& t) {
+    const auto host_end = Clock::now();
+    t.compute_s += clock_.seconds(kStart, kSumCalled);
+    t.exposed_sync_s += clock_.seconds(kSumCalled, kSummed);
+    t.after_sync_s += clock_.seconds(kSummed, kEnd);
+    t.gpu_step_s += clock_.seconds(kStart, kEnd);
+    t.host_until_sum_s += std::chrono::duration<double>(host_sum_ - host_start_).count();
+    t.host_step_s += std::chrono::duration<double>(host_end - host_start_).count();
+  }
+
+ private:
+  GradientSync& inner_;
+  StreamClock clock_;
+  Clock::time_point host_start_, host_sum_;
+};
+
+}  // namespace
 
 BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
                                         const BenchSchedule& schedule, bool serial) {
@@ -24,8 +73,10 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
     tokens += r.batch->ids.numel();
   }
   RankWorkers workers(devices, serial);
+  std::vector<std::unique_ptr<TimedSync>> timed(ranks.size());
+  workers.run([&](size_t i) { timed[i] = std::make_unique<TimedSync>(*ranks[i].sync, devices[i]); });
   std::vector<GradientSync*> syncs;
-  for (const BenchRank& r : ranks) syncs.push_back(workers.serialized(r.sync));
+  for (const auto& t : timed) syncs.push_back(workers.serialized(t.get()));
   const auto abort_all = [&] {
     for (const BenchRank& r : ranks) r.sync->abort();
   };
@@ -36,15 +87,20 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
     run_calibration(*ranks[i].model, [&]() -> std::optional<ModelBatch> { return *ranks[i].batch; });
   });
   std::vector<double> losses(ranks.size());
+  std::vector<RankTimes> parts(ranks.size());
+  bool timing = false;  // the parts add up over the timed steps only
   const auto step = [&](int64_t n) {
     workers.run(
         [&](size_t i) {
           const BenchRank& me = ranks[i];
           const RankStep rank{syncs[i], step_targets};
+          timed[i]->start();
           losses[i] = mean_loss(train_step(*me.model, *me.optimizer,
                                            std::span<const ModelBatch>(me.batch, 1),
                                            schedule.max_grad_norm, schedule.lr, n, &rank));
+          timed[i]->end();
           synchronize(me.device);  // the step ends when every rank's device is done
+          if (timing) timed[i]->add_step(parts[i]);
         },
         abort_all);
     return losses.front();
@@ -54,8 +110,16 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
       synchronize(ranks[i].device);
       reset_peak_memory(ranks[i].device);
     });
+    timing = true;
   };
   time_steps(schedule, tokens, step, start_timing, t);
+  const double steps = double(std::max<int64_t>(schedule.steps, 1));
+  for (RankTimes p : parts) {
+    for (double* v : {&p.compute_s, &p.exposed_sync_s, &p.after_sync_s, &p.gpu_step_s,
+                      &p.host_until_sum_s, &p.host_step_s})
+      *v /= steps;
+    t.ranks.push_back(p);
+  }
   for (const BenchRank& r : ranks)
     t.peak_bytes = std::max(t.peak_bytes, int64_t(memory_stats(r.device).peak_allocated));
   return t;

@@ -4,7 +4,7 @@
 # --gpus), then with --gpus N for each N of GPUS that the machine has (skipped, and said so,
 # otherwise). Every GPU takes the batch, so scaling = tokens/s(N) / tokens/s(1). JSON lines into
 # $OUT/scaling.jsonl, a log per run, then the table of scripts/dev/bench-scaling-table.py against the
-# bars (2 GPUs >= 1.9x, 4 GPUs >= 3.6x one GPU). Each run is bounded by LOFT_TIMEOUT seconds.
+# bars (issue 30: 2 GPUs >= 1.95x, 4 GPUs >= 3.8x one GPU). Each run is bounded by LOFT_TIMEOUT seconds.
 # Exit 1 when a run fails or a bar is missed.
 #   [SHAPES="llama-7b:4:512"] [METHODS="lora falqon"] [GPUS="2 4"] [STEPS=8] scripts/dev/bench-scaling.sh
 # Binary: $LOFT, else .gpurun/bin/loft (unpacked from .gpurun/gpurun.tar.xz, scripts/dev/stage-gpu-run.sh),

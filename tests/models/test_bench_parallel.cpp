@@ -5,16 +5,15 @@
 // the summed gradient over twice the targets is one device's: the loss and the params match the
 // one-device bench (time_training_steps) on the same batch; for every method and its spec's
 // variant examples (hot:lqs runs its calibration pass on every rank).
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "app/method_flags.h"
-#include "engine/peft/method.h"
 #include "engine/train/bench_parallel.h"
-#include "models/llama/bench_model.h"
 #include "models/llama/model.h"
 #include "tests/common/every_method.h"
+#include "tests/common/method_model.h"
 #include "tests/common/thread_grad_sum.h"
 
 namespace loft::llama {
@@ -27,15 +26,9 @@ struct Replica {
   std::unique_ptr<AdamW> optimizer;
   ModelBatch batch;
 
-  explicit Replica(const std::string& method) {
-    const LlamaConfig c = *bench_shape_config("tiny");
-    MethodOptions m{"", {8, 16.0f}, parse_lora_targets("all"), 0};
-    m.method = method.substr(0, method.find(':'));
-    app::apply_method_variants(method, m);
-    apply_method_invariants(m);
-    std::mt19937_64 rng(1);
-    model = std::make_unique<LlamaModel>(c, random_llama_weights(c, DType::F32, Device::cpu(), 3),
-                                         make_linear_factory(m, rng));
+  explicit Replica(const std::string& method)
+      : model(test::method_model("tiny", method, DType::F32, Device::cpu())) {
+    const LlamaConfig& c = model->config();
     optimizer = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
     std::mt19937_64 tok(7);
     std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
@@ -77,6 +70,19 @@ TEST(BenchParallel, TwoCpuReplicasCountBothAndMatchOneDevice) {
     EXPECT_EQ(got.median_s, median(got.step_seconds));
     EXPECT_DOUBLE_EQ(got.tokens_per_s, double(got.tokens_per_step) / got.median_s);
     EXPECT_GT(got.peak_bytes, 0);
+    // Each rank's parts: the three on its stream make up its step, which its host step holds
+    // (on the CPU the stream is the host clock, so the queued forward and backward are its compute).
+    ASSERT_EQ(got.ranks.size(), 2u);
+    for (const RankTimes& r : got.ranks) {
+      EXPECT_GT(r.compute_s, 0);
+      EXPECT_GT(r.exposed_sync_s, 0);
+      EXPECT_GT(r.after_sync_s, 0);
+      EXPECT_NEAR(r.compute_s + r.exposed_sync_s + r.after_sync_s, r.gpu_step_s, 1e-9);
+      EXPECT_GE(r.host_step_s, r.gpu_step_s);
+      EXPECT_NEAR(r.host_until_sum_s, r.compute_s, 1e-3);
+      EXPECT_LT(r.gpu_step_s, *std::max_element(got.step_seconds.begin(), got.step_seconds.end()) * 1.0001);
+    }
+    EXPECT_TRUE(want.ranks.empty());
     // Twice the targets, each rank's gradient scaled by half: the sum is one device's gradient.
     EXPECT_NEAR(got.last_loss, want.last_loss, 1e-6 * want.last_loss);
     EXPECT_GT(got.last_loss, 1.0);

@@ -1,0 +1,18 @@
+// A random-init model of one of bench's shapes (models/llama/bench_model.h) trained by a method
+// item as bench's --method takes it ("hot:lqs"), on every projection with r = `rank`, alpha 16:
+// the same weights (weight_seed) and adapter init (init_seed) at every call, so that replicas and
+// reruns start identical.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/llama/model.h"
+
+namespace loft::test {
+
+std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const std::string& method,
+                                                DType dtype, Device device, int rank = 8,
+                                                uint64_t weight_seed = 3, uint64_t init_seed = 1);
+
+}  // namespace loft::test
