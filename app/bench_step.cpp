@@ -194,6 +194,9 @@ void print_plan(std::ostream& out, const StepBenchOptions& o, const Setup& s,
     out << "gpus     " << s.parallel << ": every GPU takes the batch, tokens/s counts all of them; "
         << "scaling = these tokens/s / those of the same bench without --gpus (one GPU); no "
            "profiled breakdown with --gpus\n";
+  if (o.shard_backbone)
+    out << "shards   --shard-backbone: each GPU keeps 1/" << s.devices.size()
+        << " of every layer's frozen codes and gathers a layer's before it runs\n";
   out << std::flush;
 }
 
@@ -203,6 +206,7 @@ struct MethodRun {
   nlohmann::ordered_json options;
   double max_grad_norm = 0;
   int64_t trainable = 0;
+  std::pair<size_t, size_t> backbone{0, 0};  // --shard-backbone: a rank's shares and one slot, bytes
   int64_t estimated_peak = 0;  // models/llama/memory_estimate's total for this method and shape
   BenchTimes times;
   std::string error;
@@ -232,7 +236,8 @@ std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const 
 // --gpus: one replica per GPU, built in parallel (one thread per GPU), each with its optimizer,
 // its copy of the batch and its rank's GradReducer, timed together.
 BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPlan& plan, bool attention_in_host,
-                         DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable) {
+                         DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable,
+                         std::pair<size_t, size_t>& backbone) {
   const size_t n = s.devices.size();
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
@@ -243,6 +248,16 @@ BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPla
     batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
   });
   for (const Param* p : models.front()->params()) trainable += p->value.numel();
+  // --shard-backbone: each rank keeps its share of the codes, gathered through its communicator.
+  std::vector<std::unique_ptr<ShardGather>> gathers(n);
+  if (o.shard_backbone) {
+    RankWorkers(s.devices).run([&](size_t i) {
+      gathers[i] = communicator_shard_gather(*dp.comms[i]);
+      models[i]->shard_backbone(*gathers[i]);
+    });
+    const ShardedBackbone& b = *models.front()->backbone_shards();
+    backbone = {b.local_bytes(), b.slot_bytes()};
+  }
   std::vector<BenchRank> ranks;
   for (size_t i = 0; i < n; ++i)
     ranks.push_back(
@@ -270,7 +285,8 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                                 .max_grad_norm = r.max_grad_norm};
   try {
     if (dp.active()) {
-      r.times = time_replicas(o, s, plan, estimate.attention_in_host, dp, schedule, r.trainable);
+      r.times = time_replicas(o, s, plan, estimate.attention_in_host, dp, schedule, r.trainable,
+                              r.backbone);
     } else {
       auto model = build_model(o, s, plan, s.device, estimate.attention_in_host);
       const std::vector<Param*> params = model->params();
@@ -316,9 +332,23 @@ nlohmann::ordered_json method_json(const StepBenchOptions& o, const Setup& s, co
   j["trainable_parameters"] = r.trainable;
   j["parameters"] = s.base_parameters + r.trainable;
   j["last_loss"] = t.last_loss;
+  if (o.shard_backbone) {
+    j["backbone_share_bytes"] = r.backbone.first;
+    j["backbone_slot_bytes"] = r.backbone.second;
+  }
   if (o.profiled > 0) {
     j["profiled_step_s"] = t.profiled_step_s;
     j["breakdown_s"] = breakdown_json(t);
+  }
+  if (!t.ranks.empty()) {
+    j["ranks"] = nlohmann::ordered_json::array();
+    for (const RankTimes& r : t.ranks)
+      j["ranks"].push_back({{"compute_s", r.compute_s},
+                            {"exposed_sync_s", r.exposed_sync_s},
+                            {"after_sync_s", r.after_sync_s},
+                            {"gpu_step_s", r.gpu_step_s},
+                            {"host_until_sum_s", r.host_until_sum_s},
+                            {"host_step_s", r.host_step_s}});
   }
   return j;
 }
@@ -337,6 +367,7 @@ nlohmann::ordered_json report_json(const StepBenchOptions& o, const Setup& s,
       {"grad_checkpointing", o.grad_checkpointing},
       {"device", s.device.str()},
       {"gpus", nlohmann::ordered_json()},
+      {"shard_backbone", o.shard_backbone},
       {"world_size", s.devices.size()},
       {"device_name", s.info.name},
       {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
@@ -405,11 +436,25 @@ void print_table(std::ostream& out, const StepBenchOptions& o, const Setup& s,
   }
   out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
          "timed steps (weights included); est. = loft info's estimate of that peak\n";
-  if (!s.parallel.empty())
+  if (!s.parallel.empty()) {
     out << "with --gpus " << o.gpus << ": tokens/s = " << s.devices.size()
         << " x the batch's tokens / the median step, from its start until every GPU is done; "
            "peak = the largest GPU's; scaling = these tokens/s / those of the same bench without "
            "--gpus (one GPU)\n";
+    for (const MethodRun& r : runs) {
+      for (size_t k = 0; k < r.times.ranks.size() && k < s.devices.size(); ++k) {
+        const RankTimes& p = r.times.ranks[k];
+        char line[400];
+        std::snprintf(line, sizeof line, "rank %zu   %s on %s: GPU %.2f ms a step = forward+backward %.2f + the sum's "
+                   "exposed part %.2f + clip/optimizer %.2f; its thread queued the forward and "
+                   "backward in %.2f ms, its step took %.2f ms\n",
+                   k, r.method.c_str(), s.devices[k].str().c_str(), p.gpu_step_s * 1e3,
+                   p.compute_s * 1e3, p.exposed_sync_s * 1e3, p.after_sync_s * 1e3,
+                   p.host_until_sum_s * 1e3, p.host_step_s * 1e3);
+        out << line;
+      }
+    }
+  }
   if (s.info.total_bytes <= 0) return;  // the CPU: no fixed memory to fit into
   for (const MethodRun& r : runs) {
     if (!r.error.empty()) continue;
@@ -428,6 +473,8 @@ void print_table(std::ostream& out, const StepBenchOptions& o, const Setup& s,
 
 void run_step_bench(const StepBenchOptions& in) {
   StepBenchOptions o = in;
+  if (o.shard_backbone && o.gpus.empty())
+    throw UsageError("--shard-backbone spreads the frozen codes over the GPUs of --gpus: give --gpus");
   if (!o.gpus.empty()) {
     check_device_beside_ranks(o.device, "--gpus " + o.gpus);
     o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix

@@ -14,6 +14,7 @@ namespace loft::app {
 struct StepBenchOptions {
   std::string shape, model, methods = default_method(), device;
   std::string gpus;               // --gpus N|LIST: data-parallel steps, the batch on every GPU
+  bool shard_backbone = false;    // --shard-backbone: each GPU keeps 1/N of the frozen codes
   MethodFlagValues method_flags;  // the methods' own options, as given
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;

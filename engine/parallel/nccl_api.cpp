@@ -21,6 +21,7 @@ NcclApi load() {
   LOFT_NCCL_SYMBOL(ncclGroupStart);
   LOFT_NCCL_SYMBOL(ncclGroupEnd);
   LOFT_NCCL_SYMBOL(ncclAllReduce);
+  LOFT_NCCL_SYMBOL(ncclAllGather);
   LOFT_NCCL_SYMBOL(ncclGetErrorString);
   LOFT_NCCL_SYMBOL(ncclGetLastError);
 #undef LOFT_NCCL_SYMBOL

@@ -17,6 +17,7 @@ struct NcclApi {
   decltype(&::ncclGroupStart) ncclGroupStart;
   decltype(&::ncclGroupEnd) ncclGroupEnd;
   decltype(&::ncclAllReduce) ncclAllReduce;
+  decltype(&::ncclAllGather) ncclAllGather;
   decltype(&::ncclGetErrorString) ncclGetErrorString;
   decltype(&::ncclGetLastError) ncclGetLastError;
 };

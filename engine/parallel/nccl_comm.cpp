@@ -20,6 +20,39 @@ namespace {
 }  // namespace
 #endif
 
+void Communicator::all_gather(const Tensor& local, Tensor& full, int mark) {
+  (void)local;
+  (void)full;
+  (void)mark;
+  throw Error("this communicator cannot gather a sharded backbone");
+}
+
+void Communicator::join(int mark) {
+  (void)mark;
+  throw Error("this communicator cannot gather a sharded backbone");
+}
+
+namespace {
+class CommunicatorShardGather final : public ShardGather {
+ public:
+  explicit CommunicatorShardGather(Communicator& comm) : comm_(comm) {}
+  int rank() const override { return comm_.rank(); }
+  int world_size() const override { return comm_.world_size(); }
+  void gather(int layer, const Tensor& local, Tensor& full, int slot) override {
+    (void)layer;  // every rank gathers the same layers in the same order
+    comm_.all_gather(local, full, slot);
+  }
+  void join(int slot) override { comm_.join(slot); }
+
+ private:
+  Communicator& comm_;
+};
+}  // namespace
+
+std::unique_ptr<ShardGather> communicator_shard_gather(Communicator& comm) {
+  return std::make_unique<CommunicatorShardGather>(comm);
+}
+
 bool nccl_compiled() {
 #ifdef LOFT_WITH_NCCL
   return true;

@@ -19,6 +19,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/parallel/sharded_backbone.h"
 #include "engine/tensor/tensor.h"
 
 namespace loft {
@@ -52,7 +53,18 @@ class Communicator {
   // Aborts the communicator now (a worker thread failed and its peers must not wait for it):
   // pending collectives end, later calls throw. Idempotent.
   virtual void abort() = 0;
+
+  // --shard-backbone's gather (engine/parallel/sharded_backbone.h): full [world × local] bytes =
+  // every rank's `local` in rank order, queued like all_reduce_sum (after the compute stream's
+  // work so far, beside what follows); `mark` (0 or 1) names it for join(), after which the
+  // compute stream waits for it without blocking the host (a peer that stops answering is caught
+  // by the next wait()). Communicators that do not gather (test doubles) throw Error.
+  virtual void all_gather(const Tensor& local, Tensor& full, int mark);
+  virtual void join(int mark);
 };
+
+// A rank's ShardGather over its communicator (the NCCL one).
+std::unique_ptr<ShardGather> communicator_shard_gather(Communicator& comm);
 
 // True when this build can use NCCL (a CUDA build with nccl.h; libnccl.so.2 is loaded at first
 // use, nccl_api.h).

@@ -14,6 +14,7 @@
 #include "engine/parallel/nccl_api.h"
 
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -74,6 +75,7 @@ class NcclCommunicator final : public Communicator {
     LOFT_CUDA_CHECK(cudaStreamCreateWithPriority(&side_, cudaStreamNonBlocking, greatest));
     LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming));
     LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
+    for (cudaEvent_t& e : gathered_) LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
 
   ~NcclCommunicator() override {
@@ -88,6 +90,7 @@ class NcclCommunicator final : public Communicator {
     cudaStreamSynchronize(side_);  // ends at once: finished, or its kernels stopped by the abort
     cudaEventDestroy(computed_);
     cudaEventDestroy(reduced_);
+    for (cudaEvent_t e : gathered_) cudaEventDestroy(e);
     cudaStreamDestroy(side_);
   }
 
@@ -102,23 +105,29 @@ class NcclCommunicator final : public Communicator {
                  ": all_reduce_sum takes F32 tensors on ", device().str(), ", got ",
                  dtype_name(t->dtype()), " on ", t->device().str());
     }
-    cuda::set_device(dev_);
     // After what the compute stream holds now (the gradients' last writes), beside what follows.
-    LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
-    LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
-    ncclResult_t r = ncclSuccess;
-    // NCCL connects its peers (and allocates their buffers) at the first collective: counted.
-    if (first_collective_) {
-      first_collective_ = false;
-      cuda::count_outside_pool({dev_}, [&] { r = queue_all_reduce(tensors); });
-    } else {
-      r = queue_all_reduce(tensors);
-    }
-    // NCCL connects two ranks in their first collective: a peer that never comes shows here.
-    if (r == ncclInProgress)
-      fail(cat("a peer stopped answering (NCCL did not queue the all-reduce within ",
-               seconds(timeout_), ")"));
-    if (r != ncclSuccess) fail(cat("the all-reduce failed (", nccl_cause(r, comm_), ")"));
+    queue_after_compute("all-reduce", [&] { return queue_all_reduce(tensors); });
+  }
+
+  void all_gather(const Tensor& local, Tensor& full, int mark) override {
+    check_live();
+    LOFT_CHECK(mark == 0 || mark == 1, where(), ": all_gather mark ", mark, " is not 0 or 1");
+    LOFT_CHECK(local.device() == device() && full.device() == device() &&
+                   full.nbytes() == size_t(world_) * local.nbytes(),
+               where(), ": all_gather of ", local.str(), " into ", full.str(), " (", world_, " ranks)");
+    queue_after_compute("all-gather", [&] {
+      const ncclResult_t r = nccl_api().ncclAllGather(local.data(), full.data(), local.nbytes(),
+                                                      ncclUint8, comm_, side_);
+      return settle(comm_, r, Clock::now() + timeout_);
+    });
+    LOFT_CUDA_CHECK(cudaEventRecord(gathered_[mark], side_));
+  }
+
+  void join(int mark) override {
+    check_live();
+    LOFT_CHECK(mark == 0 || mark == 1, where(), ": join mark ", mark, " is not 0 or 1");
+    cuda::set_device(dev_);
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(dev_), gathered_[mark], 0));
   }
 
   void wait(std::chrono::milliseconds timeout) override {
@@ -159,6 +168,27 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // Queues a collective (`queue`, which settles it: ncclInProgress past the timeout) on side_
+  // after the work queued so far on the compute stream. NCCL connects its peers (and allocates
+  // their buffers) at the first collective: counted outside the pool. A peer that never comes
+  // shows here, as a queue that does not settle.
+  void queue_after_compute(const char* what, const std::function<ncclResult_t()>& queue) {
+    cuda::set_device(dev_);
+    LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
+    LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
+    ncclResult_t r = ncclSuccess;
+    if (first_collective_) {
+      first_collective_ = false;
+      cuda::count_outside_pool({dev_}, [&] { r = queue(); });
+    } else {
+      r = queue();
+    }
+    if (r == ncclInProgress)
+      fail(cat("a peer stopped answering (NCCL did not queue the ", what, " within ",
+               seconds(timeout_), ")"));
+    if (r != ncclSuccess) fail(cat("the ", what, " failed (", nccl_cause(r, comm_), ")"));
+  }
+
   // Queues the sums on side_ as one group and settles it (ncclInProgress past the timeout).
   ncclResult_t queue_all_reduce(std::span<Tensor* const> tensors) {
     ncclResult_t r = nccl_api().ncclGroupStart();
@@ -189,6 +219,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_;
   cudaStream_t side_ = nullptr;                            // the collectives' stream
   cudaEvent_t computed_ = nullptr, reduced_ = nullptr;  // compute -> side, side -> compute
+  cudaEvent_t gathered_[2] = {nullptr, nullptr};        // the last all-gather of each mark
   int dev_, rank_, world_;
   std::chrono::milliseconds timeout_;  // for queueing and for the destructor's last wait
   bool first_collective_ = true;

@@ -30,6 +30,7 @@ class DenseWeight final : public FrozenWeight {
   Device device() const override { return w_.device(); }
   Tensor materialize() const override { return w_; }
   size_t stored_bytes() const override { return w_.nbytes(); }
+  std::vector<Tensor*> stored_tensors() override { return {&w_}; }
   void forward_add(const Tensor& x, Tensor& y, SharedInput*) const override {
     ops::gemm(x, w_, y, {.trans_b = true, .beta = 1.0f});
   }

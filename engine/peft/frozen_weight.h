@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/tensor/tensor.h"
 
@@ -26,6 +27,11 @@ class FrozenWeight {
   virtual Tensor materialize() const = 0;
   // Bytes the store keeps resident.
   virtual size_t stored_bytes() const = 0;
+  // The tensors it keeps resident, which training only reads: what --shard-backbone spreads over
+  // the ranks (engine/parallel/sharded_backbone.h), pointing them at a gathered copy while their
+  // layer runs. The store must read them through these members at each call. Empty: this store
+  // cannot be sharded.
+  virtual std::vector<Tensor*> stored_tensors() { return {}; }
 
   // y [T, out] = x·Wᵀ (y overwritten); `shared`: as AdaptedLinear::forward's.
   virtual void forward(const Tensor& x, Tensor& y, SharedInput* shared = nullptr) const;

@@ -56,6 +56,10 @@ class HaloWeight final : public FrozenWeight {
     return nf4() ? nf4_.nbytes() + q_.scale.nbytes()
                  : q_.codes.nbytes() + q_.scale.nbytes();
   }
+  std::vector<Tensor*> stored_tensors() override {
+    if (nf4()) return {&nf4_.codes, &nf4_.absmax_codes, &nf4_.absmax_scale, &q_.scale};
+    return {&q_.codes, &q_.scale};
+  }
 
   // The weight the GEMMs see, W ≈ deq(Q(W·H))·Hᵀ, in the compute dtype.
   Tensor materialize() const override {

@@ -20,6 +20,9 @@ class Nf4Weight final : public FrozenWeight {
     return w;
   }
   size_t stored_bytes() const override { return q_.nbytes(); }
+  std::vector<Tensor*> stored_tensors() override {
+    return {&q_.codes, &q_.absmax_codes, &q_.absmax_scale};
+  }
 
   // The base products, with the decode and the GEMM charged to their own profile parts.
   void forward(const Tensor& x, Tensor& y, SharedInput*) const override {

@@ -87,6 +87,23 @@ std::vector<Param*> LlamaModel::layer_params(size_t l) {
   return out;
 }
 
+void LlamaModel::shard_backbone(ShardGather& gather) {
+  LOFT_CHECK(!shards_, "the backbone is already sharded");
+  std::vector<std::vector<Tensor*>> layers(layers_.size());
+  // named_ holds each layer's kNumProj projections in order.
+  for (size_t i = 0; i < named_.size(); ++i) {
+    const auto& [name, lin] = named_[i];
+    FrozenWeight* store = lin->frozen_store();
+    std::vector<Tensor*> stored = store ? store->stored_tensors() : std::vector<Tensor*>{};
+    if (stored.empty())
+      throw Error(cat("--shard-backbone: ", name, "'s frozen weight is kept in a form this method "
+                      "cannot shard yet (its store names no stored tensors)"));
+    auto& layer = layers[i / size_t(kNumProj)];
+    layer.insert(layer.end(), stored.begin(), stored.end());
+  }
+  shards_ = std::make_unique<ShardedBackbone>(std::move(layers), gather);
+}
+
 std::vector<Param*> LlamaModel::grad_order() {
   std::vector<Param*> out;
   for (size_t l = layers_.size(); l-- > 0;)
@@ -240,6 +257,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& batch, float grad_scale)
     else inputs[l] = x;
     Tensor out;
     BlockAttention kept;
+    layer_codes(int(l), l + 1 < n ? int(l) + 1 : -1);  // the last layer's backward comes next
     block_forward(int(l), x, out, b, checkpointing_ ? nullptr : &saved[l], nullptr,
                   keep_attention ? &kept : nullptr);
     const auto attention = kept.tensors(config_.qk_norm);
@@ -258,6 +276,7 @@ LossSums LlamaModel::forward_backward(const ModelBatch& batch, float grad_scale)
   const LossSums sums = loss_head(x, b, &dh, grad_scale);
   x = Tensor();  // the last block's output: no block's backward reads it
   for (size_t l = n; l-- > 0;) {
+    layer_codes(int(l), int(l) - 1);
     if (checkpointing_) {
       const Tensor in = off ? off->fetch(l, kInput) : inputs[l];
       BlockAttention restored;
@@ -281,6 +300,7 @@ Tensor LlamaModel::forward_hidden(const ModelBatch& batch, const Attend* attend)
   const ModelBatch b = windowed(batch);
   Tensor x = embed(b);
   for (size_t l = 0; l < layers_.size(); ++l) {
+    layer_codes(int(l), l + 1 < layers_.size() ? int(l) + 1 : -1);
     Tensor out;
     block_forward(int(l), x, out, b, nullptr, attend);
     x = out;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/device/checkpoint_offload.h"
+#include "engine/parallel/sharded_backbone.h"
 #include "engine/peft/adapted_linear.h"
 #include "engine/train/batch.h"
 #include "models/llama/config.h"
@@ -110,6 +111,12 @@ class LlamaModel : public TrainableModel {
   // most one tile run exactly as untiled on every backend.
   void set_token_tile(int64_t tokens);
   int64_t token_tile() const { return token_tile_; }
+  // --shard-backbone (engine/parallel/sharded_backbone.h): from now on this rank keeps 1/N of
+  // every layer's frozen codes (N = gather's world) and gathers a layer's codes through `gather`
+  // before the layer runs. Results stay bit for bit the unsharded model's. Throws Error naming the
+  // first projection whose method's store cannot be sharded.
+  void shard_backbone(ShardGather& gather);
+  const ShardedBackbone* backbone_shards() const { return shards_.get(); }
 
  private:
   struct Layer;
@@ -163,6 +170,11 @@ class LlamaModel : public TrainableModel {
   int64_t tile_for(int64_t tokens) const;
   // The params of layer l's projections.
   std::vector<Param*> layer_params(size_t l);
+  // Before layer l runs: its frozen codes gathered when the backbone is sharded, and `next`'s
+  // (or -1) on the way.
+  void layer_codes(int l, int next) {
+    if (shards_) shards_->use(l, next);
+  }
   // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
   // in host memory (embedding_in_host_memory), a gather on the host and one upload.
   Tensor embed(const ModelBatch& b);
@@ -184,6 +196,7 @@ class LlamaModel : public TrainableModel {
   int64_t token_tile_ = kDefaultTokenTile;
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   GradReadyHook grad_ready_;
+  std::unique_ptr<ShardedBackbone> shards_;
 };
 
 }  // namespace loft::llama

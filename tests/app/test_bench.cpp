@@ -340,6 +340,7 @@ TEST(BenchCommand, GpusUsageErrors) {
       {{"kernels", "--gpus", "2"}, {"--gpus"}},
       {{"eval", "--task", "decode", "--gpus", "2"}, {"--gpus"}},
       {{"--gpus", "2", "--batch", "0"}, {"--batch"}},  // the options are checked first
+      {{"--shard-backbone"}, {"--shard-backbone", "--gpus"}},
   };
   if (!nccl_compiled())
     cases.push_back({{"--gpus", "2"}, {"NCCL"}});
@@ -363,6 +364,7 @@ TEST(BenchCommand, JsonSaysTheWorldSize) {
                              "--warmup", "0", "--profile-steps", "0"});
   EXPECT_TRUE(j["gpus"].is_null());
   EXPECT_EQ(j["world_size"], 1);
+  EXPECT_EQ(j["shard_backbone"], false);
   EXPECT_EQ(only_method(j)["tokens_per_step"], 16);
 }
 

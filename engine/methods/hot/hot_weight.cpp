@@ -107,6 +107,14 @@ size_t HotWeight::stored_bytes() const {
   return b;
 }
 
+std::vector<Tensor*> HotWeight::stored_tensors() {
+  std::vector<Tensor*> out = base_->stored_tensors();
+  if (out.empty()) return out;
+  for (Tensor* t : {&w_.codes, &w_.packed, &w_.scale})
+    if (t->defined()) out.push_back(t);
+  return out;
+}
+
 void HotWeight::backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const {
   quant::HotQuantOptions q;
   q.bits = opt_.gx_bits;

@@ -53,6 +53,7 @@ class HotWeight final : public FrozenWeight {
   Device device() const override { return base_->device(); }
   Tensor materialize() const override { return base_->materialize(); }
   size_t stored_bytes() const override;
+  std::vector<Tensor*> stored_tensors() override;
   void forward(const Tensor& x, Tensor& y, SharedInput* shared) const override {
     base_->forward(x, y, shared);
   }

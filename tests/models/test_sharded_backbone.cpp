@@ -1,0 +1,176 @@
+// --shard-backbone's ShardedBackbone (engine/parallel/sharded_backbone.h) on the CPU, with
+// LocalShards standing in for NCCL's all-gather. The layout: shares of equal size whose
+// concatenation gives back every stored tensor's bytes, for awkward sizes and world sizes. A
+// model: every rank of a sharded tiny Llama trains bit for bit as the unsharded one (losses,
+// every param, evaluation), with and without grad checkpointing, for every method whose stores
+// can be sharded; FALQON, which writes into its backbone, is refused naming its projection.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <random>
+
+#include "engine/train/train_step.h"
+#include "engine/train/trainer.h"
+#include "models/llama/model.h"
+#include "tests/common/every_method.h"
+#include "tests/common/local_shard_gather.h"
+#include "tests/common/method_model.h"
+
+namespace loft::llama {
+namespace {
+
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  std::vector<uint8_t> b(t.nbytes());
+  Tensor::wrap(b.data(), t.shape(), t.dtype(), Device::cpu(), nullptr).copy_from(t);
+  return b;
+}
+
+TEST(ShardedBackbone, SharesGiveBackEveryLayersBytes) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const auto random = [&](Shape s, DType d) {
+    std::vector<float> v(size_t(shape_numel(s)));
+    for (float& x : v) x = u(rng);
+    Tensor f = Tensor::from_vector(v, s);
+    if (d == DType::F32) return f;
+    Tensor t = Tensor::empty(s, d);  // one-byte codes: the floats' bytes, any pattern will do
+    std::memcpy(t.data(), f.data(), t.nbytes());
+    return t;
+  };
+  for (int world : {1, 2, 3, 4}) {
+    SCOPED_TRACE(world);
+    // Per rank, its own copy of three layers of odd-sized tensors (what each rank's model holds).
+    const std::vector<std::vector<std::pair<Shape, DType>>> layout = {
+        {{{3, 5}, DType::F32}, {{7}, DType::U8}, {{1}, DType::F32}},
+        {{{513}, DType::U8}},
+        {{{2, 3}, DType::F32}, {{300}, DType::I8}, {{64, 65}, DType::F32}}};
+    std::vector<std::vector<Tensor>> want;
+    for (const auto& layer : layout) {
+      want.emplace_back();
+      for (const auto& [s, d] : layer) want.back().push_back(random(s, d));
+    }
+    test::LocalShards shards(world);
+    std::vector<std::vector<std::vector<Tensor>>> held(static_cast<size_t>(world));
+    std::vector<std::unique_ptr<ShardedBackbone>> ranks;
+    for (int r = 0; r < world; ++r) {
+      held[size_t(r)] = want;
+      for (auto& layer : held[size_t(r)])
+        for (Tensor& t : layer) t = t.clone();
+      std::vector<std::vector<Tensor*>> ptrs;
+      for (auto& layer : held[size_t(r)]) {
+        ptrs.emplace_back();
+        for (Tensor& t : layer) ptrs.back().push_back(&t);
+      }
+      ranks.push_back(std::make_unique<ShardedBackbone>(ptrs, shards.rank(r)));
+    }
+    size_t padded = 0;
+    for (const auto& layer : want) {
+      size_t b = 0;
+      for (const Tensor& t : layer) b = (b + 255) / 256 * 256 + t.nbytes();
+      padded += (b + size_t(world) * 256 - 1) / (size_t(world) * 256) * (size_t(world) * 256);
+    }
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(ranks[size_t(r)]->local_bytes() * size_t(world), padded);
+      // Forward, then backward, then a forward again: each layer's tensors hold its bytes when used.
+      const std::vector<std::pair<int, int>> order = {{0, 1}, {1, 2}, {2, -1}, {2, 1}, {1, 0},
+                                                      {0, -1}, {0, 1}, {1, 2}, {2, -1}};
+      for (const auto& [l, next] : order) {
+        ranks[size_t(r)]->use(l, next);
+        for (size_t k = 0; k < want[size_t(l)].size(); ++k) {
+          const Tensor& got = held[size_t(r)][size_t(l)][k];
+          ASSERT_EQ(got.shape(), want[size_t(l)][k].shape());
+          ASSERT_EQ(got.dtype(), want[size_t(l)][k].dtype());
+          ASSERT_EQ(bytes_of(got), bytes_of(want[size_t(l)][k])) << "rank " << r << " layer " << l;
+        }
+      }
+    }
+    // Per rank: 3 gathers in the first forward, 1 in the backward (the slots still held layers 2
+    // and 1), 1 in the second forward (they held 0 and 1): 5.
+    EXPECT_EQ(shards.gathers(), 5 * world);
+  }
+}
+
+struct Trained {
+  std::vector<double> losses, evaluated;
+  std::vector<std::vector<float>> params;
+};
+
+// A tiny bench model with `method` (the same weights and adapter init every time), sharded as
+// rank `rank` of `shards` when given, its optimizer and a fixed batch.
+struct Replica {
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<AdamW> opt;
+  ModelBatch batch;
+
+  Replica(const std::string& method, bool checkpointing, test::LocalShards* shards, int rank)
+      : model(test::method_model("tiny", method, DType::F32, Device::cpu())) {
+    const LlamaConfig& c = model->config();
+    model->set_grad_checkpointing(checkpointing);
+    if (shards) model->shard_backbone(shards->rank(rank));
+    opt = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
+    std::mt19937_64 tok(7);
+    std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
+    std::vector<int32_t> ids(2 * 24);
+    for (int32_t& t : ids) t = id(tok);
+    batch = make_batch(ids, ids, {}, 2, 24, Device::cpu());
+  }
+
+  // The method's calibration pass, then three steps, each followed by an evaluation.
+  Trained train() {
+    run_calibration(*model, [&]() -> std::optional<ModelBatch> { return batch; });
+    Trained out;
+    for (int step = 1; step <= 3; ++step) {
+      out.losses.push_back(train_step(*model, *opt, std::span(&batch, 1), 1.0, 1e-3, step).loss_sum);
+      out.evaluated.push_back(model->evaluate(batch).loss_sum);
+    }
+    for (Param* p : model->params()) out.params.push_back(p->value.to_float_vector());
+    return out;
+  }
+};
+
+std::vector<std::string> shardable_methods() {
+  std::vector<std::string> out;
+  for (const std::string& m : test::every_method_and_variant_example())
+    if (m.rfind("falqon", 0) != 0) out.push_back(m);
+  return out;
+}
+
+TEST(ShardedBackbone, EveryRankTrainsBitForBitAsTheUnshardedModel) {
+  for (const std::string& method : shardable_methods()) {
+    for (bool gc : {false, true}) {
+      SCOPED_TRACE(method + (gc ? " with checkpointing" : ""));
+      const Trained plain = Replica(method, gc, nullptr, 0).train();
+      // Both ranks' models exist (and have shared their codes) before either computes, as a
+      // collective's ranks run side by side.
+      test::LocalShards shards(2);
+      Replica rank0(method, gc, &shards, 0), rank1(method, gc, &shards, 1);
+      const Trained r0 = rank0.train(), r1 = rank1.train();
+      for (const Trained* r : {&r0, &r1}) {
+        EXPECT_EQ(r->losses, plain.losses);
+        EXPECT_EQ(r->evaluated, plain.evaluated);
+        ASSERT_EQ(r->params.size(), plain.params.size());
+        for (size_t p = 0; p < plain.params.size(); ++p)
+          ASSERT_EQ(r->params[p], plain.params[p]) << "param " << p;
+      }
+      // Every layer of the tiny shape holds the same codes: each rank keeps half of them.
+      const ShardedBackbone& s = *rank0.model->backbone_shards();
+      EXPECT_EQ(2 * s.local_bytes(), s.slot_bytes() * size_t(rank0.model->config().num_layers));
+    }
+  }
+}
+
+TEST(ShardedBackbone, FalqonIsRefusedNamingItsProjection) {
+  test::LocalShards shards(2);
+  try {
+    Replica("falqon", false, &shards, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--shard-backbone: model.layers.0.self_attn.q_proj"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace loft::llama
