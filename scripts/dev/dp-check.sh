@@ -5,7 +5,9 @@
 #    `--gpus 1` (the NCCL path, one thread) and a torchrun-style process with WORLD_SIZE=1 (the
 #    rendezvous + non-blocking NCCL init): their loss curves against the plain run's.
 #  - two GPUs or more (skipped, and said so, on one): `--gpus 2` against one GPU with the same
-#    global batch; two processes through the torchrun variables against `--gpus 2`; `kill -9` of
+#    global batch; two processes through the torchrun variables against `--gpus 2`; the same two
+#    processes on NCCL's socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: as between
+#    hosts) against them over NVLink, with NCCL's log showing NET/Socket; `kill -9` of
 #    rank 1 while both train: rank 0 must exit with an error naming the lost peer within
 #    --nccl-timeout; then `--resume` on ONE GPU continues from the newest checkpoint to the end.
 # Runs from the checkout root; binary as scripts/dev/gpu-kill-resume.sh finds it. Summary on stdout and
@@ -81,6 +83,19 @@ else
   d=$(cmp_loss "$work/procs2" "$work/gpus2")
   report "two GPUs: two torchrun processes against --gpus 2: $d"
   within "$d" 1e-2 || fail "procs2: loss curve differs from --gpus 2 by $d"
+
+  # The multi-node path on one host: no NVLink, no shared memory, NCCL's socket transport.
+  for r in 0 1; do
+    env $(torchrun_env 2 $r) NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO \
+      "$LOFT" "${base[@]}" --steps "$STEPS" --out "$work/socket2" >"$work/socket2.rank$r.log" 2>&1 &
+    pids[$r]=$!
+  done
+  wait "${pids[0]}" || fail "socket2 rank 0: $(tail -1 "$work/socket2.rank0.log")"
+  wait "${pids[1]}" || fail "socket2 rank 1: $(tail -1 "$work/socket2.rank1.log")"
+  grep -q "via NET/Socket" "$work/socket2.rank0.log" || fail "socket2: NCCL's log shows no NET/Socket channel"
+  d=$(cmp_loss "$work/socket2" "$work/procs2")
+  report "two GPUs: two torchrun processes over NCCL's socket transport against them over NVLink: $d"
+  within "$d" 1e-2 || fail "socket2: loss curve differs from NVLink by $d"
 
   # kill -9 of rank 1 mid-run: rank 0 must stop with an error, within the 20 s timeout.
   for r in 0 1; do
