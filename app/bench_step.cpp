@@ -116,9 +116,9 @@ llama::LlamaWeights weights_for(const StepBenchOptions& o, const llama::LlamaCon
   if (!o.model.empty())
     return llama::load_llama_weights(SafetensorsCheckpoint::open(o.model), cfg, dtype, device,
                                      llama::Fp8Load::dequantize, llama::Projections::as_stored);
-  // The dense projections wait in host memory until each method re-encodes them (as a checkpoint
-  // loads): a 13B model builds under --gpu-memory-limit 24GiB.
-  return llama::random_llama_weights(cfg, dtype, device, o.seed, device.is_cuda());
+  // Each dense projection is drawn just before its method re-encodes it (as a checkpoint loads
+  // one at a time): a 13B model builds under --gpu-memory-limit 24GiB, a 70B one beside it.
+  return llama::random_llama_weights(cfg, dtype, device, o.seed, /*projections_drawn=*/true);
 }
 
 int64_t masked_prompt(const StepBenchOptions& o) { return int64_t(std::llround(o.prompt_fraction * double(o.seq))); }
@@ -219,12 +219,15 @@ bool is_out_of_memory(const Error& e) {
 
 // A fresh model for one method's plan on `device`: the shape's random weights (or the
 // checkpoint) and the adapter from --seed, so every data-parallel replica starts identical.
-// `attention_in_host`: the plan's estimate (MethodMemory::attention_in_host).
+// `attention_in_host`: the plan's estimate (MethodMemory::attention_in_host). `shard`
+// (--shard-backbone): the rank's gather, the backbone sharded as it is built.
 std::unique_ptr<llama::LlamaModel> build_model(const StepBenchOptions& o, const Setup& s,
-                                               const RunPlan& plan, Device device, bool attention_in_host) {
+                                               const RunPlan& plan, Device device, bool attention_in_host,
+                                               ShardGather* shard = nullptr) {
   std::mt19937_64 adapter_rng(o.seed);
   auto model = std::make_unique<llama::LlamaModel>(
-      s.config, weights_for(o, s.config, s.dtype, device), make_linear_factory(plan.method, adapter_rng));
+      s.config, weights_for(o, s.config, s.dtype, device), make_linear_factory(plan.method, adapter_rng),
+      shard);
   model->set_grad_checkpointing(plan.grad_checkpointing);
   model->set_checkpoint_offload(plan.checkpoint_offload);
   model->set_token_tile(plan.token_tile);
@@ -239,22 +242,22 @@ BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPla
                          DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable,
                          std::pair<size_t, size_t>& backbone) {
   const size_t n = s.devices.size();
+  // --shard-backbone: each rank keeps its share of the codes, gathered through its communicator,
+  // from the first layer built (a backbone larger than one GPU builds). Made before the models,
+  // which hold them.
+  std::vector<std::unique_ptr<ShardGather>> gathers(n);
+  if (o.shard_backbone)
+    for (size_t i = 0; i < n; ++i) gathers[i] = communicator_shard_gather(*dp.comms[i]);
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
   std::vector<ModelBatch> batches(n);
   RankWorkers(s.devices).run([&](size_t i) {
-    models[i] = build_model(o, s, plan, s.devices[i], attention_in_host);
+    models[i] = build_model(o, s, plan, s.devices[i], attention_in_host, gathers[i].get());
     optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
     batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
   });
   for (const Param* p : models.front()->params()) trainable += p->value.numel();
-  // --shard-backbone: each rank keeps its share of the codes, gathered through its communicator.
-  std::vector<std::unique_ptr<ShardGather>> gathers(n);
   if (o.shard_backbone) {
-    RankWorkers(s.devices).run([&](size_t i) {
-      gathers[i] = communicator_shard_gather(*dp.comms[i]);
-      models[i]->shard_backbone(*gathers[i]);
-    });
     const ShardedBackbone& b = *models.front()->backbone_shards();
     backbone = {b.local_bytes(), b.slot_bytes()};
   }

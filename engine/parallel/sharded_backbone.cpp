@@ -1,7 +1,5 @@
 #include "engine/parallel/sharded_backbone.h"
 
-#include <algorithm>
-
 #include "engine/core/error.h"
 
 namespace loft {
@@ -20,40 +18,40 @@ Tensor bytes_as(const Tensor& owner, size_t offset, Shape shape, DType dtype) {
 
 }  // namespace
 
-ShardedBackbone::ShardedBackbone(std::vector<std::vector<Tensor*>> layers, ShardGather& gather)
-    : gather_(gather) {
-  const int world = gather.world_size(), rank = gather.rank();
-  LOFT_CHECK(world >= 1 && rank >= 0 && rank < world, "ShardedBackbone: rank ", rank, " of ", world);
-  LOFT_CHECK(!layers.empty(), "ShardedBackbone: no layers");
-  Device device;
-  bool first = true;
-  size_t largest = 0;
-  for (size_t l = 0; l < layers.size(); ++l) {
-    Layer L;
-    for (Tensor* t : layers[l]) {
-      LOFT_CHECK(t && t->defined(), "ShardedBackbone: layer ", l, " has an undefined stored tensor");
-      if (first) device = t->device(), first = false;
-      LOFT_CHECK(t->device() == device, "ShardedBackbone: layer ", l, "'s ", t->str(), " is not on ",
-                 device.str());
-      L.bytes = round_up(L.bytes, kAlign);
-      L.pieces.push_back({t, t->shape(), t->dtype(), L.bytes});
-      L.bytes += t->nbytes();
-    }
-    L.bytes = round_up(std::max<size_t>(L.bytes, 1), size_t(world) * kAlign);
-    largest = std::max(largest, L.bytes);
-    layers_.push_back(std::move(L));
+ShardedBackbone::ShardedBackbone(ShardGather& gather) : gather_(gather) {
+  LOFT_CHECK(gather.world_size() >= 1 && gather.rank() >= 0 && gather.rank() < gather.world_size(),
+             "ShardedBackbone: rank ", gather.rank(), " of ", gather.world_size());
+}
+
+void ShardedBackbone::add_layer(const std::vector<Tensor*>& stored) {
+  const int world = gather_.world_size(), rank = gather_.rank();
+  const size_t l = layers_.size();
+  LOFT_CHECK(holds_[0] < 0 && holds_[1] < 0, "ShardedBackbone: layer ", l, " added after use()");
+  Layer L;
+  for (Tensor* t : stored) {
+    LOFT_CHECK(t && t->defined(), "ShardedBackbone: layer ", l, " has an undefined stored tensor");
+    LOFT_CHECK(!slots_[0].defined() || t->device() == slots_[0].device(), "ShardedBackbone: layer ",
+               l, "'s ", t->str(), " is not on ", slots_[0].device().str());
+    L.bytes = round_up(L.bytes, kAlign);
+    L.pieces.push_back({t, t->shape(), t->dtype(), L.bytes});
+    L.bytes += t->nbytes();
   }
-  for (Tensor& s : slots_) s = Tensor::zeros({int64_t(largest)}, DType::U8, device);
-  // Each layer's share: its bytes laid out in slot 0, this rank's range copied out. Then every
-  // stored tensor points into slot 1, so the stores' own tensors are released.
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    Layer& L = layers_[l];
-    for (const Piece& p : L.pieces) bytes_as(slots_[0], p.offset, p.shape, p.dtype).copy_from(*p.tensor);
-    const int64_t share = int64_t(L.bytes) / world;
-    L.local = slots_[0].slice(int64_t(rank) * share, share).clone();
-    gather_.share(int(l), L.local);
-    point(int(l), 1);
+  LOFT_CHECK(!L.pieces.empty(), "ShardedBackbone: layer ", l, " stores nothing");
+  L.bytes = round_up(L.bytes, size_t(world) * kAlign);
+  const Device device = L.pieces.front().tensor->device();
+  if (!slots_[0].defined() || slots_[0].nbytes() < L.bytes) {
+    // Slots of the largest layer so far; the earlier layers' tensors move to the new ones.
+    for (Tensor& s : slots_) s = Tensor::zeros({int64_t(L.bytes)}, DType::U8, device);
+    for (size_t k = 0; k < l; ++k) point(int(k), 1);
   }
+  // The layer's bytes laid out in slot 0, this rank's range copied out; then its tensors point
+  // into slot 1, so the stores' own tensors are released.
+  for (const Piece& p : L.pieces) bytes_as(slots_[0], p.offset, p.shape, p.dtype).copy_from(*p.tensor);
+  const int64_t share = int64_t(L.bytes) / world;
+  L.local = slots_[0].slice(int64_t(rank) * share, share).clone();
+  gather_.share(int(l), L.local);
+  layers_.push_back(std::move(L));
+  point(int(l), 1);
 }
 
 void ShardedBackbone::point(int layer, int slot) {

@@ -38,11 +38,12 @@ class ShardGather {
 
 class ShardedBackbone {
  public:
-  // layers[l]: the stored tensors of layer l's frozen stores (each defined, on one device). Moves
-  // this rank's share of each layer's bytes into a tensor of its own and points every stored
-  // tensor into a slot (not yet gathered: stale until use()), so the stores' own allocations go
-  // when nothing else holds them.
-  ShardedBackbone(std::vector<std::vector<Tensor*>> layers, ShardGather& gather);
+  explicit ShardedBackbone(ShardGather& gather);
+  // The next layer: its stored tensors (each defined, all layers on one device). Moves this
+  // rank's share of the layer's bytes into a tensor of its own and points every stored tensor
+  // into a slot (not yet gathered: stale until use()), so the stores' own allocations go when
+  // nothing else holds them. Layers are added as a model is built, before any use().
+  void add_layer(const std::vector<Tensor*>& stored);
 
   // Before layer l computes: its codes are in a slot (gathered now unless a slot holds them) and
   // its tensors point there; `next` (or -1) is the layer expected after it, gathered into the

@@ -16,10 +16,12 @@ struct NamedShape {
   const char* family_keys = "";
 };
 // As scripts/dev/peft_baseline.py's SHAPES; `tiny` keeps CPU runs to seconds. The cousins are the
-// public configs of Qwen2.5-7B, Qwen3-8B and Mistral-7B-v0.3.
+// public configs of Qwen2.5-7B, Qwen3-8B and Mistral-7B-v0.3; llama-70b is Llama-2-70B's, for
+// --shard-backbone over several GPUs (no baseline: PEFT does not fit it on one).
 constexpr NamedShape kShapes[] = {
     {"llama-7b", 4096, 11008, 32, 32, 32, 32000},
     {"llama-13b", 5120, 13824, 40, 40, 40, 32000},
+    {"llama-70b", 8192, 28672, 80, 64, 8, 32000},
     {"llama3-8b", 4096, 14336, 32, 32, 8, 128256},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000},
     {"qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, R"("architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "rope_theta": 1000000.0)"},
@@ -63,7 +65,7 @@ std::optional<LlamaConfig> bench_shape_config(const std::string& name) {
 }
 
 LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
-                                  uint64_t seed, bool projections_in_host) {
+                                  uint64_t seed, bool projections_drawn) {
   LOFT_CHECK(dtype == DType::F32 || dtype == DType::BF16, "random_llama_weights: dtype ",
              dtype_name(dtype), " requested; F32 or BF16 only");
   LlamaWeights w;
@@ -73,14 +75,17 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
       *s.dst = ones(s.shape, dtype, device);
       continue;
     }
-    *s.dst = Tensor::empty(s.shape, dtype, device);
-    ops::fill_random(*s.dst, seeds(), kInitStd);
-    if (projections_in_host && s.fp8 && !device.is_cpu()) {
-      // Drawn on the device (the same values), parked in host memory until LlamaModel
-      // re-encodes it: the device holds one dense projection at a time.
-      *s.dst = s.dst->to(Device::cpu());
+    const uint64_t own = seeds();
+    if (projections_drawn && s.draw) {
+      *s.draw = [shape = s.shape, dtype, device, own] {
+        Tensor t = Tensor::empty(shape, dtype, device);
+        ops::fill_random(t, own, kInitStd);
+        return t;
+      };
       continue;
     }
+    *s.dst = Tensor::empty(s.shape, dtype, device);
+    ops::fill_random(*s.dst, own, kInitStd);
     if (s.dst == &w.embed && embedding_in_host_memory(cfg, device)) {
       // Drawn where every other matrix is (the same values as ever), then moved to host memory
       // before anything else is allocated; its GPU block goes back to the driver.
@@ -88,7 +93,6 @@ LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device de
       release_cached_memory(device);
     }
   }
-  if (projections_in_host) release_cached_memory(device);
   return w;
 }
 

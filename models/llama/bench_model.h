@@ -26,10 +26,11 @@ std::optional<LlamaConfig> bench_shape_config(const std::string& name);
 // (transformers' initializer_range; uniform here, normal there: speed does not care), RMSNorm
 // weights 1. Each tensor draws its own seed from `seed`, so the result is reproducible. The
 // embedding table ends in host memory where embedding_in_host_memory says so.
-// `projections_in_host`: the 7 projections wait in host memory (LlamaModel uploads each as its
-// method re-encodes it), so a model whose dense weights exceed the card still builds.
+// `projections_drawn`: the 7 projections are drawn only when LlamaModel builds their layer
+// (LlamaLayerWeights::draw: the same values, from the same seeds), each just before its method
+// re-encodes it, so a model whose dense weights exceed the card, or the host, still builds.
 LlamaWeights random_llama_weights(const LlamaConfig& cfg, DType dtype, Device device,
-                                  uint64_t seed = 0, bool projections_in_host = false);
+                                  uint64_t seed = 0, bool projections_drawn = false);
 
 // Elements of every weight a model of `cfg` holds (a tied lm_head counts once).
 int64_t llama_parameter_count(const LlamaConfig& cfg);

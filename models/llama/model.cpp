@@ -26,7 +26,8 @@ LlamaModel::Dims LlamaModel::dims_for(const Tensor& activations) const {
           activations.device()};
 }
 
-LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory)
+LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory,
+                       ShardGather* shard)
     : config_(std::move(config)), weights_(std::move(weights)) {
   const Device dev = device();
   for (int l = 0; l < config_.num_layers; ++l) {
@@ -46,6 +47,9 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
       // Weights left in host memory or as stored (Projections::as_stored, staged bench weights)
       // come to the device one projection at a time, just before the method re-encodes them.
       Tensor& dense = w.proj(proj);
+      std::function<Tensor()>& draw = w.draw[size_t(proj)];
+      if (!dense.defined() && !fp8.defined() && draw) dense = draw();
+      draw = nullptr;
       if (dense.defined() && (dense.device() != dev || dense.dtype() != compute_dtype()))
         dense = convert_weight(dense, compute_dtype(), dev);
       WeightSource src = fp8.defined() ? WeightSource(std::move(fp8), compute_dtype(), dev)
@@ -64,6 +68,11 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     layer->up = make("mlp", "up_proj", Proj::Up);
     layer->down = make("mlp", "down_proj", Proj::Down);
     layers_.push_back(std::move(layer));
+    // Sharded as it is built: no more than this layer's whole codes beside the shares so far.
+    if (shard) {
+      if (!shards_) shards_ = std::make_unique<ShardedBackbone>(*shard);
+      shards_->add_layer(layer_stored_tensors(size_t(l)));
+    }
   }
   const auto inv = rope_inv_freq(config_.head_dim, config_.rope_theta, config_.rope_scaling);
   inv_freq_ = Tensor::from_vector(inv, {int64_t(inv.size())}, dev);
@@ -87,21 +96,26 @@ std::vector<Param*> LlamaModel::layer_params(size_t l) {
   return out;
 }
 
-void LlamaModel::shard_backbone(ShardGather& gather) {
-  LOFT_CHECK(!shards_, "the backbone is already sharded");
-  std::vector<std::vector<Tensor*>> layers(layers_.size());
+std::vector<Tensor*> LlamaModel::layer_stored_tensors(size_t l) {
+  std::vector<Tensor*> out;
   // named_ holds each layer's kNumProj projections in order.
-  for (size_t i = 0; i < named_.size(); ++i) {
+  for (size_t i = l * size_t(kNumProj); i < (l + 1) * size_t(kNumProj); ++i) {
     const auto& [name, lin] = named_[i];
     FrozenWeight* store = lin->frozen_store();
     std::vector<Tensor*> stored = store ? store->stored_tensors() : std::vector<Tensor*>{};
     if (stored.empty())
       throw Error(cat("--shard-backbone: ", name, "'s frozen weight is kept in a form this method "
                       "cannot shard yet (its store names no stored tensors)"));
-    auto& layer = layers[i / size_t(kNumProj)];
-    layer.insert(layer.end(), stored.begin(), stored.end());
+    out.insert(out.end(), stored.begin(), stored.end());
   }
-  shards_ = std::make_unique<ShardedBackbone>(std::move(layers), gather);
+  return out;
+}
+
+void LlamaModel::shard_backbone(ShardGather& gather) {
+  LOFT_CHECK(!shards_, "the backbone is already sharded");
+  auto shards = std::make_unique<ShardedBackbone>(gather);
+  for (size_t l = 0; l < layers_.size(); ++l) shards->add_layer(layer_stored_tensors(l));
+  shards_ = std::move(shards);
 }
 
 std::vector<Param*> LlamaModel::grad_order() {

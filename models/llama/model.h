@@ -42,7 +42,9 @@ class LlamaModel : public TrainableModel {
  public:
   // Weights must already be in the compute dtype on the compute device (F32 on CPU, BF16 on
   // CUDA). For each of the 7 projections of each layer, `factory` is asked for an AdaptedLinear.
-  LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory);
+  // With `shard`, the backbone is sharded layer by layer as it is built (shard_backbone).
+  LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFactory& factory,
+             ShardGather* shard = nullptr);
   ~LlamaModel() override;
 
   // Forward + backward of one micro-batch: adds grad_scale · ∂(Σ losses)/∂θ into every Param's
@@ -170,6 +172,8 @@ class LlamaModel : public TrainableModel {
   int64_t tile_for(int64_t tokens) const;
   // The params of layer l's projections.
   std::vector<Param*> layer_params(size_t l);
+  // The stored tensors of layer l's frozen stores; Error naming a projection whose store has none.
+  std::vector<Tensor*> layer_stored_tensors(size_t l);
   // Before layer l runs: its frozen codes gathered when the backbone is sharded, and `next`'s
   // (or -1) on the way.
   void layer_codes(int l, int next) {

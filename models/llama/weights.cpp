@@ -145,7 +145,7 @@ std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w) {
     slots.push_back({pre + "post_attention_layernorm.weight", {h}, &l.ffn_norm});
     for (const ProjShape& p : cfg.projections())
       slots.push_back({hf_proj_name(i, p.proj), {p.out, p.in}, &l.proj(p.proj),
-                       &l.fp8[size_t(p.proj)]});
+                       &l.fp8[size_t(p.proj)], &l.draw[size_t(p.proj)]});
     for (const ProjShape& p : cfg.projections())
       if (cfg.has_bias(p.proj)) slots.push_back({hf_bias_name(i, p.proj), {p.out}, &l.bias[size_t(p.proj)]});
     if (cfg.qk_norm) {

@@ -2,6 +2,7 @@
 // dtype (F32 or BF16) on one device. Linear weights keep nn.Linear's [out, in] layout.
 #pragma once
 #include <array>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct LlamaLayerWeights {
   // A projection an FP8 checkpoint stores as codes + scales, kept so (its Tensor above undefined)
   // when loaded with Fp8Load::keep, for the method's factory to take as it needs; by Proj.
   std::array<quant::ScaledFp8, kNumProj> fp8;
+  // A projection made only when LlamaModel builds its layer (its Tensor undefined until then):
+  // bench's random weights, so that no more than one dense projection exists at a time.
+  std::array<std::function<Tensor()>, kNumProj> draw;
 
   Tensor& proj(Proj p);
   const Tensor& proj(Proj p) const;
@@ -58,6 +62,7 @@ struct WeightSlot {
   Shape shape;
   Tensor* dst;
   quant::ScaledFp8* fp8 = nullptr;  // projections: where Fp8Load::keep puts an FP8 weight
+  std::function<Tensor()>* draw = nullptr;  // projections: LlamaLayerWeights::draw
 };
 std::vector<WeightSlot> weight_slots(const LlamaConfig& cfg, LlamaWeights& w);
 

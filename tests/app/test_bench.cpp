@@ -274,7 +274,7 @@ TEST(BenchCommand, UsageErrorsNameTheValue) {
     std::vector<const char*> says;
   };
   const Case cases[] = {
-      {{"--shape", "llama-70b"}, {"llama-70b"}},
+      {{"--shape", "llama-65b"}, {"llama-65b"}},
       {{"--shape", "tiny", "--method", "qlora-nf4"}, {"--method", "qlora-nf4"}},
       {{"--shape", "tiny", "--method", "lora,bogus"}, {"--method", "bogus"}},
       {{"--shape", "tiny", "--method", "lora,,qlora"}, {"--method"}},

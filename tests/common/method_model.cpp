@@ -10,15 +10,17 @@ namespace loft::test {
 
 std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const std::string& method,
                                                 DType dtype, Device device, int rank,
-                                                uint64_t weight_seed, uint64_t init_seed) {
+                                                uint64_t weight_seed, uint64_t init_seed,
+                                                ShardGather* shard) {
   const llama::LlamaConfig c = *llama::bench_shape_config(shape);
   MethodOptions m{"", {rank, 16.0f}, parse_lora_targets("all"), 0};
   m.method = method.substr(0, method.find(':'));
   app::apply_method_variants(method, m);
   apply_method_invariants(m);
   std::mt19937_64 init(init_seed);
-  return std::make_unique<llama::LlamaModel>(c, llama::random_llama_weights(c, dtype, device, weight_seed),
-                                             make_linear_factory(m, init));
+  return std::make_unique<llama::LlamaModel>(
+      c, llama::random_llama_weights(c, dtype, device, weight_seed, /*projections_drawn=*/shard != nullptr),
+      make_linear_factory(m, init), shard);
 }
 
 }  // namespace loft::test

@@ -21,13 +21,14 @@ struct Expected {
   int64_t family_tensors_per_layer = 0;  // Qwen2.5's q/k/v biases, Qwen3's q/k norms
 };
 // The sizes of scripts/dev/peft_baseline.py. The counts are those of the published models
-// (Llama-2-7B, Llama-2-13B, Llama-3-8B, TinyLlama-1.1B); tiny by hand: embed + lm_head
+// (Llama-2-7B, Llama-2-13B, Llama-2-70B, Llama-3-8B, TinyLlama-1.1B); tiny by hand: embed + lm_head
 // 2·512·64, final norm 64, per layer q 64·64, k and v 32·64, o 64·64, gate/up/down 172·64,
 // norms 2·64 = 45,440, two layers. The cousins' counts are the published Qwen2.5-7B, Qwen3-8B and
 // Mistral-7B-v0.3 checkpoints': every bias and q/k norm counted, nothing else.
 const Expected kExpected[] = {
     {"llama-7b", 4096, 11008, 32, 32, 32, 32000, 6738415616},
     {"llama-13b", 5120, 13824, 40, 40, 40, 32000, 13015864320},
+    {"llama-70b", 8192, 28672, 80, 64, 8, 32000, 68976648192},
     {"llama3-8b", 4096, 14336, 32, 32, 8, 128256, 8030261248},
     {"tinyllama-1.1b", 2048, 5632, 22, 32, 4, 32000, 1100048384},
     {"qwen2.5-7b", 3584, 18944, 28, 28, 4, 152064, 7615616512, 1e6, 3},
@@ -40,7 +41,7 @@ TEST(BenchShapes, NamesAreExactlyTheKnownShapes) {
   std::vector<std::string> want;
   for (const Expected& e : kExpected) want.emplace_back(e.name);
   EXPECT_EQ(llama::bench_shape_names(), want);
-  EXPECT_FALSE(llama::bench_shape_config("llama-70b").has_value());
+  EXPECT_FALSE(llama::bench_shape_config("llama-65b").has_value());
   EXPECT_FALSE(llama::bench_shape_config("").has_value());
 }
 

@@ -6,6 +6,7 @@
 // can be sharded; FALQON, which writes into its backbone, is refused naming its projection.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -13,6 +14,9 @@
 #include "engine/train/train_step.h"
 #include "engine/train/trainer.h"
 #include "models/llama/model.h"
+#include "engine/device/memory.h"
+#include "engine/peft/method.h"
+#include "models/llama/bench_model.h"
 #include "tests/common/every_method.h"
 #include "tests/common/local_shard_gather.h"
 #include "tests/common/method_model.h"
@@ -57,12 +61,12 @@ TEST(ShardedBackbone, SharesGiveBackEveryLayersBytes) {
       held[size_t(r)] = want;
       for (auto& layer : held[size_t(r)])
         for (Tensor& t : layer) t = t.clone();
-      std::vector<std::vector<Tensor*>> ptrs;
+      ranks.push_back(std::make_unique<ShardedBackbone>(shards.rank(r)));
       for (auto& layer : held[size_t(r)]) {
-        ptrs.emplace_back();
-        for (Tensor& t : layer) ptrs.back().push_back(&t);
+        std::vector<Tensor*> stored;
+        for (Tensor& t : layer) stored.push_back(&t);
+        ranks.back()->add_layer(stored);
       }
-      ranks.push_back(std::make_unique<ShardedBackbone>(ptrs, shards.rank(r)));
     }
     size_t padded = 0;
     for (const auto& layer : want) {
@@ -97,17 +101,20 @@ struct Trained {
 };
 
 // A tiny bench model with `method` (the same weights and adapter init every time), sharded as
-// rank `rank` of `shards` when given, its optimizer and a fixed batch.
+// rank `rank` of `shards` when given (once built, or as it is built: `at_build`, its projections
+// drawn only then), its optimizer and a fixed batch.
 struct Replica {
   std::unique_ptr<LlamaModel> model;
   std::unique_ptr<AdamW> opt;
   ModelBatch batch;
 
-  Replica(const std::string& method, bool checkpointing, test::LocalShards* shards, int rank)
-      : model(test::method_model("tiny", method, DType::F32, Device::cpu())) {
+  Replica(const std::string& method, bool checkpointing, test::LocalShards* shards, int rank,
+          bool at_build = false)
+      : model(test::method_model("tiny", method, DType::F32, Device::cpu(), 8, 3, 1,
+                                 shards && at_build ? &shards->rank(rank) : nullptr)) {
     const LlamaConfig& c = model->config();
     model->set_grad_checkpointing(checkpointing);
-    if (shards) model->shard_backbone(shards->rank(rank));
+    if (shards && !at_build) model->shard_backbone(shards->rank(rank));
     opt = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
     std::mt19937_64 tok(7);
     std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
@@ -138,13 +145,13 @@ std::vector<std::string> shardable_methods() {
 
 TEST(ShardedBackbone, EveryRankTrainsBitForBitAsTheUnshardedModel) {
   for (const std::string& method : shardable_methods()) {
-    for (bool gc : {false, true}) {
-      SCOPED_TRACE(method + (gc ? " with checkpointing" : ""));
+    for (const auto& [gc, at_build] : {std::pair{false, false}, {true, false}, {false, true}}) {
+      SCOPED_TRACE(method + (gc ? " with checkpointing" : "") + (at_build ? ", sharded as built" : ""));
       const Trained plain = Replica(method, gc, nullptr, 0).train();
       // Both ranks' models exist (and have shared their codes) before either computes, as a
       // collective's ranks run side by side.
       test::LocalShards shards(2);
-      Replica rank0(method, gc, &shards, 0), rank1(method, gc, &shards, 1);
+      Replica rank0(method, gc, &shards, 0, at_build), rank1(method, gc, &shards, 1, at_build);
       const Trained r0 = rank0.train(), r1 = rank1.train();
       for (const Trained* r : {&r0, &r1}) {
         EXPECT_EQ(r->losses, plain.losses);
@@ -158,6 +165,37 @@ TEST(ShardedBackbone, EveryRankTrainsBitForBitAsTheUnshardedModel) {
       EXPECT_EQ(2 * s.local_bytes(), s.slot_bytes() * size_t(rank0.model->config().num_layers));
     }
   }
+}
+
+// Sharded as it is built, with each projection drawn just before its method re-encodes it, a
+// rank holds its shares, two slots and one layer's whole codes at a time: a 16-layer model built
+// as rank 0 of 4 peaks far below the same model built whole.
+TEST(ShardedBackbone, AModelShardedAsItIsBuiltNeverHoldsTheWholeBackbone) {
+  LlamaConfig c = *bench_shape_config("tiny");
+  c.num_layers = 16;
+  MethodOptions m{"lora", {8, 16.0f}, parse_lora_targets("all"), 0};
+  apply_method_invariants(m);
+  const auto peak_of_build = [&](ShardGather* shard) {
+    reset_peak_memory(Device::cpu());
+    const int64_t before = memory_stats(Device::cpu()).allocated;
+    std::mt19937_64 init(1);
+    LlamaModel model(c, random_llama_weights(c, DType::F32, Device::cpu(), 3, true),
+                     make_linear_factory(m, init), shard);
+    return memory_stats(Device::cpu()).peak_allocated - before;
+  };
+  const int64_t whole = peak_of_build(nullptr);
+  test::LocalShards shards(4);
+  const int64_t sharded = peak_of_build(&shards.rank(0));
+  int64_t codes = 0;
+  for (const ProjShape& p : c.projections()) codes += p.out * p.in * 4;
+  codes *= c.num_layers;
+  std::printf("[shard] building 16 layers (%.2f MiB of codes): peak %.2f MiB whole, %.2f MiB as "
+              "rank 0 of 4\n", double(codes) / (1 << 20), double(whole) / (1 << 20),
+              double(sharded) / (1 << 20));
+  EXPECT_GE(whole, codes);
+  // A quarter of the codes, two slots and a layer in flight (plus the same embedding and
+  // adapters as the whole build): under half of the codes more than those.
+  EXPECT_LT(sharded, whole - codes / 2);
 }
 
 TEST(ShardedBackbone, FalqonIsRefusedNamingItsProjection) {
