@@ -273,6 +273,7 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
   MethodRun r;
   r.method = method;
   RunPlan plan = plan_for(o, method);
+  if (o.shard_backbone) plan.shard_world = int(s.devices.size());
   plan.resolve_memory_choices(s.config, s.devices, int(s.devices.size()));
   r.options = options_json(plan.method);
   r.max_grad_norm = plan.max_grad_norm;

@@ -29,8 +29,9 @@ void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, i
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
                                     Device device, bool checkpoint_offload, int64_t token_tile,
-                                    int host_share) {
+                                    int host_share, int shard_world) {
   llama::MemoryEstimateOptions eo;
+  eo.shard_world = shard_world;
   eo.batch = micro;
   eo.seq = seq;
   eo.lora_rank = m.lora.rank;

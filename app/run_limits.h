@@ -12,11 +12,12 @@
 namespace loft::app {
 
 // The estimate_training_memory entry of method `m` (batch rows `micro`, `seq` tokens each) on
-// `device` (a GPU's bf16, or the CPU's f32).
+// `device` (a GPU's bf16, or the CPU's f32); `shard_world`: --shard-backbone's ranks.
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
                                     int64_t micro, int64_t seq, bool grad_checkpointing,
                                     Device device, bool checkpoint_offload = true,
-                                    int64_t token_tile = llama::kDefaultTokenTile, int host_share = 1);
+                                    int64_t token_tile = llama::kDefaultTokenTile, int host_share = 1,
+                                    int shard_world = 1);
 
 // Throws UsageError when `seq` exceeds max_position_embeddings, the estimated activations of
 // one micro-batch exceed the memory of `device` (the GPU's, or the host's RAM on the CPU), what

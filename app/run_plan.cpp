@@ -73,7 +73,7 @@ llama::MethodMemory RunPlan::memory(const llama::LlamaConfig& cfg, Device device
 llama::MethodMemory RunPlan::memory_with(const MethodOptions& m, const llama::LlamaConfig& cfg, Device device,
                                          int host_share) const {
   return method_estimate(cfg, m, micro_batch, seq, grad_checkpointing, device, checkpoint_offload, token_tile,
-                         host_share);
+                         host_share, shard_world);
 }
 
 void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::vector<Device>& devices,

@@ -50,6 +50,7 @@ struct RunPlan {
   std::string schedule;
   bool grad_checkpointing = false, checkpoint_offload = true;
   int64_t token_tile = llama::kDefaultTokenTile;
+  int shard_world = 1;  // --shard-backbone: the ranks the frozen codes are spread over (memory)
 
   int64_t grad_accum() const { return batch / micro_batch; }
   // models/llama/memory_estimate's peak of one micro-batch's step on `device`, one of

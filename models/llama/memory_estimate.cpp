@@ -194,13 +194,22 @@ class Estimator {
   }
 
  private:
+  // The projections' bytes a rank holds: all of them, or with --shard-backbone its 1/N share and
+  // the two slots its layers are gathered into (a layer's share of the bytes each).
+  int64_t sharded(int64_t frozen) const {
+    const int64_t n = opt_.shard_world;
+    if (n <= 1) return frozen;
+    const int64_t L = std::max<int64_t>(c_.num_layers, 1);
+    return add((frozen + n - 1) / n, mul(2, (frozen + L - 1) / L));
+  }
+
   MethodMemory entry(const MethodMemoryRow& row, bool keeps_attention) const {
     const int64_t L = c_.num_layers;
     const LayerBytes lb = layer_bytes(c_, r_, e_, row.saves_inputs, opt_.gpu);
     MethodMemory m;
     m.method = row.name;
     m.description = row.description;
-    m.frozen_weights = add(row.frozen_bytes, norms_);
+    m.frozen_weights = add(sharded(row.frozen_bytes), norms_);
     m.embeddings = embeddings_;
     m.host_embeddings = table_on_host_ ? table_ : 0;
     m.adapter_params = row.trainable;

@@ -41,6 +41,9 @@ struct MemoryEstimateOptions {
   // Replicas on this host (data parallel), which share host_bytes as LlamaModel's
   // set_host_memory_share says.
   int host_share = 1;
+  // --shard-backbone over this many ranks (engine/parallel/sharded_backbone.h): each keeps 1/N
+  // of the frozen projections' bytes and two layers' worth gathered (1: not sharded).
+  int shard_world = 1;
   // The device memory the run may use (a card or --gpu-memory-limit, less what the CUDA context
   // holds); where restoring the attention tensors would take the peak past it, they are
   // recomputed instead (MethodMemory::attention_in_host). 0: no bound.

@@ -39,6 +39,13 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   // fp32 value, grad, AdamW m and v + the bf16 copies of A and B the GEMMs use.
   EXPECT_EQ(lora.adapter, (16 + 2) * 159'907'840LL);
   EXPECT_EQ(lora.frozen_weights, 2 * P + norms);
+  // --shard-backbone over 4 ranks: a quarter of the projections and two layers' worth gathered.
+  MemoryEstimateOptions sharded{.batch = 1, .seq = 512, .lora_rank = 64};
+  sharded.shard_world = 4;
+  const auto ms4 = estimate_training_memory(llama2_7b(), sharded);
+  const auto& lora4 = find(ms4, "lora-bf16");
+  EXPECT_EQ(lora4.frozen_weights, 2 * P / 4 + 2 * (2 * P / 32) + norms);
+  EXPECT_EQ(lora4.adapter, lora.adapter);  // adapters stay whole on every rank
   // On a GPU the untied input table stays in host memory: only lm_head is on the device.
   EXPECT_EQ(lora.embeddings, 2 * 32000 * 4096LL);
   EXPECT_EQ(lora.host_embeddings, 2 * 32000 * 4096LL);
