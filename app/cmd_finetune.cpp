@@ -21,6 +21,7 @@
 #include "engine/io/json_read.h"
 #include "engine/peft/method_record.h"
 #include "engine/peft/method_spec.h"
+#include "engine/train/rank_workers.h"
 #include "engine/train/run_folder.h"
 #include "engine/train/trainer.h"
 #include "models/llama/generation_config.h"
@@ -46,6 +47,7 @@ struct FinetuneOptions {
   std::string gpus;                 // --gpus N|LIST: data-parallel in this process
   int64_t nccl_timeout = 300;       // seconds a rank waits for its peers
   int64_t check_replicas_every = 0;
+  bool shard_backbone = false;      // --shard-backbone: each rank keeps 1/N of the frozen codes
 };
 
 // Streams the data loader's batches onto the device as the model's micro-batches.
@@ -142,16 +144,19 @@ void check_resume_method(const fs::path& run_dir, const MethodOptions& m) {
 // Each local rank's model: loaded on its GPU (in parallel, one thread per GPU), the same init
 // on every rank (each with its own generator from --seed).
 // `host_share`: the replicas on this host (threads and processes), which share its pinned memory.
+// `gathers` (--shard-backbone, one per local rank): each backbone sharded as it is loaded.
 std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOptions& o, const RunPlan& plan,
                                                               const llama::LlamaConfig& cfg,
                                                               const std::vector<Device>& devices,
-                                                              int host_share) {
+                                                              int host_share,
+                                                              const std::vector<std::unique_ptr<ShardGather>>& gathers) {
   // Decided before anything is loaded, from what the device holds then (as check_fits saw it).
   const bool attention_in_host = plan.memory(cfg, devices.front(), host_share).attention_in_host;
   std::vector<std::unique_ptr<llama::LlamaModel>> models(devices.size());
   RankWorkers(devices).run([&](size_t i) {
     std::mt19937_64 rng(o.run.seed);
-    models[i] = llama::load_model(o.model, devices[i], make_linear_factory(plan.method, rng));
+    models[i] = llama::load_model(o.model, devices[i], make_linear_factory(plan.method, rng),
+                                  gathers.empty() ? nullptr : gathers[i].get());
     models[i]->set_grad_checkpointing(plan.grad_checkpointing);
     models[i]->set_checkpoint_offload(plan.checkpoint_offload);
     models[i]->set_token_tile(plan.token_tile);
@@ -185,6 +190,9 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
+  if (o.shard_backbone && !parallel)
+    throw UsageError("--shard-backbone spreads the frozen codes over data-parallel ranks: give --gpus N "
+                     "or launch one process per GPU with torchrun's variables");
   if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);
   const bool rank0 = !env || env->rank == 0;
@@ -218,6 +226,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   }
   const Device device = devices.front();  // local rank 0's: evaluation, checkpoints, the plan
   const int host_share = env ? env->local_world_size : int(devices.size());  // replicas pinning this host's RAM
+  if (o.shard_backbone) plan.shard_world = dp.world;
   plan.resolve_memory_choices(cfg, devices, host_share);
   for (const Device& dev : devices)
     plan.check_fits(cfg, dev, host_share);
@@ -250,7 +259,13 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::optional<StopSignals> stop;
   if (!env) tc.stop = &stop.emplace().flag();
 
-  std::vector<std::unique_ptr<llama::LlamaModel>> models = load_replicas(o, plan, cfg, devices, host_share);
+  // --shard-backbone: each local rank's gather over its communicator, made before the models
+  // that hold them.
+  std::vector<std::unique_ptr<ShardGather>> gathers;
+  if (o.shard_backbone)
+    for (const auto& c : dp.comms) gathers.push_back(communicator_shard_gather(*c));
+  std::vector<std::unique_ptr<llama::LlamaModel>> models =
+      load_replicas(o, plan, cfg, devices, host_share, gathers);
   llama::LlamaModel& model = *models.front();
   int64_t trainable = 0;
   for (const Param* p : model.params()) trainable += p->value.numel();
@@ -266,15 +281,28 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
                            dp.active() ? dp.ranks[i] : 0});
   Trainer trainer(std::move(ranks), source, tc, out);
   if (data::DataLoader::has_validation(dc)) {
+    // Local rank 0's replica scores the validation data; with --shard-backbone every local rank
+    // runs the same batches beside it, since each layer's codes are gathered from all of them
+    // (torchrun's processes each run this evaluator already).
+    const auto mean = [](const LossSums& t) { return t.tokens ? t.loss_sum / double(t.tokens) : 0.0; };
     trainer.set_evaluator([&] {
       auto val = data::DataLoader::validation(dc, *tok);
-      LossSums total;
-      while (auto b = val.next()) {
-        const LossSums s = model.evaluate(data::to_model_batch(*b, device));
-        total.loss_sum += s.loss_sum;
-        total.tokens += s.tokens;
+      std::vector<LossSums> totals(o.shard_backbone ? models.size() : 1);
+      const auto score = [&](size_t i, const data::PackedBatch& b) {
+        const LossSums s = models[i]->evaluate(data::to_model_batch(b, devices[i]));
+        totals[i].loss_sum += s.loss_sum;
+        totals[i].tokens += s.tokens;
+      };
+      if (totals.size() == 1) {
+        while (auto b = val.next()) score(0, *b);
+        return mean(totals[0]);
       }
-      return total.tokens ? total.loss_sum / double(total.tokens) : 0.0;
+      std::vector<data::PackedBatch> batches;
+      while (auto b = val.next()) batches.push_back(std::move(*b));
+      RankWorkers(devices).run([&](size_t i) {
+        for (const data::PackedBatch& b : batches) score(i, b);
+      });
+      return mean(totals[0]);
     });
   }
   if (o.resume) {
@@ -369,6 +397,9 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_option("--nccl-timeout", o->nccl_timeout,
                   "seconds a data-parallel rank waits for its peers before it stops with an error")
       ->capture_default_str()->transform(int_in(1, 86400));
+  cmd->add_flag("--shard-backbone", o->shard_backbone,
+                "data-parallel: each GPU keeps 1/N of every layer's frozen codes and gathers a layer's "
+                "before it runs (FSDP-style; the same results); not for falqon yet");
   cmd->add_option("--check-replicas-every", o->check_replicas_every,
                   "data-parallel: compare the ranks' adapter, optimizer and method state every N steps "
                   "(0: before each checkpoint only)")

@@ -52,12 +52,13 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
 
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
                     int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload,
-                    int64_t token_tile, int host_share) {
+                    int64_t token_tile, int host_share, int shard_world) {
   if (seq > cfg.max_position_embeddings)
     throw UsageError(cat("--seq ", seq, " is longer than the model's max_position_embeddings (",
                          cfg.max_position_embeddings, " in config.json)"));
   const llama::MethodMemory e =
-      method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile, host_share);
+      method_estimate(cfg, m, micro, seq, grad_checkpointing, device, checkpoint_offload, token_tile, host_share,
+                      shard_world);
   check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
   check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()), host_share);
   const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);

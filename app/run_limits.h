@@ -25,7 +25,8 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
 // --gpu-memory-limit, the whole estimated peak does not fit the cap.
 void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64_t micro,
                     int64_t seq, bool grad_checkpointing, Device device, bool checkpoint_offload = true,
-                    int64_t token_tile = llama::kDefaultTokenTile, int host_share = 1);
+                    int64_t token_tile = llama::kDefaultTokenTile, int host_share = 1,
+                    int shard_world = 1);
 
 // UsageError when the offloaded block inputs and the host-side embedding table of `e`, times the
 // `host_share` replicas on this host, take more than 3/4 of `host_bytes` (the machine's RAM; 0:

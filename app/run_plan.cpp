@@ -92,7 +92,7 @@ void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::v
 
 void RunPlan::check_fits(const llama::LlamaConfig& cfg, Device device, int host_share) const {
   check_run_fits(cfg, method, micro_batch, seq, grad_checkpointing, device, checkpoint_offload,
-                 token_tile, host_share);
+                 token_tile, host_share, shard_world);
 }
 
 nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device device) const {

@@ -12,12 +12,12 @@
 namespace loft::llama {
 
 std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device device,
-                                       const LinearFactory& factory) {
+                                       const LinearFactory& factory, ShardGather* shard) {
   const LlamaConfig cfg = load_llama_config(dir);
   const DType dtype = device.is_cpu() ? DType::F32 : DType::BF16;
   LlamaWeights w =
       load_llama_weights(SafetensorsCheckpoint::open(dir), cfg, dtype, device, Fp8Load::keep, Projections::as_stored);
-  return std::make_unique<LlamaModel>(cfg, std::move(w), factory);
+  return std::make_unique<LlamaModel>(cfg, std::move(w), factory, shard);
 }
 
 MethodOptions method_options_for(const PeftAdapter& a) {

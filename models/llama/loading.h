@@ -14,8 +14,9 @@ namespace loft::llama {
 // config.json + safetensors (single or sharded) -> a model on `device` in its compute dtype (F32
 // on the CPU, BF16 on CUDA), every projection built by `factory`. An FP8 checkpoint's projections
 // reach the factory as stored (codes + scales), one at a time; the rest is decoded on load.
+// `shard`: --shard-backbone's gather, the backbone sharded layer by layer as it is built.
 std::unique_ptr<LlamaModel> load_model(const std::filesystem::path& dir, Device device,
-                                       const LinearFactory& factory);
+                                       const LinearFactory& factory, ShardGather* shard = nullptr);
 
 // The options that rebuild the model an adapter was trained on: its loft record (method, rank,
 // alpha, targets, the method's own options), or, for an adapter PEFT made (no record), LoRA with

@@ -1,6 +1,7 @@
 // finetune's data-parallel options (app/data_parallel_setup): --gpus parsing with errors that name
 // the value, --gpus beside torchrun's variables or --device refused, and a build without NCCL
 // saying so instead of starting a run that cannot sum its gradients.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "app/data_parallel_setup.h"
@@ -67,6 +68,18 @@ TEST(DataParallelSetup, FinetuneRefusesGpusWithADevice) {
        "x.jsonl", "--gpus", "2", "--device", "cpu", "--out", "/nonexistent/run"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--device cpu with --gpus 2"), std::string::npos) << r.err;
+}
+
+// --shard-backbone spreads the codes over data-parallel ranks: alone it is refused before the run
+// folder is touched.
+TEST(DataParallelSetup, FinetuneRefusesShardBackboneWithoutRanks) {
+  const test::CliResult r = test::run_cli_captured(
+      {"finetune", "--model", test::data_path("models/stories260K-hf").string(), "--data",
+       "x.jsonl", "--shard-backbone", "--out", "/nonexistent/run"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--shard-backbone"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent/run"));
 }
 
 }  // namespace
