@@ -7,9 +7,11 @@
 #  - two GPUs or more (skipped, and said so, on one): `--gpus 2` against one GPU with the same
 #    global batch; two processes through the torchrun variables against `--gpus 2`; the same two
 #    processes on NCCL's socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: as between
-#    hosts) against them over NVLink, with NCCL's log showing NET/Socket; `kill -9` of
-#    rank 1 while both train: rank 0 must exit with an error naming the lost peer within
-#    --nccl-timeout; then `--resume` on ONE GPU continues from the newest checkpoint to the end.
+#    hosts) against them over NVLink, with NCCL's log showing NET/Socket; `--gpus 2
+#    --shard-backbone` against `--gpus 2` (the same bytes: within the dQ atomics' spread);
+#    `kill -9` of rank 1 while both train with --shard-backbone: rank 0 must exit with an error
+#    naming the lost peer within --nccl-timeout; then `--resume` on ONE GPU, unsharded,
+#    continues from the newest checkpoint to the end.
 # Runs from the checkout root; binary as scripts/dev/gpu-kill-resume.sh finds it. Summary on stdout and
 # in $OUT/dp-check/summary.txt, logs and metrics in $OUT/dp-check/runs.tgz. Exit 1 on a failed check.
 set -uo pipefail
@@ -97,9 +99,14 @@ else
   report "two GPUs: two torchrun processes over NCCL's socket transport against them over NVLink: $d"
   within "$d" 1e-2 || fail "socket2: loss curve differs from NVLink by $d"
 
-  # kill -9 of rank 1 mid-run: rank 0 must stop with an error, within the 20 s timeout.
+  run gpus2shard --gpus 2 --shard-backbone
+  d=$(cmp_loss "$work/gpus2shard" "$work/gpus2")
+  report "two GPUs: --gpus 2 --shard-backbone against --gpus 2: $d"
+  within "$d" 1e-2 || fail "gpus2shard: loss curve differs from --gpus 2 by $d"
+
+  # kill -9 of rank 1 mid-run (sharded): rank 0 must stop with an error, within the 20 s timeout.
   for r in 0 1; do
-    env $(torchrun_env 2 $r) "$LOFT" "${base[@]}" --steps 400 --save-every 5 --out "$work/kill" \
+    env $(torchrun_env 2 $r) "$LOFT" "${base[@]}" --steps 400 --save-every 5 --shard-backbone --out "$work/kill" \
       >"$work/kill.rank$r.log" 2>&1 &
     pids[$r]=$!
   done
