@@ -20,14 +20,14 @@ status=0
 # process shares the GPU (docs/gpu-runs.md).
 shards=${GPU_SHARDS:-1}
 [ -n "${GTEST_FILTER:-}" ] && shards=1
-alone=${GPU_ALONE_TESTS:-'NcclCommCuda.LlamaSteps*:DataParallelCuda.*:BenchParallelCuda.*'}
+alone=${GPU_ALONE_TESTS:-'NcclCommCuda.LlamaSteps*:DataParallelCuda.*:BenchParallelCuda.*:ShardedBackboneCuda.*'}
 # GPU_SHARD_GPUS="0 1 2" (a machine with several GPUs): shard i runs alone on the i-th GPU of the
 # list (CUDA_VISIBLE_DEVICES), so no shard shares a GPU; the alone part then holds the tests that
 # need several GPUs (every NcclCommCuda test with them) and sees every GPU of the list.
 shard_gpus=(${GPU_SHARD_GPUS:-})
 if [ ${#shard_gpus[@]} -gt 0 ]; then
   shards=${#shard_gpus[@]}
-  alone=${GPU_ALONE_TESTS:-'NcclCommCuda.*:DataParallelCuda.*:BenchParallelCuda.*'}
+  alone=${GPU_ALONE_TESTS:-'NcclCommCuda.*:DataParallelCuda.*:BenchParallelCuda.*:ShardedBackboneCuda.*'}
 fi
 
 # One gtest process of binary $1 with its log and JSON as $2.*, bounded by GPU_TEST_TIMEOUT
