@@ -242,17 +242,15 @@ BenchTimes time_replicas(const StepBenchOptions& o, const Setup& s, const RunPla
                          DataParallelSetup& dp, const BenchSchedule& schedule, int64_t& trainable,
                          std::pair<size_t, size_t>& backbone) {
   const size_t n = s.devices.size();
-  // --shard-backbone: each rank keeps its share of the codes, gathered through its communicator,
-  // from the first layer built (a backbone larger than one GPU builds). Made before the models,
-  // which hold them.
-  std::vector<std::unique_ptr<ShardGather>> gathers(n);
-  if (o.shard_backbone)
-    for (size_t i = 0; i < n; ++i) gathers[i] = communicator_shard_gather(*dp.comms[i]);
+  // --shard-backbone: each rank keeps its share of the codes from the first layer built (a
+  // backbone larger than one GPU builds). Made before the models, which hold them.
+  const auto gathers = shard_gathers(dp, o.shard_backbone);
   std::vector<std::unique_ptr<llama::LlamaModel>> models(n);
   std::vector<std::unique_ptr<AdamW>> optimizers(n);
   std::vector<ModelBatch> batches(n);
   RankWorkers(s.devices).run([&](size_t i) {
-    models[i] = build_model(o, s, plan, s.devices[i], attention_in_host, gathers[i].get());
+    models[i] = build_model(o, s, plan, s.devices[i], attention_in_host,
+                            gathers.empty() ? nullptr : gathers[i].get());
     optimizers[i] = std::make_unique<AdamW>(models[i]->params(), AdamWConfig{.weight_decay = 0.01});
     batches[i] = random_batch(o, s.config.vocab_size, s.devices[i]);
   });

@@ -259,11 +259,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   std::optional<StopSignals> stop;
   if (!env) tc.stop = &stop.emplace().flag();
 
-  // --shard-backbone: each local rank's gather over its communicator, made before the models
-  // that hold them.
-  std::vector<std::unique_ptr<ShardGather>> gathers;
-  if (o.shard_backbone)
-    for (const auto& c : dp.comms) gathers.push_back(communicator_shard_gather(*c));
+  const auto gathers = shard_gathers(dp, o.shard_backbone);  // before the models that hold them
   std::vector<std::unique_ptr<llama::LlamaModel>> models =
       load_replicas(o, plan, cfg, devices, host_share, gathers);
   llama::LlamaModel& model = *models.front();

@@ -27,6 +27,13 @@ std::string device_list(const std::vector<int>& devices) {
 }
 }  // namespace
 
+std::vector<std::unique_ptr<ShardGather>> shard_gathers(const DataParallelSetup& dp, bool on) {
+  std::vector<std::unique_ptr<ShardGather>> out;
+  if (on)
+    for (const auto& c : dp.comms) out.push_back(communicator_shard_gather(*c));
+  return out;
+}
+
 std::vector<int> parse_gpus(const std::string& spec, int available) {
   std::vector<int> out;
   if (spec.find(',') == std::string::npos) {

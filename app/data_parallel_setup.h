@@ -27,6 +27,10 @@ struct DataParallelSetup {
   bool writes() const;  // holds rank 0 (or is not data-parallel)
 };
 
+// --shard-backbone: each local rank's ShardGather over its communicator, in local-rank order (no
+// entries where `on` is false). The models that hold them must go first.
+std::vector<std::unique_ptr<ShardGather>> shard_gathers(const DataParallelSetup& dp, bool on);
+
 // --gpus: "N" is the first N GPUs, "0,2" those GPUs. UsageError naming the value when it is not
 // one of these, names a GPU twice, or asks for more than the `available` GPUs.
 std::vector<int> parse_gpus(const std::string& spec, int available);

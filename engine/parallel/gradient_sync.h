@@ -35,4 +35,22 @@ class GradientSync {
   virtual void abort() = 0;
 };
 
+// A GradientSync that hands every call to another: the wrappers that add to one or two calls
+// (RankWorkers' serial turns, bench's per-rank timing, a test's sync without ready()) derive from
+// it and override only those.
+class ForwardingSync : public GradientSync {
+ public:
+  explicit ForwardingSync(GradientSync& inner) : inner_(inner) {}
+  void begin(std::span<Param* const> order) override { inner_.begin(order); }
+  void ready(std::span<Param* const> params) override { inner_.ready(params); }
+  void sum(std::span<Param* const> params, std::span<float> scalars) override {
+    inner_.sum(params, scalars);
+  }
+  std::vector<uint64_t> gather(uint64_t value) override { return inner_.gather(value); }
+  void abort() override { inner_.abort(); }
+
+ protected:
+  GradientSync& inner_;
+};
+
 }  // namespace loft

@@ -64,6 +64,16 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t r, Clock::time_point deadline)
   return r;
 }
 
+// Why rank `rank` of `world` on cuda:`device` could not join its job; `r` is what settle answered
+// (ncclInProgress: the deadline passed).
+std::string join_failure(int rank, int world, int device, ncclResult_t r, ncclComm_t comm,
+                         std::chrono::milliseconds timeout) {
+  return cat("rank ", rank, " of ", world, " on cuda:", device, ": ",
+             r == ncclInProgress
+                 ? cat("the other ranks did not join within ", seconds(timeout))
+                 : cat("NCCL could not set up the communicator (", nccl_cause(r, comm), ")"));
+}
+
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int device, int rank, int world,
@@ -267,12 +277,7 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::ve
     const auto deadline = Clock::now() + timeout;
     for (int i = 0; i < n && failed.empty(); ++i) {
       const ncclResult_t s = settle(comms[size_t(i)], ncclInProgress, deadline);
-      if (s == ncclInProgress)
-        failed = cat("rank ", i, " of ", n, " on cuda:", devices[size_t(i)],
-                     ": the other ranks did not join within ", seconds(timeout));
-      else if (s != ncclSuccess)
-        failed = cat("rank ", i, " of ", n, " on cuda:", devices[size_t(i)],
-                     ": NCCL could not set up the communicator (", nccl_cause(s, comms[size_t(i)]), ")");
+      if (s != ncclSuccess) failed = join_failure(i, n, devices[size_t(i)], s, comms[size_t(i)], timeout);
     }
   });
   LOFT_CUDA_CHECK(cudaSetDevice(current));  // NCCL may leave another device current
@@ -307,12 +312,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(int device,
     if (comm) r = settle(comm, r, Clock::now() + timeout);
   });
   if (r != ncclSuccess) {
-    const std::string cause =
-        r == ncclInProgress ? cat("the other ranks did not join within ", seconds(timeout))
-                            : cat("NCCL could not set up the communicator (", nccl_cause(r, comm),
-                                  ")");
+    const std::string why = join_failure(rank, world, device, r, comm, timeout);
     if (comm) nccl_api().ncclCommAbort(comm);
-    throw Error(cat("rank ", rank, " of ", world, " on cuda:", device, ": ", cause));
+    throw Error(why);
   }
   return std::make_unique<NcclCommunicator>(comm, device, rank, world, timeout);
 }

@@ -20,19 +20,15 @@ using Clock = std::chrono::steady_clock;
 // the host clock at the start and at the call of the sum.
 enum Point : size_t { kStart, kSumCalled, kSummed, kEnd, kPoints };
 
-class TimedSync final : public GradientSync {
+class TimedSync final : public ForwardingSync {
  public:
-  TimedSync(GradientSync& inner, Device device) : inner_(inner), clock_(device, kPoints) {}
-  void begin(std::span<Param* const> order) override { inner_.begin(order); }
-  void ready(std::span<Param* const> params) override { inner_.ready(params); }
+  TimedSync(GradientSync& inner, Device device) : ForwardingSync(inner), clock_(device, kPoints) {}
   void sum(std::span<Param* const> params, std::span<float> scalars) override {
     host_sum_ = Clock::now();
     clock_.mark(kSumCalled);
     inner_.sum(params, scalars);
     clock_.mark(kSummed);
   }
-  std::vector<uint64_t> gather(uint64_t value) override { return inner_.gather(value); }
-  void abort() override { inner_.abort(); }
 
   void start() {
     host_start_ = Clock::now();
@@ -51,7 +47,6 @@ class TimedSync final : public GradientSync {
   }
 
  private:
-  GradientSync& inner_;
   StreamClock clock_;
   Clock::time_point host_start_, host_sum_;
 };

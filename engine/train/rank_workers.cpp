@@ -10,12 +10,10 @@ namespace loft {
 namespace {
 
 // Lets the other ranks compute while this one waits in a collective (serial ranks only).
-class SerialSync final : public GradientSync {
+// begin() and ready() only queue work: the rank keeps its compute turn.
+class SerialSync final : public ForwardingSync {
  public:
-  SerialSync(GradientSync& inner, std::mutex& compute) : inner_(inner), compute_(compute) {}
-  // These two only queue work: the rank keeps its compute turn.
-  void begin(std::span<Param* const> order) override { inner_.begin(order); }
-  void ready(std::span<Param* const> params) override { inner_.ready(params); }
+  SerialSync(GradientSync& inner, std::mutex& compute) : ForwardingSync(inner), compute_(compute) {}
   void sum(std::span<Param* const> params, std::span<float> scalars) override {
     Released r(compute_);
     inner_.sum(params, scalars);
@@ -24,7 +22,6 @@ class SerialSync final : public GradientSync {
     Released r(compute_);
     return inner_.gather(value);
   }
-  void abort() override { inner_.abort(); }
 
  private:
   struct Released {
@@ -32,7 +29,6 @@ class SerialSync final : public GradientSync {
     explicit Released(std::mutex& mu) : m(mu) { m.unlock(); }
     ~Released() { m.lock(); }
   };
-  GradientSync& inner_;
   std::mutex& compute_;
 };
 

@@ -7,7 +7,6 @@
 // kernels beside the flash backward reorder its dQ atomics, as for the gradient sum; the CPU test
 // tests/models/test_sharded_backbone.cpp holds the bit-for-bit equality); each holds half the
 // codes.
-#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -16,6 +15,7 @@
 #include "engine/train/rank_workers.h"
 #include "engine/train/train_step.h"
 #include "models/llama/model.h"
+#include "tests/common/close_runs.h"
 #include "tests/common/every_method.h"
 #include "tests/common/method_model.h"
 #include "tests/gpu/test_ops_cuda_util.h"
@@ -99,19 +99,8 @@ TEST(ShardedBackboneCuda, TwoRanksEachKeepHalfAndTrainAsTheUnshardedModel) {
       ranks[r] = train(method, false, Device::cuda(int(r)), gathers[r].get());
     });
     for (const Trained& r : ranks) {
-      ASSERT_EQ(r.losses.size(), plain.losses.size());
-      for (size_t s = 0; s < plain.losses.size(); ++s)
-        EXPECT_NEAR(r.losses[s], plain.losses[s], 1e-5 * std::abs(plain.losses[s])) << "step " << s + 1;
-      ASSERT_EQ(r.params.size(), plain.params.size());
-      for (size_t p = 0; p < plain.params.size(); ++p) {
-        double diff = 0, norm = 0;
-        for (size_t i = 0; i < plain.params[p].size(); ++i) {
-          const double d = double(r.params[p][i]) - double(plain.params[p][i]);
-          diff += d * d;
-          norm += double(plain.params[p][i]) * double(plain.params[p][i]);
-        }
-        ASSERT_LE(std::sqrt(diff), 1e-2 * std::sqrt(norm)) << "param " << p;
-      }
+      ASSERT_NO_FATAL_FAILURE(expect_close_runs(r.losses, r.params, plain.losses, plain.params,
+                                                method + ", a rank against the unsharded model"));
       // Half of the codes, up to each layer's padding to 2 × 256 bytes.
       EXPECT_LE(2 * r.local_bytes, plain.stored_bytes + 22 * 7 * 4 * 256 + 22 * 512);
       EXPECT_GE(2 * r.local_bytes, plain.stored_bytes);
