@@ -121,6 +121,8 @@ void dequantize_nf4_cpu(const Nf4Tensor& q, Tensor& out) {
   }
 }
 
+}  // namespace
+
 void check_nf4(const Nf4Tensor& q, const char* fn) {
   const int64_t n = q.numel(), nb = nf4_block_count(n);
   LOFT_CHECK(q.codes.defined() && q.codes.dtype() == DType::U8 && q.codes.numel() == (n + 1) / 2,
@@ -135,8 +137,6 @@ void check_nf4(const Nf4Tensor& q, const char* fn) {
   LOFT_CHECK(q.absmax_codes.device() == q.device() && q.absmax_scale.device() == q.device(), fn,
              ": codes, absmax codes and scales must live on one device");
 }
-
-}  // namespace
 
 const std::array<float, 256>& dynamic_map() {
   static const std::array<float, 256> map = build_dynamic_map();

@@ -83,6 +83,9 @@ float nf4_absmax_mean(const float* absmax, int64_t n_blocks);
 // give identical bytes). Throws naming the block when the weight holds a NaN or Inf.
 Nf4Tensor quantize_nf4(const Tensor& w);
 
+// Throws naming `fn` when q's arrays do not match its shape or do not live on one device.
+void check_nf4(const Nf4Tensor& q, const char* fn);
+
 // The decoded block absmaxes (absmax' above), on the CPU.
 std::vector<float> nf4_block_absmax(const Nf4Tensor& q);
 

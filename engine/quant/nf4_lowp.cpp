@@ -11,6 +11,14 @@
 namespace loft::quant {
 
 float nf4_max_abs(const Nf4Tensor& q) {
+  if (q.device().is_cuda()) {
+    check_nf4(q, "nf4_max_abs");
+#ifdef LOFT_WITH_CUDA
+    return nf4_max_abs_cuda(q);  // the codes stay there: a 70B model's are 35 GB
+#else
+    throw Error("nf4_max_abs: built without CUDA");
+#endif
+  }
   const std::vector<float> absmax = nf4_block_absmax(q);  // validates q
   const Tensor codes = q.codes.to(Device::cpu());
   const uint8_t* c = codes.ptr<uint8_t>();

@@ -3,7 +3,7 @@
 // partial last NF4 block; misaligned codes or output take the byte path), transposed by 4×16
 // squares (cols a multiple of 64, rows of 4: the Llama projections) and by 32×32 tiles (every
 // other shape, or a misaligned output), and the plain kernel at llama shapes (`loft bench
-// --kernels` times it).
+// --kernels` times it); nf4_max_abs against the CPU's.
 #include <cstring>
 
 #include "engine/device/memory.h"
@@ -86,6 +86,25 @@ TEST(Nf4LowpCuda, CodesIdenticalToCpu) {
           }
         }
   }
+}
+
+// nf4_max_abs on the GPU (the scale HALO's NF4 backbone fixes once) is the CPU's float, whichever
+// block holds the largest magnitude: the first, one inside, or a partial last one.
+TEST(Nf4LowpCuda, MaxAbsIdenticalToCpu) {
+  LOFT_REQUIRE_GPU();
+  uint32_t seed = 80;
+  const Shape shapes[] = {{1, 1}, {3, 5}, {7, 13}, {10, 10}, {300, 64}, {33, 4160}, {1024, 4096}};
+  for (const Shape& shape : shapes)
+    for (int64_t at : {int64_t(0), shape_numel(shape) / 2, shape_numel(shape) - 1}) {
+      Tensor w = nf4_test_weight(shape, seed++);
+      w.ptr<float>()[at] = -8.0f;  // the outlier sets one block's absmax
+      const Nf4Tensor cpu = quantize_nf4(w);
+      const Nf4Tensor gpu = cpu.to(kGpu);
+      const float want = quant::nf4_max_abs(cpu);
+      EXPECT_EQ(quant::nf4_max_abs(gpu), want) << shape_str(shape) << " outlier at " << at;
+      EXPECT_EQ(quant::nf4_max_abs(with_codes_at(gpu, 3)), want)
+          << shape_str(shape) << " outlier at " << at << ", codes at an odd address";
+    }
 }
 
 // The Llama projections (llama-7b / llama-3-8b): weights quantized on the GPU (the CPU's bytes),

@@ -13,5 +13,7 @@ void dequantize_nf4_cuda(const Nf4Tensor& q, Tensor& out);
 // quant::nf4_to_lowp on CUDA (validated there): one kernel decodes both levels and writes
 // Q(deq / scale) codes, through 32×32 shared-memory tiles when transposed.
 void nf4_to_lowp_cuda(const Nf4Tensor& q, float scale, bool transposed, Tensor& codes);
+// quant::nf4_max_abs on CUDA: one pass over the codes on the GPU, the same float as the CPU's.
+float nf4_max_abs_cuda(const Nf4Tensor& q);
 
 }  // namespace loft

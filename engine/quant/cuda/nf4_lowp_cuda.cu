@@ -181,6 +181,33 @@ __global__ void nf4_to_lowp_tile(Nf4In q, int64_t rows, int64_t cols, float s,
   }
 }
 
+// nf4_max_abs: thread i takes NF4 block i (64 elements, 32 bytes of codes), notes which of the 16
+// codes it holds, and keeps |max level · absmax'| (the CPU's product; a NaN drops out as in its
+// fmax); the block's max reaches `out` (zeroed, non-negative floats order as their bits) by one
+// atomicMax on the bits.
+__global__ void __launch_bounds__(kThreads) nf4_max_abs_kernel(Nf4In q, int64_t numel, unsigned* out,
+                                                               const __grid_constant__ Nf4Tables tab) {
+  __shared__ float levels[16], map[256];
+  stage_tables(tab, levels, map);
+  const int64_t b = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  float m = 0.0f;
+  if (b * kNf4BlockSize < numel) {
+    const int64_t lo = b * kNf4BlockSize, hi = min(numel, lo + kNf4BlockSize);
+    unsigned seen = 0;  // bit c: code c occurs in the block
+    for (int64_t e = lo; e < hi; e += 2) {
+      const uint8_t byte = q.codes[e / 2];
+      seen |= 1u << (byte >> 4);
+      if (e + 1 < hi) seen |= 1u << (byte & 15);
+    }
+    float level = 0.0f;
+    for (int c = 0; c < 16; ++c)
+      if (seen & (1u << c)) level = fmaxf(level, fabsf(levels[c]));
+    m = fmaxf(0.0f, fabsf(__fmul_rn(level, block_absmax(q, map, b))));
+  }
+  for (int d = 16; d > 0; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  if ((threadIdx.x & 31) == 0) atomicMax(out, __float_as_uint(m));
+}
+
 bool aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
 
 }  // namespace
@@ -216,6 +243,22 @@ void nf4_to_lowp_cuda(const Nf4Tensor& q, float scale, bool transposed, Tensor& 
     }
     cuda::check_launch("nf4_to_lowp");
   });
+}
+
+float nf4_max_abs_cuda(const Nf4Tensor& q) {
+  const int dev = ops::cuda_kernels::use_device(q.codes);
+  const int64_t numel = q.numel();
+  Tensor out = Tensor::zeros({1}, DType::F32, q.device());  // written as its bits
+  if (numel > 0) {
+    const int64_t grid = (q.n_blocks() + kThreads - 1) / kThreads;
+    LOFT_CHECK(grid <= 0x7fffffff, "nf4_max_abs: ", shape_str(q.shape), " is too large for one launch");
+    const Nf4In nf4{q.codes.ptr<uint8_t>(), q.absmax_codes.ptr<uint8_t>(), q.absmax_scale.ptr<float>(),
+                    q.absmax_offset};
+    nf4_max_abs_kernel<<<unsigned(grid), kThreads, 0, cuda::stream(dev)>>>(
+        nf4, numel, reinterpret_cast<unsigned*>(out.ptr<float>()), nf4_device_tables());
+    cuda::check_launch("nf4_max_abs");
+  }
+  return out.to_float_vector()[0];
 }
 
 }  // namespace loft
