@@ -2,9 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace loft::test {
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double d = 0, n = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    d += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
+    n += double(b[i]) * double(b[i]);
+  }
+  return a.size() != b.size() ? INFINITY : d == 0 ? 0.0 : std::sqrt(d / std::max(n, 1e-300));
+}
 
 void expect_close_runs(const std::vector<double>& got_losses,
                        const std::vector<std::vector<float>>& got_params,

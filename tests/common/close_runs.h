@@ -8,6 +8,9 @@
 
 namespace loft::test {
 
+// Relative L2 distance of a from b (infinite when their sizes differ).
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b);
+
 void expect_close_runs(const std::vector<double>& got_losses,
                        const std::vector<std::vector<float>>& got_params,
                        const std::vector<double>& want_losses,

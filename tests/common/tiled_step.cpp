@@ -64,15 +64,6 @@ TiledStep tiled_step(const std::string& method, int64_t tile, Device device, boo
   return s;
 }
 
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double d = 0, n = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    d += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-    n += double(b[i]) * double(b[i]);
-  }
-  return a.size() != b.size() ? INFINITY : d == 0 ? 0.0 : std::sqrt(d / std::max(n, 1e-300));
-}
-
 double worst_gradient_off(const TiledStep& a, const TiledStep& b) {
   double worst = a.grads.size() == b.grads.size() ? 0.0 : INFINITY;
   for (size_t i = 0; i < a.grads.size() && i < b.grads.size(); ++i)

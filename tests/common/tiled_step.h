@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/tensor/tensor.h"
+#include "tests/common/close_runs.h"  // rel_l2
 
 namespace loft::test {
 
@@ -19,9 +20,6 @@ struct TiledStep {
 // gradient of the same batch). logits: also a forward of the whole batch afterwards.
 TiledStep tiled_step(const std::string& method, int64_t tile, Device device, bool split_rows = false,
                      bool logits = false);
-
-// Relative L2 distance of a from b.
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b);
 
 // The largest rel_l2 over the params' gradients.
 double worst_gradient_off(const TiledStep& a, const TiledStep& b);

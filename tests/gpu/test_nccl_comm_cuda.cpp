@@ -333,11 +333,24 @@ class NoReady final : public ForwardingSync {
   void ready(std::span<Param* const> params) override { (void)params; }
 };
 
+// Hands every call on, and keeps the summed gradients of the first step.
+class KeepFirstSums final : public ForwardingSync {
+ public:
+  using ForwardingSync::ForwardingSync;
+  void sum(std::span<Param* const> params, std::span<float> scalars) override {
+    inner_.sum(params, scalars);
+    if (!sums.empty()) return;
+    for (Param* p : params) sums.push_back(p->grad.to_float_vector());
+  }
+  std::vector<std::vector<float>> sums;
+};
+
 enum class Sync { None, AfterBackward, Overlapped };
 
 struct RankRun {
   std::vector<std::vector<float>> values;  // every param after the last step
   std::vector<double> losses;
+  std::vector<std::vector<float>> first_sums;  // every param's gradient summed over the ranks, step 1
   double us_per_step = 0;  // the steps after the first
 };
 
@@ -357,11 +370,13 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
   AdamW opt(model.params(), AdamWConfig{.weight_decay = 0.01});
   std::unique_ptr<GradReducer> reducer;
   std::unique_ptr<NoReady> no_ready;
+  std::unique_ptr<KeepFirstSums> keep;
   GradientSync* sync = nullptr;
   if (how != Sync::None) {
     reducer = std::make_unique<GradReducer>(*comm, size_t(8) << 20, kWait);
     sync = reducer.get();
     if (how == Sync::AfterBackward) sync = (no_ready = std::make_unique<NoReady>(*reducer)).get();
+    sync = (keep = std::make_unique<KeepFirstSums>(*sync)).get();
   }
   RankRun out;
   Clock::time_point start;
@@ -386,6 +401,7 @@ RankRun llama_steps(const std::string& method, Sync how, Communicator* comm, int
   synchronize(dev);
   out.us_per_step = us_since(start, steps - 1);
   for (Param* p : model.params()) out.values.push_back(p->value.to_float_vector());
+  if (keep) out.first_sums = std::move(keep->sums);
   return out;
 }
 
@@ -430,9 +446,20 @@ TEST(NcclCommCuda, LlamaStepsOnTwoRanksKeepTheReplicasBitIdentical) {
     // The replicas stay bit-identical either way: every rank receives the same sums.
     expect_same_run(during[0], during[1], std::string(method) + " rank 0 vs rank 1, overlapped");
     expect_same_run(after[0], after[1], std::string(method) + " rank 0 vs rank 1, after the backward");
-    // NCCL's kernels beside the flash backward reorder its dQ atomics (docs/gpu-runs.md).
-    expect_close_runs(after[0].losses, after[0].values, during[0].losses, during[0].values,
-                      std::string(method) + " overlapped vs after the backward");
+    // Overlapped against after the backward: the first step's forward is the same bytes, and its
+    // summed gradients the same sums up to the flash backward's dQ atomics, which NCCL's kernels
+    // beside it reorder (docs/gpu-runs.md). A bucket summed before its gradients were final
+    // would be off by whole contributions. Later steps are not compared: AdamW's first update is
+    // about lr·sign(g), so a rounding-size change in a near-zero gradient moves a weight by lr.
+    // FALQON's dB is an E5M2 GEMM of dY, whose 2-bit mantissas turn those last bits into whole
+    // code steps (2 H200s, 2026-11-29: up to 6.2% off, median 3.3%; lora within 1%).
+    const double tolerance = method == "falqon" ? 0.25 : 1e-2;
+    const std::string what = method + " overlapped vs after the backward";
+    EXPECT_EQ(during[0].losses.front(), after[0].losses.front()) << what << ", step 1's loss";
+    ASSERT_EQ(during[0].first_sums.size(), after[0].first_sums.size()) << what;
+    for (size_t p = 0; p < after[0].first_sums.size(); ++p)
+      EXPECT_LE(rel_l2(during[0].first_sums[p], after[0].first_sums[p]), tolerance)
+          << what << ", step 1's summed gradient of param " << p;
   }
 }
 
