@@ -484,7 +484,7 @@ void run_step_bench(const StepBenchOptions& in) {
   const llama::LlamaConfig config = check_options(o);
   const std::vector<std::string> methods = parse_methods(o.methods);
   const auto timeout = kDefaultNcclTimeout;
-  DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
+  DataParallelSetup dp = setup_data_parallel(o.gpus, std::nullopt, timeout, {}, o.grad_bucket_mib);
   Setup s;
   if (dp.active()) {
     for (int g : dp.devices) s.devices.push_back(Device::cuda(g));
@@ -509,7 +509,7 @@ void run_step_bench(const StepBenchOptions& in) {
     runs.push_back(run_method(o, s, m, batch, dp, plan_out));
     // A rank that ran out of memory aborted the communicators: fresh ones for the next method.
     if (dp.active() && !runs.back().error.empty())
-      dp = setup_data_parallel(o.gpus, std::nullopt, timeout);
+      dp = setup_data_parallel(o.gpus, std::nullopt, timeout, {}, o.grad_bucket_mib);
   }
   if (o.json)
     std::cout << report_json(o, s, runs).dump() << '\n';

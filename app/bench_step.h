@@ -15,6 +15,7 @@ struct StepBenchOptions {
   std::string shape, model, methods = default_method(), device;
   std::string gpus;               // --gpus N|LIST: data-parallel steps, the batch on every GPU
   bool shard_backbone = false;    // --shard-backbone: each GPU keeps 1/N of the frozen codes
+  int64_t grad_bucket_mib = 25;   // --grad-bucket-mib: the gradient sum's buckets (0: after the backward)
   MethodFlagValues method_flags;  // the methods' own options, as given
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
   int rank = 64;

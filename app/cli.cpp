@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "app/gpu_memory_limit.h"
 #include "app/interrupt.h"
+#include "app/option_checks.h"
 #include "app/recipe.h"
 #include "engine/core/failure.h"
 #include "engine/io/json_read.h"
@@ -19,6 +20,14 @@ CLI::Option* add_device_option(CLI::App& cmd, std::string& device) {
   CLI::Option* opt = cmd.add_option("--device", device, "auto, cpu, cuda or cuda:N")->capture_default_str();
   add_gpu_memory_limit_option(cmd, device);  // after --device: its callback reads the device
   return opt;
+}
+
+CLI::Option* add_grad_bucket_option(CLI::App& cmd, int64_t& mib) {
+  return cmd.add_option("--grad-bucket-mib", mib,
+                        "data parallel: the adapter gradients are summed in buckets of up to N MiB, "
+                        "each sent as soon as the backward finishes it; 0: every bucket after the "
+                        "backward (no overlap)")
+      ->capture_default_str()->transform(int_in(0, 4096));
 }
 
 void build_cli(CLI::App& root) {

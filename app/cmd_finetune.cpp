@@ -48,6 +48,7 @@ struct FinetuneOptions {
   int64_t nccl_timeout = 300;       // seconds a rank waits for its peers
   int64_t check_replicas_every = 0;
   bool shard_backbone = false;      // --shard-backbone: each rank keeps 1/N of the frozen codes
+  int64_t grad_bucket_mib = 25;     // --grad-bucket-mib: the gradient sum's buckets (0: after the backward)
 };
 
 // Streams the data loader's batches onto the device as the model's micro-batches.
@@ -214,7 +215,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   // The ranks meet here, once every option is checked (a rank that fails before would leave the
   // others waiting for it until --nccl-timeout).
   const DataParallelSetup dp =
-      setup_data_parallel(o.gpus, env, std::chrono::seconds(o.nccl_timeout), o.out);
+      setup_data_parallel(o.gpus, env, std::chrono::seconds(o.nccl_timeout), o.out, o.grad_bucket_mib);
   std::vector<Device> devices{first_device};
   if (dp.active()) {
     devices.clear();
@@ -393,6 +394,7 @@ void add_finetune_command(CLI::App& root) {
   cmd->add_option("--nccl-timeout", o->nccl_timeout,
                   "seconds a data-parallel rank waits for its peers before it stops with an error")
       ->capture_default_str()->transform(int_in(1, 86400));
+  add_grad_bucket_option(*cmd, o->grad_bucket_mib);
   cmd->add_flag("--shard-backbone", o->shard_backbone,
                 "data-parallel: each GPU keeps 1/N of every layer's frozen codes and gathers a layer's "
                 "before it runs (FSDP-style; the same results); not for falqon yet");

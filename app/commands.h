@@ -1,6 +1,7 @@
 // Every `loft` subcommand registers itself on the root CLI11 app through one of these functions
 // (one file per command). Callbacks throw loft::UsageError (exit 2) or loft::Error (exit 1).
 #pragma once
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ void add_studio_command(CLI::App& root);
 // Adds --device auto|cpu|cuda[:N] and --gpu-memory-limit SIZE (app/gpu_memory_limit.h) to a
 // command that computes.
 CLI::Option* add_device_option(CLI::App& cmd, std::string& device);
+
+// Adds --grad-bucket-mib N (data parallel: the gradient sum's bucket cap; 0: every bucket after
+// the backward) to finetune and bench.
+CLI::Option* add_grad_bucket_option(CLI::App& cmd, int64_t& mib);
 
 // Builds the root app with every command registered (main.cpp and the CLI tests share it).
 void build_cli(CLI::App& root);

@@ -66,7 +66,7 @@ void check_device_beside_ranks(const std::string& device, const std::string& ran
 DataParallelSetup setup_data_parallel(const std::string& gpus,
                                       const std::optional<parallel::LaunchEnv>& env,
                                       std::chrono::milliseconds timeout,
-                                      const std::filesystem::path& run_dir) {
+                                      const std::filesystem::path& run_dir, int64_t bucket_mib) {
   DataParallelSetup s;
   if (gpus.empty() && !env) return s;
   if (!gpus.empty() && env)
@@ -103,7 +103,7 @@ DataParallelSetup setup_data_parallel(const std::string& gpus,
                 env->local_rank, ", rendezvous at ", env->master_addr, ":", env->port, ")");
   }
   for (auto& c : s.comms)
-    s.reducers.push_back(std::make_unique<GradReducer>(*c, kDefaultBucketBytes, timeout));
+    s.reducers.push_back(std::make_unique<GradReducer>(*c, size_t(bucket_mib) << 20, timeout));
   return s;
 }
 

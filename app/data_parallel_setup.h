@@ -39,13 +39,15 @@ std::vector<int> parse_gpus(const std::string& spec, int available);
 // pick their GPUs, so anything but "" or "auto" is a UsageError naming both.
 void check_device_beside_ranks(const std::string& device, const std::string& ranks);
 
-// Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError).
-// Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given. With
+// Builds the communicators: from `gpus` (non-empty) or `env` (torchrun), not both (UsageError),
+// and a GradReducer over each with buckets of `bucket_mib` MiB (0: all after the backward;
+// --grad-bucket-mib). Every NCCL wait is bounded by `timeout`. Returns an inactive setup when neither is given. With
 // torchrun's ranks and a `run_dir` (finetune's --out, claimed by rank 0), every other rank checks
 // at the rendezvous that it sees that folder (engine/train/run_folder_token.h).
 DataParallelSetup setup_data_parallel(const std::string& gpus,
                                       const std::optional<parallel::LaunchEnv>& env,
                                       std::chrono::milliseconds timeout,
-                                      const std::filesystem::path& run_dir = {});
+                                      const std::filesystem::path& run_dir = {},
+                                      int64_t bucket_mib = kDefaultBucketBytes >> 20);
 
 }  // namespace loft::app

@@ -21,9 +21,8 @@ std::vector<BucketRange> plan_buckets(std::span<const size_t> bytes, size_t cap)
 
 GradReducer::GradReducer(Communicator& comm, size_t bucket_bytes,
                          std::chrono::milliseconds timeout)
-    : comm_(comm), bucket_bytes_(bucket_bytes), timeout_(timeout) {
-  LOFT_CHECK(bucket_bytes > 0, "GradReducer: a bucket cap of 0 bytes");
-}
+    : comm_(comm), bucket_bytes_(bucket_bytes == 0 ? kDefaultBucketBytes : bucket_bytes),
+      overlap_(bucket_bytes > 0), timeout_(timeout) {}
 
 void GradReducer::begin(std::span<Param* const> order) {
   grads_.clear();
@@ -57,7 +56,7 @@ void GradReducer::ready(std::span<Param* const> params) {
     --pending_[bucket_of_[it->second]];
   }
   // In plan order, so that every rank launches the same groups in the same sequence.
-  while (launched_ + 1 < buckets_.size() && pending_[launched_] == 0) launch(launched_++, {});
+  while (overlap_ && launched_ + 1 < buckets_.size() && pending_[launched_] == 0) launch(launched_++, {});
 }
 
 void GradReducer::reduce_all(std::span<Param* const> params, std::span<Tensor* const> extra) {

@@ -36,6 +36,8 @@ std::vector<BucketRange> plan_buckets(std::span<const size_t> bytes, size_t cap)
 
 class GradReducer final : public GradientSync {
  public:
+  // bucket_bytes 0: buckets of the default cap, every one launched after the backward (sum()),
+  // none during it (--grad-bucket-mib 0: no overlap; the same sums).
   explicit GradReducer(Communicator& comm, size_t bucket_bytes = kDefaultBucketBytes,
                        std::chrono::milliseconds timeout = kDefaultNcclTimeout);
 
@@ -67,6 +69,7 @@ class GradReducer final : public GradientSync {
 
   Communicator& comm_;
   size_t bucket_bytes_;
+  bool overlap_;  // launch buckets from ready(), during the backward
   std::chrono::milliseconds timeout_;
   // This step's plan: the grads in begin()'s order, where each param sits in it, its buckets,
   // each bucket's params not ready yet, and how many buckets were launched.

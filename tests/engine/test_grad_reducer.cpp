@@ -161,6 +161,29 @@ TEST(GradReducer, ReadyLaunchesCompleteBucketsInPlanOrderAndSumTheRest) {
   EXPECT_THROW(reducer.sum(std::span<Param* const>(forward).first(5), {}), Error);
 }
 
+// A cap of 0 (--grad-bucket-mib 0): the default buckets, all sent by sum(), none from ready().
+TEST(GradReducer, ACapOfZeroSendsEveryBucketAfterTheBackward) {
+  std::mt19937 rng(6);
+  std::vector<Param> params;
+  for (int64_t n : {int64_t(4) << 20, int64_t(4) << 20, int64_t(1) << 20})  // 16, 16 and 4 MiB
+    params.push_back({"p" + std::to_string(params.size()), Tensor::zeros({n}, DType::F32),
+                      test::random_tensor({n}, rng)});
+  std::vector<Param*> order;
+  for (Param& p : params) order.push_back(&p);
+  RecordingComm comm;
+  GradReducer reducer(comm, 0);
+  reducer.begin(order);
+  comm.now = 1;
+  reducer.ready(order);
+  EXPECT_TRUE(comm.groups.empty()) << "nothing leaves during the backward";
+  comm.now = 2;
+  reducer.sum(order, {});
+  const std::vector<BucketRange> want{{0, 1, size_t(16) << 20}, {1, 3, size_t(20) << 20}};
+  EXPECT_EQ(reducer.buckets(), want) << "25 MiB buckets";
+  ASSERT_EQ(comm.groups.size(), 2u);
+  for (const RecordingComm::Group& g : comm.groups) EXPECT_EQ(g.now, 2);
+}
+
 // Rank 1 of 3 whose peers' contributions to any all-reduce are fixed tensors: the sum is this
 // rank's tensor plus theirs, as NCCL would leave it.
 class PeerComm final : public Communicator {
