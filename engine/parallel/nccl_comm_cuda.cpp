@@ -10,11 +10,20 @@
 // of the compute stream recorded at the call, so a bucket's transfer overlaps the backward queued
 // after it. The compute stream waits for an event of that stream in wait(), so polling the
 // compute stream alone bounds both.
+//
+// The watchdog (a thread per communicator) bounds what wait() cannot see: each collective is
+// followed on side_ by an event, and one not done within the timeout of its queueing aborts the
+// communicator. A rank whose host is blocked behind NCCL's kernels (a loss read after a layer's
+// all-gather that a dead peer never serves: --shard-backbone) then comes free and fails at its
+// next call, naming the collective.
 #ifdef LOFT_WITH_NCCL
 #include "engine/parallel/nccl_api.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -86,9 +95,16 @@ class NcclCommunicator final : public Communicator {
     LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&computed_, cudaEventDisableTiming));
     LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&reduced_, cudaEventDisableTiming));
     for (cudaEvent_t& e : gathered_) LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    watchdog_ = std::thread([this] { watch(); });
   }
 
   ~NcclCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
     if (comm_) {
       try {
         wait(timeout_);  // no collective may outlive its communicator; bounded, aborts on failure
@@ -101,6 +117,8 @@ class NcclCommunicator final : public Communicator {
     cudaEventDestroy(computed_);
     cudaEventDestroy(reduced_);
     for (cudaEvent_t e : gathered_) cudaEventDestroy(e);
+    for (const Pending& p : pending_) cudaEventDestroy(p.done);
+    for (cudaEvent_t e : spare_) cudaEventDestroy(e);
     cudaStreamDestroy(side_);
   }
 
@@ -151,14 +169,21 @@ class NcclCommunicator final : public Communicator {
     const auto deadline = start + timeout;
     for (;;) {
       ncclResult_t a = ncclSuccess;
-      const ncclResult_t q = nccl_api().ncclCommGetAsyncError(comm_, &a);
-      if (q != ncclSuccess) a = q;
+      {
+        std::lock_guard<std::recursive_mutex> lk(nccl_mu_);
+        check_live();  // the watchdog may have aborted: its reason, not a finished wait
+        const ncclResult_t q = nccl_api().ncclCommGetAsyncError(comm_, &a);
+        if (q != ncclSuccess) a = q;
+      }
       if (a == ncclRemoteError || a == ncclSystemError)
         fail(cat("a peer stopped answering (", nccl_cause(a, comm_), ")"));
       if (a != ncclSuccess && a != ncclInProgress)
         fail(cat("NCCL failed (", nccl_cause(a, comm_), ")"));
       const cudaError_t s = cudaStreamQuery(stream);
-      if (s == cudaSuccess) return;
+      if (s == cudaSuccess) {
+        check_live();  // done because the watchdog's abort stopped the kernels: an error
+        return;
+      }
       if (s != cudaErrorNotReady) {
         abort();
         LOFT_CUDA_CHECK(s);
@@ -171,6 +196,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void abort() override {
+    std::lock_guard<std::recursive_mutex> lk(nccl_mu_);
     if (!comm_) return;
     cuda::set_device(dev_);  // (not cudaSetDevice: set_device caches the thread's device)
     nccl_api().ncclCommAbort(comm_);
@@ -187,11 +213,16 @@ class NcclCommunicator final : public Communicator {
     LOFT_CUDA_CHECK(cudaEventRecord(computed_, cuda::stream(dev_)));
     LOFT_CUDA_CHECK(cudaStreamWaitEvent(side_, computed_, 0));
     ncclResult_t r = ncclSuccess;
-    if (first_collective_) {
-      first_collective_ = false;
-      cuda::count_outside_pool({dev_}, [&] { r = queue(); });
-    } else {
-      r = queue();
+    {
+      std::lock_guard<std::recursive_mutex> lk(nccl_mu_);  // the watchdog aborts between calls
+      check_live();
+      if (first_collective_) {
+        first_collective_ = false;
+        cuda::count_outside_pool({dev_}, [&] { r = queue(); });
+      } else {
+        r = queue();
+      }
+      if (r == ncclSuccess) track(what);
     }
     if (r == ncclInProgress)
       fail(cat("a peer stopped answering (NCCL did not queue the ", what, " within ",
@@ -218,8 +249,48 @@ class NcclCommunicator final : public Communicator {
   }
 
   std::string where() const { return cat("rank ", rank_, " of ", world_); }
-  void check_live() const {
-    LOFT_CHECK(comm_ != nullptr, where(), ": the NCCL communicator was aborted");
+  void check_live() {
+    std::lock_guard<std::recursive_mutex> lk(nccl_mu_);
+    if (comm_) return;
+    std::lock_guard<std::mutex> w(mu_);
+    throw Error(watchdog_failure_.empty() ? cat(where(), ": the NCCL communicator was aborted")
+                                          : watchdog_failure_);
+  }
+
+  // An event after the collective just queued on side_, for the watchdog.
+  void track(const char* what) {
+    std::lock_guard<std::mutex> lk(mu_);
+    cudaEvent_t e = nullptr;
+    if (spare_.empty()) {
+      LOFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    } else {
+      e = spare_.back();
+      spare_.pop_back();
+    }
+    LOFT_CUDA_CHECK(cudaEventRecord(e, side_));
+    pending_.push_back({e, Clock::now(), what});
+  }
+
+  // The watchdog thread: every 50 ms, retires the collectives done (side_ runs them in order) and
+  // aborts the communicator when the oldest left has waited past the timeout.
+  void watch() {
+    cudaSetDevice(dev_);
+    std::unique_lock<std::mutex> lk(mu_);
+    while (!stop_) {
+      wake_.wait_for(lk, std::chrono::milliseconds(50));
+      while (!pending_.empty() && cudaEventQuery(pending_.front().done) != cudaErrorNotReady) {
+        spare_.push_back(pending_.front().done);
+        pending_.pop_front();
+      }
+      if (pending_.empty() || !watchdog_failure_.empty() || Clock::now() - pending_.front().queued < timeout_)
+        continue;
+      watchdog_failure_ = cat(where(), ": a peer stopped answering (the ", pending_.front().what,
+                              " queued on cuda:", dev_, " did not finish within ", seconds(timeout_),
+                              "; communicator aborted)");
+      lk.unlock();
+      abort();  // NCCL's kernels stop: whatever waited behind them runs on
+      lk.lock();
+    }
   }
   [[noreturn]] void fail(const std::string& cause) {
     abort();
@@ -233,6 +304,21 @@ class NcclCommunicator final : public Communicator {
   int dev_, rank_, world_;
   std::chrono::milliseconds timeout_;  // for queueing and for the destructor's last wait
   bool first_collective_ = true;
+  // comm_'s calls against the watchdog's abort (recursive: fail() aborts inside a queue).
+  std::recursive_mutex nccl_mu_;
+  // The watchdog's state, under mu_.
+  struct Pending {
+    cudaEvent_t done;
+    Clock::time_point queued;
+    const char* what;
+  };
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Pending> pending_;   // collectives queued on side_, oldest first
+  std::vector<cudaEvent_t> spare_;  // their events, once done
+  std::string watchdog_failure_;    // why the watchdog aborted (empty: it did not)
+  bool stop_ = false;
+  std::thread watchdog_;  // last: started once everything above exists
 };
 
 }  // namespace

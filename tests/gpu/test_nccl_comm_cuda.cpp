@@ -326,6 +326,44 @@ TEST(NcclCommCuda, ARankWhosePeerNeverReachesTheCollectiveIsAborted) {
   comms[1]->abort();
 }
 
+// --shard-backbone's hang (2026-11-29, dp-check's kill -9 of a rank): the host of the rank left
+// reads a result queued behind a layer's all-gather that the dead peer never serves, and blocks in
+// CUDA, where no wait() polls. The watchdog aborts the communicator after the timeout, NCCL's
+// kernel stops, the read returns, and the next call throws naming the all-gather.
+TEST(NcclCommCuda, AHostBlockedBehindAGatherNoPeerServesComesFree) {
+  LOFT_REQUIRE_GPUS(2);
+  auto comms = make_communicators({0, 1}, milliseconds(2000));
+  Tensor local[2], full[2];
+  for (int r = 0; r < 2; ++r) {
+    bind_thread(Device::cuda(r));
+    local[r] = Tensor::from_vector(std::vector<float>(256, float(r + 1)), {256}, Device::cuda(r));
+    full[r] = Tensor::zeros({512}, DType::F32, Device::cuda(r));
+  }
+  on_ranks(2, [&](int r) {  // connects the pair: both take part
+    bind_thread(Device::cuda(r));
+    comms[size_t(r)]->all_gather(local[r], full[r], 0);
+    comms[size_t(r)]->join(0);
+    comms[size_t(r)]->wait(kWait);
+  });
+  bind_thread(Device::cuda(0));
+  EXPECT_EQ(full[0].to_float_vector()[300], 2.0f);
+  const auto start = Clock::now();
+  comms[0]->all_gather(local[0], full[0], 1);  // rank 1 never joins this one
+  comms[0]->join(1);
+  (void)full[0].to_float_vector();  // blocks behind the gather until the watchdog aborts
+  const double s = us_since(start, 1) / 1e6;
+  std::printf("[nccl] the host blocked behind the unserved all-gather came free after %.2f s (timeout 2 s)\n", s);
+  EXPECT_LT(s, 30.0);
+  try {
+    comms[0]->wait(kWait);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 0 of 2: a peer stopped answering (the all-gather"), std::string::npos) << msg;
+  }
+  comms[1]->abort();
+}
+
 // A sync that is told nothing before sum(): every bucket leaves after the backward.
 class NoReady final : public ForwardingSync {
  public:
