@@ -111,18 +111,23 @@ else
     pids[$r]=$!
   done
   for _ in $(seq 600); do
-    [ "$(wc -l <"$work/kill/metrics.jsonl" 2>/dev/null || echo 0)" -ge 12 ] && break
+    [ "$(cat "$work/kill/metrics.jsonl" 2>/dev/null | wc -l)" -ge 12 ] && break
     sleep 0.1
   done
+  [ "$(cat "$work/kill/metrics.jsonl" 2>/dev/null | wc -l)" -ge 12 ] ||
+    fail "the sharded torchrun run logged no 12 steps in 60 s: rank 0: $(tail -2 "$work/kill.rank0.log" | tr '\n' ' '); rank 1: $(tail -2 "$work/kill.rank1.log" | tr '\n' ' ')"
   kill -9 "${pids[1]}"
   t0=$(date +%s.%N)
+  # Rank 0 must stop by itself within --nccl-timeout (20 s); after 60 s it is killed, and failed.
+  ( sleep 60; kill -9 "${pids[0]}" 2>/dev/null ) & watchdog=$!
   wait "${pids[0]}"; rc=$?
+  kill "$watchdog" 2>/dev/null
   secs=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $t0))")
   report "kill -9 of rank 1: rank 0 exited with code $rc after $secs s: $(tail -1 "$work/kill.rank0.log")"
   [ "$rc" -ne 0 ] || fail "rank 0 exited 0 after its peer died"
   python3 -c "import sys; sys.exit(0 if $secs < 40 else 1)" || fail "rank 0 took $secs s to stop"
   newest=$(ls "$work/kill/checkpoints" | sed -n 's/^step-//p' | sort -n | tail -1)
-  "$LOFT" "${base[@]}" --steps 400 --save-every 5 --out "$work/kill" --resume --gpus 1 \
+  timeout 300 "$LOFT" "${base[@]}" --steps 400 --save-every 5 --out "$work/kill" --resume --gpus 1 \
     >"$work/kill.resume.log" 2>&1 || fail "resume on one GPU: $(tail -1 "$work/kill.resume.log")"
   report "resume on one GPU: $(grep -m1 'resumed at step' "$work/kill.resume.log") (newest checkpoint step-$newest); $(tail -1 "$work/kill.resume.log")"
   grep -q "resumed at step $newest" "$work/kill.resume.log" || fail "resume did not start at step $newest"
