@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "app/data_parallel_setup.h"
+#include "app/run_limits.h"
 #include "app/run_plan.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
@@ -285,6 +286,19 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
                                 .profiled = o.profiled,
                                 .lr = 2e-4,
                                 .max_grad_norm = r.max_grad_norm};
+  const auto does_not_fit = [&](const std::string& why) {
+    r.error = why;  // "will it fit" has its answer: no; the next method still runs
+    plan_out << "         " << method << " does not fit: " << r.error << std::endl;
+  };
+  // The CPU has no out-of-memory error to catch: past its RAM the kernel kills the process.
+  if (s.device.is_cpu()) {
+    try {
+      check_cpu_fits(estimate, device_memory_bytes(Device::cpu()));
+    } catch (const UsageError& e) {
+      does_not_fit(e.what());
+      return r;
+    }
+  }
   try {
     if (dp.active()) {
       r.times = time_replicas(o, s, plan, estimate.attention_in_host, dp, schedule, r.trainable,
@@ -300,8 +314,7 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
     throw;
   } catch (const Error& e) {
     if (!is_out_of_memory(e)) throw;
-    r.error = e.what();  // "will it fit" has its answer: no; the next method still runs
-    plan_out << "         " << method << " does not fit: " << r.error << std::endl;
+    does_not_fit(e.what());
   }
   // The model and optimizer are gone: hand their blocks back so the next method starts clean.
   for (const Device& d : s.devices) release_cached_memory(d);

@@ -1,6 +1,7 @@
 #include "app/run_limits.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "app/gpu_memory_limit.h"
 #include "engine/core/error.h"
@@ -10,7 +11,8 @@ namespace loft::app {
 
 namespace {
 
-double gib(int64_t bytes) { return double(bytes) / double(int64_t(1) << 30); }
+// GiB to one decimal, as the messages print them.
+double gib(int64_t bytes) { return std::round(double(bytes) / double(int64_t(1) << 30) * 10.0) / 10.0; }
 
 }  // namespace
 
@@ -24,6 +26,14 @@ void check_host_fits(const llama::MethodMemory& e, int64_t micro, int64_t seq, i
                          share > 1 ? cat(" per GPU, for ", share, " GPUs on this host,") : "",
                          " in host memory, more than 3/4 of this machine's ", gib(host_bytes),
                          " GiB of RAM; lower --micro-batch or --seq, or add --checkpoints-on-gpu"));
+}
+
+void check_cpu_fits(const llama::MethodMemory& e, int64_t host_bytes) {
+  if (host_bytes <= 0 || e.total() <= host_bytes) return;
+  throw UsageError(cat("on the CPU this run needs about ", gib(e.total()), " GiB (", gib(e.frozen_weights),
+                       " GiB of f32 weights, the adapter, its optimizer and the activations), more than "
+                       "this machine's ", gib(host_bytes), " GiB of RAM; run it on a GPU (--device "
+                       "cuda) or pick a smaller model"));
 }
 
 llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodOptions& m,
@@ -66,6 +76,7 @@ void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),
                          " GiB of activations, more than the ", gib(machine), " GiB of ",
                          device.str(), "; lower --micro-batch or --seq"));
+  if (device.is_cpu()) check_cpu_fits(e, machine);
 }
 
 }  // namespace loft::app

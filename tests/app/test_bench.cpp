@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/device/device_info.h"
 #include "engine/device/profile.h"
 #include "engine/parallel/nccl_comm.h"
 #include "engine/tensor/device.h"
@@ -36,6 +37,18 @@ nlohmann::json bench_json(std::vector<std::string> args) {
 nlohmann::json only_method(const nlohmann::json& j) {
   EXPECT_EQ(j["methods"].size(), 1u);
   return j["methods"][0];
+}
+
+// llama-70b on the CPU (f32 weights: 276 GB) is answered "does not fit" from the estimate, at
+// once, for each method, instead of being killed by the kernel part way through building it.
+TEST(BenchCommand, ACpuShapeBeyondTheRamDoesNotFitAtOnce) {
+  const nlohmann::json j = bench_json({"--shape", "llama-70b", "--method", "lora,qlora", "--steps", "1"});
+  for (const auto& m : j["methods"]) {
+    if (int64_t(m["estimated_peak_bytes"]) <= device_memory_bytes(Device::cpu()))
+      GTEST_SKIP() << "this machine's RAM holds a 70B model in f32";
+    EXPECT_EQ(m["fits"], false) << m.dump();
+    EXPECT_NE(m["error"].get<std::string>().find("GiB of RAM"), std::string::npos) << m.dump();
+  }
 }
 
 TEST(BenchCommand, TinyShapeJson) {

@@ -99,6 +99,28 @@ TEST(RunPlan, JsonSaysWhetherItFits) {
   EXPECT_TRUE(contains(no["fit_error"].get<std::string>(), "max_position_embeddings")) << no.dump();
 }
 
+// On the CPU nothing answers "out of memory": past the RAM the kernel kills the run. A llama-70b
+// in f32 (276 GB of weights) is refused before anything is built, naming the bytes and the RAM;
+// a small model fits; an unknown RAM size is no check.
+TEST(RunPlan, RefusesACpuRunLargerThanTheRam) {
+  const int64_t gib = int64_t(1) << 30;
+  const MethodOptions m{"lora", {16, 16.0f}, parse_lora_targets("all"), 0};
+  const llama::MethodMemory big =
+      app::method_estimate(*llama::bench_shape_config("llama-70b"), m, 1, 512, true, Device::cpu());
+  EXPECT_GT(big.frozen_weights, 250 * gib);
+  try {
+    app::check_cpu_fits(big, 64 * gib);
+    ADD_FAILURE() << "a 70B f32 run accepted on a 64 GiB host";
+  } catch (const UsageError& err) {
+    EXPECT_TRUE(contains(err.what(), "more than this machine's 64 GiB of RAM")) << err.what();
+    EXPECT_TRUE(contains(err.what(), "--device cuda")) << err.what();
+  }
+  app::check_cpu_fits(big, 0);  // unknown RAM: no check
+  const llama::MethodMemory small =
+      app::method_estimate(*llama::bench_shape_config("tiny"), m, 1, 64, false, Device::cpu());
+  app::check_cpu_fits(small, 64 * gib);
+}
+
 // Checkpointed block inputs wait in pinned host memory: llama3-8b at 131,072 tokens keeps 32 GiB
 // there (32 layers x 131,072 x 4,096 bf16), which a 32 GiB workstation cannot pin; refused before
 // anything is loaded, naming the bytes and the way out.
