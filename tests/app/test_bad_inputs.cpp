@@ -120,7 +120,8 @@ TEST(BadInputs, OptionValuesAreCheckedAndNameTheRealOption) {
            {"--warmup", "-5"}, {"--max-grad-norm", "nan"}, {"--save-every", "-1"}, {"--batch", "-1"},
            {"--batch", "1e12"}, {"--seq", "1e9"}, {"--shuffle-buffer", "1e12"}, {"--epochs", "1e12"},
            {"--lora-rank", "4294967304"}, {"--nccl-timeout", "0"}, {"--nccl-timeout", "-5"},
-           {"--nccl-timeout", "nan"}, {"--check-replicas-every", "-1"}, {"--check-replicas-every", "x"}}) {
+           {"--nccl-timeout", "nan"}, {"--check-replicas-every", "-1"}, {"--check-replicas-every", "x"},
+           {"--grad-bucket-mib", "-1"}, {"--grad-bucket-mib", "5000"}, {"--grad-bucket-mib", "x"}}) {
     auto args = finetune(dir / "run", {opt, value});
     const auto r = test::run_cli_captured(args);
     EXPECT_EQ(r.code, 2) << opt << " " << value << ": " << r.err;
