@@ -55,7 +55,7 @@ void add_step_bench(CLI::App& bench) {
                   "(0,2); every GPU takes the batch (--batch x --seq per GPU), no profiled breakdown");
   cmd->add_flag("--shard-backbone", o->shard_backbone,
                 "with --gpus: each GPU keeps 1/N of every layer's frozen codes and gathers a layer's "
-                "before it runs (FSDP-style; the same results); not for falqon yet");
+                "before it runs (FSDP-style; the same results)");
   add_grad_bucket_option(*cmd, o->grad_bucket_mib);
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str()->transform(int_in(0, kMaxBenchSteps));
   cmd->add_option("--profile-steps", o->profiled,

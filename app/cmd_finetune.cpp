@@ -397,7 +397,7 @@ void add_finetune_command(CLI::App& root) {
   add_grad_bucket_option(*cmd, o->grad_bucket_mib);
   cmd->add_flag("--shard-backbone", o->shard_backbone,
                 "data-parallel: each GPU keeps 1/N of every layer's frozen codes and gathers a layer's "
-                "before it runs (FSDP-style; the same results); not for falqon yet");
+                "before it runs (FSDP-style; the same results)");
   cmd->add_option("--check-replicas-every", o->check_replicas_every,
                   "data-parallel: compare the ranks' adapter, optimizer and method state every N steps "
                   "(0: before each checkpoint only)")

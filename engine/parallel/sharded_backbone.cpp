@@ -81,6 +81,15 @@ void ShardedBackbone::use(int layer, int next) {
   if (next >= 0 && next != layer && holds_[1 - slot] != next) fetch(next, 1 - slot);
 }
 
+void ShardedBackbone::keep_written(int layer) {
+  const int slot = holds_[0] == layer ? 0 : holds_[1] == layer ? 1 : -1;
+  LOFT_CHECK(slot >= 0 && layer >= 0 && layer < int(layers_.size()), "ShardedBackbone: layer ", layer,
+             " was written but no slot holds it");
+  Layer& L = layers_[size_t(layer)];
+  const int64_t share = L.local.numel();
+  L.local.copy_from(slots_[slot].slice(int64_t(gather_.rank()) * share, share));
+}
+
 size_t ShardedBackbone::local_bytes() const {
   size_t b = 0;
   for (const Layer& L : layers_) b += L.local.nbytes();

@@ -49,6 +49,10 @@ class ShardedBackbone {
   // its tensors point there; `next` (or -1) is the layer expected after it, gathered into the
   // other slot beside l's compute.
   void use(int layer, int next);
+  // After use(layer): its codes in the slot were written (FALQON's row update), the same writes
+  // on every rank; this rank's share of them goes back into its own copy, so later gathers give
+  // every rank the written bytes.
+  void keep_written(int layer);
 
   size_t local_bytes() const;  // this rank's shares of every layer
   size_t slot_bytes() const;   // one slot (the largest layer's codes, padded)

@@ -117,6 +117,18 @@ class AdaptedLinear {
   // The frozen weight this projection multiplies by, where it has one as a FrozenWeight (the LoRA
   // family, frozen projections): its state and calibration hooks are the projection's.
   virtual FrozenWeight* frozen_store() const { return nullptr; }
+
+  // What --shard-backbone spreads over the ranks (engine/parallel/sharded_backbone.h): the tensors
+  // this projection multiplies by and keeps, read through these members at every use. The default
+  // is the frozen store's (FrozenWeight::stored_tensors); empty: it cannot be sharded.
+  virtual std::vector<Tensor*> sharded_tensors() {
+    FrozenWeight* w = frozen_store();
+    return w ? w->stored_tensors() : std::vector<Tensor*>{};
+  }
+  // True when after_step() and load_method_state() write those tensors and method_state() reads
+  // them (FALQON's backbone rows): a sharded model then gathers a layer around those calls and
+  // keeps what was written.
+  virtual bool writes_sharded_tensors() const { return false; }
 };
 
 // Builds the AdaptedLinear for one frozen projection: `name` is its module name

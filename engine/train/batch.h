@@ -77,6 +77,10 @@ class TrainableModel {
   virtual int64_t calibration_batches() const { return 0; }
   virtual void start_calibration() {}
   virtual void finish_calibration() {}
+  // A model that shards what its method state reads (--shard-backbone with FALQON) collects that
+  // state here, on every rank at the same point, before method_state() (Trainer does, before each
+  // replica check, checkpoint and at the end of run()); the default has nothing to gather.
+  virtual void gather_method_state() {}
   // Restores what method_state() returned; `source` (the file) names errors.
   virtual void load_method_state(const std::map<std::string, Tensor>& state,
                                  const std::string& source) {

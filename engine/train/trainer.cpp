@@ -180,7 +180,10 @@ std::optional<StepMetrics> Trainer::run_next_step() {
         results[i] = loft::train_step(*me.model, *optimizers_[i], mine, config_.max_grad_norm, lr,
                                       step, syncs_[i] ? &rank : nullptr);
         synchronize(dev);
-        if (check) check_replicas(i, step);
+        if (check) {
+          me.model->gather_method_state();
+          check_replicas(i, step);
+        }
       },
       [this] { abort_peers(); });
   ++step_;
@@ -256,6 +259,8 @@ void Trainer::run(const std::function<void(const StepMetrics&)>& on_step) {
     if (config_.save_every > 0 && step_ % config_.save_every == 0 && step_ < config_.steps)
       save_checkpoint();
   }
+  // What the caller saves from the model next (the adapter's method state), on every rank.
+  workers_->run([&](size_t i) { local_[i].model->gather_method_state(); }, [this] { abort_peers(); });
 }
 
 void Trainer::calibrate() {
@@ -287,7 +292,13 @@ fs::path Trainer::save_checkpoint() {
   LOFT_CHECK(!config_.run_dir.empty(), "save_checkpoint: no run directory configured");
   const fs::path root = config_.run_dir / "checkpoints";
   const fs::path final_dir = root / ("step-" + std::to_string(step_));
-  if (world_ > 1) workers_->run([&](size_t i) { check_replicas(i, step_); }, [this] { abort_peers(); });
+  // Every rank: the method state (gathered where sharded codes hold it), the replica check.
+  workers_->run(
+      [&](size_t i) {
+        local_[i].model->gather_method_state();
+        if (world_ > 1) check_replicas(i, step_);
+      },
+      [this] { abort_peers(); });
   if (!writes_) return final_dir;
   const fs::path tmp = root / checkpoint_temporary_name(step_, getpid());
   fs::remove_all(tmp);

@@ -79,7 +79,7 @@ void apply_adapter(LlamaModel& model, const PeftAdapter& a, const std::filesyste
   for (const auto& [module, ab] : a.modules)
     if (!in_model.count(module))
       throw Error(cat("adapter ", from.string(), ": module ", module, " is not in the model"));
-  restore_method_state(model.linears(), a.method_state, state_file);
+  model.load_method_state(a.method_state, state_file);  // layer by layer where its codes are sharded
 }
 
 PeftAdapter extract_adapter(LlamaModel& model, const MethodOptions& opt,

@@ -101,8 +101,7 @@ std::vector<Tensor*> LlamaModel::layer_stored_tensors(size_t l) {
   // named_ holds each layer's kNumProj projections in order.
   for (size_t i = l * size_t(kNumProj); i < (l + 1) * size_t(kNumProj); ++i) {
     const auto& [name, lin] = named_[i];
-    FrozenWeight* store = lin->frozen_store();
-    std::vector<Tensor*> stored = store ? store->stored_tensors() : std::vector<Tensor*>{};
+    std::vector<Tensor*> stored = lin->sharded_tensors();
     if (stored.empty())
       throw Error(cat("--shard-backbone: ", name, "'s frozen weight is kept in a form this method "
                       "cannot shard yet (its store names no stored tensors)"));
@@ -125,10 +124,39 @@ std::vector<Param*> LlamaModel::grad_order() {
   return out;
 }
 
+bool LlamaModel::writes_shards() const {
+  return shards_ && std::any_of(named_.begin(), named_.end(),
+                                [](const auto& n) { return n.second->writes_sharded_tensors(); });
+}
+
+std::vector<std::pair<std::string, AdaptedLinear*>> LlamaModel::layer_linears(size_t l) const {
+  // named_ holds each layer's kNumProj projections in order.
+  return {named_.begin() + ptrdiff_t(l * size_t(kNumProj)), named_.begin() + ptrdiff_t((l + 1) * size_t(kNumProj))};
+}
+
+void LlamaModel::each_layer_gathered(const std::function<void(size_t)>& fn, bool written) {
+  const size_t n = layers_.size();
+  for (size_t l = 0; l < n; ++l) {
+    shards_->use(int(l), l + 1 < n ? int(l) + 1 : -1);
+    fn(l);
+    if (written) shards_->keep_written(int(l));
+  }
+}
+
 void LlamaModel::after_step() {
-  std::vector<AdaptedLinear*> all;
-  for (auto& [name, lin] : named_) all.push_back(lin);
-  after_steps(all);
+  state_gathered_ = false;
+  if (!writes_shards()) {
+    std::vector<AdaptedLinear*> all;
+    for (auto& [name, lin] : named_) all.push_back(lin);
+    return after_steps(all);
+  }
+  // Sharded codes that the update writes: layer by layer, each gathered, updated alike on every
+  // rank, and this rank's share kept.
+  each_layer_gathered([&](size_t l) {
+    std::vector<AdaptedLinear*> layer;
+    for (auto& [name, lin] : layer_linears(l)) layer.push_back(lin);
+    after_steps(layer);
+  }, true);
 }
 
 void LlamaModel::refresh_copies() {
@@ -150,12 +178,39 @@ void LlamaModel::finish_calibration() {
 }
 
 std::map<std::string, Tensor> LlamaModel::method_state() const {
-  return collect_method_state(named_);
+  if (!writes_shards()) return collect_method_state(named_);
+  LOFT_CHECK(state_gathered_, "the method state of a model whose sharded codes it reads is gathered "
+             "first, on every rank (LlamaModel::gather_method_state)");
+  return gathered_state_;
+}
+
+void LlamaModel::gather_method_state() {
+  if (!writes_shards()) return;
+  gathered_state_.clear();
+  each_layer_gathered([&](size_t l) { gathered_state_.merge(collect_method_state(layer_linears(l))); },
+                      false);
+  state_gathered_ = true;
 }
 
 void LlamaModel::load_method_state(const std::map<std::string, Tensor>& state,
                                    const std::string& source) {
-  restore_method_state(named_, state, source);
+  if (!writes_shards()) return restore_method_state(named_, state, source);
+  state_gathered_ = false;
+  // Each layer's modules from the state, into its gathered codes; what is left names no layer.
+  std::map<std::string, std::map<std::string, Tensor>> by_module = split_method_state(state, source);
+  each_layer_gathered([&](size_t l) {
+    std::map<std::string, Tensor> mine;
+    for (const auto& [module, lin] : layer_linears(l)) {
+      auto it = by_module.find(module);
+      if (it == by_module.end()) continue;
+      for (const auto& [key, t] : it->second) mine.emplace(module + "." + key, t);
+      by_module.erase(it);
+    }
+    restore_method_state(layer_linears(l), mine, source);
+  }, true);
+  if (!by_module.empty())
+    throw Error(cat(source, ": method state for ", by_module.begin()->first,
+                    ", which is not a projection of this model"));
 }
 
 Tensor LlamaModel::embed(const ModelBatch& b) {

@@ -81,8 +81,13 @@ class LlamaModel : public TrainableModel {
   int64_t calibration_batches() const override;
   void start_calibration() override;
   void finish_calibration() override;
-  // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h).
+  // Every projection's method state as "<module>.<key>" (engine/peft/method_state.h). With
+  // sharded codes that the method's state reads (FALQON's rows), the copy gather_method_state()
+  // made since the last step; Error without one.
   std::map<std::string, Tensor> method_state() const override;
+  // With such sharded codes, collects the method state layer by layer, each gathered: every rank
+  // calls it at the same point (a collective); method_state() then returns it. Else nothing.
+  void gather_method_state() override;
   void load_method_state(const std::map<std::string, Tensor>& state,
                          const std::string& source) override;
   // The adapted projections with their Hugging Face module names
@@ -121,6 +126,14 @@ class LlamaModel : public TrainableModel {
   const ShardedBackbone* backbone_shards() const { return shards_.get(); }
 
  private:
+  // Sharded, with projections that write their sharded tensors (AdaptedLinear::
+  // writes_sharded_tensors): updates, method state and its restore then go layer by layer.
+  bool writes_shards() const;
+  // Layer l's kNumProj projections with their module names.
+  std::vector<std::pair<std::string, AdaptedLinear*>> layer_linears(size_t l) const;
+  // fn(l) for every layer with its codes gathered (whole on this rank); `written`: fn wrote them
+  // (alike on every rank) and this rank's share is kept.
+  void each_layer_gathered(const std::function<void(size_t)>& fn, bool written);
   struct Layer;
   struct Saved;
   struct Dims;
@@ -201,6 +214,8 @@ class LlamaModel : public TrainableModel {
   std::unique_ptr<CheckpointOffload> offload_;  // made on the first checkpointed GPU step
   GradReadyHook grad_ready_;
   std::unique_ptr<ShardedBackbone> shards_;
+  std::map<std::string, Tensor> gathered_state_;  // gather_method_state's (writes_shards only)
+  bool state_gathered_ = false;                   // and still this step's
 };
 
 }  // namespace loft::llama

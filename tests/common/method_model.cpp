@@ -11,8 +11,9 @@ namespace loft::test {
 std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const std::string& method,
                                                 DType dtype, Device device, int rank,
                                                 uint64_t weight_seed, uint64_t init_seed,
-                                                ShardGather* shard) {
-  const llama::LlamaConfig c = *llama::bench_shape_config(shape);
+                                                ShardGather* shard, int num_layers) {
+  llama::LlamaConfig c = *llama::bench_shape_config(shape);
+  if (num_layers > 0) c.num_layers = num_layers;
   MethodOptions m{"", {rank, 16.0f}, parse_lora_targets("all"), 0};
   m.method = method.substr(0, method.find(':'));
   app::apply_method_variants(method, m);

@@ -3,6 +3,7 @@
 // the same weights (weight_seed) and adapter init (init_seed) at every call, so that replicas and
 // reruns start identical. With `shard`, each projection is drawn only when the model builds its
 // layer and the backbone is sharded layer by layer as it is built (the same values either way).
+// `num_layers` > 0 replaces the shape's layer count.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -15,6 +16,6 @@ namespace loft::test {
 std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const std::string& method,
                                                 DType dtype, Device device, int rank = 8,
                                                 uint64_t weight_seed = 3, uint64_t init_seed = 1,
-                                                ShardGather* shard = nullptr);
+                                                ShardGather* shard = nullptr, int num_layers = 0);
 
 }  // namespace loft::test

@@ -1,12 +1,13 @@
 // --shard-backbone on GPUs (engine/parallel/sharded_backbone.h through NCCL's all-gather), each
 // model sharded as it is built (its projections drawn just then), as bench builds it. One
 // GPU: a world of one through NCCL (its all-gather copies the one share) trains as the unsharded
-// model bit for bit, for every method whose stores shard, with and without checkpointing. Two
+// model bit for bit, for every method (FALQON's row update writing its shares too), with and
+// without checkpointing. Two
 // GPUs (skipped on one): rank 0 and rank 1 each keep half of the codes and train as the unsharded
 // model on one GPU, with the same losses within 1e-5 and each param within 1% of its norm (NCCL's
 // kernels beside the flash backward reorder its dQ atomics, as for the gradient sum; the CPU test
 // tests/models/test_sharded_backbone.cpp holds the bit-for-bit equality); each holds half the
-// codes.
+// codes. FALQON is left out there (methods_close_on_two_ranks).
 #include <cstdio>
 #include <random>
 
@@ -46,7 +47,7 @@ Trained train(const std::string& method, bool gc, Device dev, ShardGather* gathe
     out.local_bytes = model.backbone_shards()->local_bytes();
   } else {
     for (const auto& [name, lin] : model.linears())
-      for (const Tensor* s : lin->frozen_store()->stored_tensors()) out.stored_bytes += s->nbytes();
+      for (const Tensor* s : lin->sharded_tensors()) out.stored_bytes += s->nbytes();
   }
   AdamW opt(model.params(), AdamWConfig{.weight_decay = 0.01});
   std::mt19937 rng(11);
@@ -60,7 +61,10 @@ Trained train(const std::string& method, bool gc, Device dev, ShardGather* gathe
   return out;
 }
 
-std::vector<std::string> shardable_methods() {
+// Two ranks against one GPU compare within the dQ atomics' spread; FALQON's top-k row choice
+// turns that spread into whole rows (tests/gpu/test_nccl_comm_cuda.cpp measured its gradients 6%
+// apart), so it is compared bit for bit in the world of one only (its two ranks: the CPU test).
+std::vector<std::string> methods_close_on_two_ranks() {
   std::vector<std::string> out;
   for (const std::string& m : method_names())
     if (m != "falqon") out.push_back(m);
@@ -69,7 +73,7 @@ std::vector<std::string> shardable_methods() {
 
 TEST(ShardedBackboneCuda, AWorldOfOneThroughNcclTrainsAsTheUnshardedModel) {
   LOFT_REQUIRE_GPU();
-  for (const std::string& method : shardable_methods()) {
+  for (const std::string& method : method_names()) {
     for (bool gc : {false, true}) {
       SCOPED_TRACE(method + (gc ? " with checkpointing" : ""));
       const Trained plain = train(method, gc, kGpu, nullptr);
@@ -88,7 +92,7 @@ TEST(ShardedBackboneCuda, AWorldOfOneThroughNcclTrainsAsTheUnshardedModel) {
 
 TEST(ShardedBackboneCuda, TwoRanksEachKeepHalfAndTrainAsTheUnshardedModel) {
   LOFT_REQUIRE_GPUS(2);
-  for (const std::string& method : shardable_methods()) {
+  for (const std::string& method : methods_close_on_two_ranks()) {
     SCOPED_TRACE(method);
     const Trained plain = train(method, false, Device::cuda(0), nullptr);
     auto comms = make_communicators({0, 1});
