@@ -5,8 +5,9 @@
 #   1. the GPU tests that need several GPUs: NcclCommCuda.*, DataParallelCuda.*, BenchParallelCuda.*,
 #      ShardedBackboneCuda.* (the NCCL watchdog's test among them);
 #   2. the scaling bars (bench-scaling.sh: llama-7b 4x512, lora and falqon, 1 GPU and each N);
-#   3. llama-70b with qlora and halo:nf4 on every GPU of the machine, --shard-backbone, under
-#      --gpu-memory-limit 24GiB, batch 1 x 2048 with checkpointing (issue 30's "done");
+#   3. llama-70b with qlora and halo:nf4 (and falqon, on 4 GPUs or more: its FP8 backbone is 70 GB)
+#      on every GPU of the machine, --shard-backbone, under --gpu-memory-limit 24GiB, batch
+#      1 x 2048 with checkpointing (issue 30's "done");
 #   4. dp-check.sh (its sharded kill -9 and the resume on one GPU).
 # Results: $OUT/mgpu.tgz (every log, gtest JSON, scaling.jsonl, the 70B JSON lines) and a summary on
 # stdout. MGPU_BUDGET (seconds, default 540) is the whole call's; PARTS (default "tests scaling 70b
@@ -48,7 +49,8 @@ for p in ${PARTS:-tests scaling 70b dp}; do
       part scaling 150 env OUT="$res" GPUS="$ns" LOFT_TIMEOUT=60 bash scripts/dev/bench-scaling.sh
       tail -n 12 "$res/scaling.out" >>"$res/summary.txt" ;;
     70b)
-      for m in qlora halo:nf4; do
+      methods="qlora halo:nf4"; [ "$gpus" -ge 4 ] && methods="$methods falqon"
+      for m in $methods; do
         part "70b-${m/:/-}" 100 "$LOFT" bench step --shape llama-70b --gpus "$gpus" --shard-backbone \
           --method "$m" --lora-rank 16 --batch 1 --seq 2048 --grad-checkpointing \
           --gpu-memory-limit 24GiB --steps 2 --warmup 1 --profile-steps 0 --json
