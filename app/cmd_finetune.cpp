@@ -2,6 +2,7 @@
 // docs/methods.md, overridable), prints the plan with its memory budget, then hands over to the
 // Trainer; the final adapter is written in PEFT's layout to RUN/adapter, with a
 // generation_config.json holding every stop id (the model's and the trained end-of-turn token).
+#include <limits>
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -168,12 +169,26 @@ std::vector<std::unique_ptr<llama::LlamaModel>> load_replicas(const FinetuneOpti
   return models;
 }
 
+// --shard-backbone needs data-parallel ranks to spread the codes over.
+void check_shard_has_ranks(bool shard_backbone, bool parallel) {
+  if (shard_backbone && !parallel)
+    throw UsageError("--shard-backbone spreads the frozen codes over data-parallel ranks: give --gpus N "
+                     "or launch one process per GPU with torchrun's variables");
+}
+
 // --plan: what this command line would run, as JSON on stdout; nothing is loaded but the
 // config (and an --init-adapter), the run folder is not touched and no data is read.
-// With --gpus, the plan is each GPU's (every rank holds a replica and its share of the micro-batches).
+// With --gpus, the plan is each GPU's (every rank holds a replica and its share of the micro-batches);
+// with --shard-backbone too, each GPU's share of the frozen codes (the GPUs counted from --gpus or
+// torchrun's WORLD_SIZE, not claimed: a plan may be made for another machine).
 void print_plan_json(const FinetuneOptions& o) {
-  const Device device = o.gpus.empty() ? resolve_device(o.device, &std::cerr) : Device::cuda(0);
+  const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
+  const int world = env ? env->world_size
+                        : o.gpus.empty() ? 1 : int(parse_gpus(o.gpus, std::numeric_limits<int>::max()).size());
+  check_shard_has_ranks(o.shard_backbone, !o.gpus.empty() || env.has_value());
+  const Device device = o.gpus.empty() && !env ? resolve_device(o.device, &std::cerr) : Device::cuda(0);
   RunPlan plan = plan_run(o.run, device);
+  if (o.shard_backbone) plan.shard_world = world;
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);
   plan.resolve_memory_choices(cfg, {device});
   nlohmann::ordered_json j = plan.to_json(cfg, device);
@@ -191,9 +206,7 @@ void run_finetune(const FinetuneOptions& in, const RunOutputOptions& run_outputs
   if (o.resume && o.overwrite) throw UsageError("--resume and --overwrite contradict each other");
   const std::optional<parallel::LaunchEnv> env = parallel::launch_env();
   const bool parallel = !o.gpus.empty() || env.has_value();
-  if (o.shard_backbone && !parallel)
-    throw UsageError("--shard-backbone spreads the frozen codes over data-parallel ranks: give --gpus N "
-                     "or launch one process per GPU with torchrun's variables");
+  check_shard_has_ranks(o.shard_backbone, parallel);
   if (parallel) check_device_beside_ranks(o.device, o.gpus.empty() ? "torchrun's WORLD_SIZE" : "--gpus " + o.gpus);
   const Device first_device = parallel ? Device::cuda(0) : resolve_device(o.device, &std::cerr);
   const bool rank0 = !env || env->rank == 0;

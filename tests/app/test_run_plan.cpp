@@ -6,6 +6,7 @@
 #include "app/run_limits.h"
 #include "app/run_plan.h"
 #include "engine/core/error.h"
+#include "engine/tensor/device.h"
 #include "engine/peft/method_spec.h"
 #include "models/llama/bench_model.h"
 #include "models/llama/loading.h"
@@ -188,6 +189,32 @@ TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
   EXPECT_EQ(flag.code, 2);
   EXPECT_TRUE(contains(flag.err, "--plan")) << flag.err;
   EXPECT_EQ(flag.err.find('\n'), flag.err.rfind("\n(run 'loft --help'")) << "one line, then the usage hint: " << flag.err;
+}
+
+// --plan with --gpus 2 --shard-backbone is each GPU's plan with its half of the frozen codes (and
+// two layers' worth gathered), counted without claiming the GPUs; without ranks it is the run's
+// usage error. A plan with --gpus sizes GPU 0, so this needs a GPU.
+TEST(RunPlan, ThePlanOfAShardedRunCountsEachGpusShare) {
+  const CliResult alone = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--device",
+                                            "cpu", "--shard-backbone", "--plan"});
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_TRUE(contains(alone.err, "--shard-backbone spreads")) << alone.err;
+  if (cuda_device_count() == 0) GTEST_SKIP() << "--plan --gpus sizes cuda:0; this machine has no GPU";
+  auto plan = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--method", "qlora",
+                                     "--seq", "256", "--plan"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli_captured(args);
+  };
+  const CliResult whole = plan({"--gpus", "2"}), sharded = plan({"--gpus", "2", "--shard-backbone"});
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  ASSERT_EQ(sharded.code, 0) << sharded.err;
+  const int64_t all = nlohmann::json::parse(whole.out)["memory_estimate"]["frozen_weights_bytes"];
+  const int64_t share = nlohmann::json::parse(sharded.out)["memory_estimate"]["frozen_weights_bytes"];
+  const int64_t layers = llama::load_llama_config(stories()).num_layers;
+  EXPECT_LT(share, all);
+  EXPECT_GE(share, all / 2) << "half, plus two layers' slots";
+  EXPECT_LE(share, all / 2 + 2 * all / layers + 4096);
 }
 
 // --falqon-transposed: auto stays per-step on the CPU (no GPU to fill); keep is carried, the
