@@ -23,6 +23,10 @@
 #include "tests/common/every_method.h"
 #include "tests/common/local_shard_gather.h"
 #include "tests/common/thread_shard_gather.h"
+#include "tests/common/tiny_llama.h"
+#include "tests/common/token_stream.h"
+#include "tests/common/test_util.h"
+#include "engine/peft/method_state.h"
 #include "tests/common/method_model.h"
 
 namespace loft::llama {
@@ -286,6 +290,65 @@ TEST(ShardedBackbone, FalqonRanksWriteTheirSharesAndTrainAsTheUnshardedModel) {
         EXPECT_TRUE(same_state(state[r], plain.state)) << "rank " << r;
       }
     }
+  }
+}
+
+// The tiny Llama with FALQON, four layers (more than the two slots), sharded through `shard`
+// (or not).
+std::unique_ptr<LlamaModel> falqon_tiny(ShardGather* shard) {
+  LlamaConfig c = test::tiny_llama_config();
+  c.num_layers = 4;
+  MethodOptions m{"falqon", {8, 16.0f}, parse_lora_targets("all"), 0};
+  apply_method_invariants(m);
+  std::mt19937_64 rng(1);
+  auto model = std::make_unique<LlamaModel>(c, random_llama_weights(c, DType::F32, Device::cpu(), 3),
+                                            make_linear_factory(m, rng));
+  if (shard) model->shard_backbone(*shard);
+  return model;
+}
+
+TrainerConfig four_steps(const std::filesystem::path& dir) {
+  TrainerConfig c;
+  c.steps = 4;
+  c.grad_accum = 2;
+  c.schedule = {ScheduleKind::Constant, 1e-3, 0, 4};
+  c.max_grad_norm = 1.0;
+  c.run_dir = dir;
+  c.quiet = true;
+  c.save_every = 2;
+  return c;
+}
+
+// The trainer with a sharded FALQON model (a world of one, whose gathers are its own shares): a
+// checkpoint holds the method state gathered from the shares, a run resumed from it (sharded
+// again, or not) ends as the run that went on, and after run() the state is there for the
+// adapter; all bit for bit as the unsharded run.
+TEST(ShardedBackbone, AShardedFalqonRunCheckpointsAndResumes) {
+  test::TempDir dir;
+  auto plain = falqon_tiny(nullptr);
+  test::TokenStream d0;
+  Trainer(*plain, d0, four_steps(dir / "plain")).run();
+  const std::map<std::string, Tensor> want = plain->method_state();
+  test::LocalShards one(1);
+  auto sharded = falqon_tiny(&one.rank(0));
+  test::TokenStream d1;
+  Trainer(*sharded, d1, four_steps(dir / "sharded")).run();
+  EXPECT_TRUE(same_state(sharded->method_state(), want));
+  const std::filesystem::path step2 = dir / "sharded" / "checkpoints" / "step-2";
+  ASSERT_TRUE(std::filesystem::exists(step2 / kMethodStateFile));
+  for (bool shard_again : {true, false}) {
+    SCOPED_TRACE(shard_again ? "resumed sharded" : "resumed whole");
+    test::LocalShards again(1);
+    auto resumed = falqon_tiny(shard_again ? &again.rank(0) : nullptr);
+    test::TokenStream d2;
+    Trainer t(*resumed, d2, four_steps(dir / (shard_again ? "r1" : "r2")));
+    ASSERT_EQ(t.resume(step2), 2);
+    t.run();
+    const std::vector<Param*> got = resumed->params(), ref = plain->params();
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t p = 0; p < ref.size(); ++p)
+      ASSERT_EQ(got[p]->value.to_float_vector(), ref[p]->value.to_float_vector()) << "param " << p;
+    EXPECT_TRUE(same_state(resumed->method_state(), want));
   }
 }
 
