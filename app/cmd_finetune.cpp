@@ -2,10 +2,10 @@
 // docs/methods.md, overridable), prints the plan with its memory budget, then hands over to the
 // Trainer; the final adapter is written in PEFT's layout to RUN/adapter, with a
 // generation_config.json holding every stop id (the model's and the trained end-of-turn token).
-#include <limits>
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "app/commands.h"
 #include "app/data_options.h"

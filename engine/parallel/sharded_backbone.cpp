@@ -70,7 +70,7 @@ void ShardedBackbone::use(int layer, int next) {
   const int n = int(layers_.size());
   LOFT_CHECK(layer >= 0 && layer < n && next >= -1 && next < n, "ShardedBackbone: layer ", layer,
              " then ", next, " of ", n);
-  int slot = holds_[0] == layer ? 0 : holds_[1] == layer ? 1 : -1;
+  int slot = slot_of(layer);
   if (slot < 0) {
     // Not gathered: into the slot that does not hold the layer expected next.
     slot = holds_[0] == next && next >= 0 ? 1 : 0;
@@ -82,7 +82,7 @@ void ShardedBackbone::use(int layer, int next) {
 }
 
 void ShardedBackbone::keep_written(int layer) {
-  const int slot = holds_[0] == layer ? 0 : holds_[1] == layer ? 1 : -1;
+  const int slot = slot_of(layer);
   LOFT_CHECK(slot >= 0 && layer >= 0 && layer < int(layers_.size()), "ShardedBackbone: layer ", layer,
              " was written but no slot holds it");
   Layer& L = layers_[size_t(layer)];

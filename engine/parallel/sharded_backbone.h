@@ -2,8 +2,8 @@
 // docs/multi-gpu.md): each of N ranks keeps 1/N of every layer's frozen codes, and a layer's
 // whole codes are gathered into one of two slots just before the layer runs (the next layer's on
 // the way while this one computes). The codes are bytes to this class: a layer's stored tensors
-// (FrozenWeight::stored_tensors of its projections) laid end to end, 256-byte aligned, padded to
-// N equal shares; rank r keeps share r. The stores keep reading their own Tensor members, which
+// (AdaptedLinear::sharded_tensors of its projections) laid end to end, 256-byte aligned, padded
+// to N equal shares; rank r keeps share r. The stores keep reading their own Tensor members, which
 // use() points into the slot that holds their layer, so a sharded model computes with the same
 // bytes as an unsharded one: bit for bit the same results.
 #pragma once
@@ -72,6 +72,8 @@ class ShardedBackbone {
   };
   void point(int layer, int slot);
   void fetch(int layer, int slot);
+  // The slot holding (or gathering) `layer`, or -1.
+  int slot_of(int layer) const { return holds_[0] == layer ? 0 : holds_[1] == layer ? 1 : -1; }
 
   std::vector<Layer> layers_;
   ShardGather& gather_;

@@ -98,9 +98,7 @@ std::vector<Param*> LlamaModel::layer_params(size_t l) {
 
 std::vector<Tensor*> LlamaModel::layer_stored_tensors(size_t l) {
   std::vector<Tensor*> out;
-  // named_ holds each layer's kNumProj projections in order.
-  for (size_t i = l * size_t(kNumProj); i < (l + 1) * size_t(kNumProj); ++i) {
-    const auto& [name, lin] = named_[i];
+  for (const auto& [name, lin] : layer_linears(l)) {
     std::vector<Tensor*> stored = lin->sharded_tensors();
     if (stored.empty())
       throw Error(cat("--shard-backbone: ", name, "'s frozen weight is kept in a form this method "

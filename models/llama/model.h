@@ -185,7 +185,8 @@ class LlamaModel : public TrainableModel {
   int64_t tile_for(int64_t tokens) const;
   // The params of layer l's projections.
   std::vector<Param*> layer_params(size_t l);
-  // The stored tensors of layer l's frozen stores; Error naming a projection whose store has none.
+  // What layer l's projections shard (AdaptedLinear::sharded_tensors); Error naming a projection
+  // that names none.
   std::vector<Tensor*> layer_stored_tensors(size_t l);
   // Before layer l runs: its frozen codes gathered when the backbone is sharded, and `next`'s
   // (or -1) on the way.

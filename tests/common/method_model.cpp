@@ -24,4 +24,12 @@ std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const 
       make_linear_factory(m, init), shard);
 }
 
+ModelBatch random_token_batch(int64_t vocab, int64_t rows, int64_t seq, uint64_t seed) {
+  std::mt19937_64 tok(seed);
+  std::uniform_int_distribution<int32_t> id(0, int32_t(vocab - 1));
+  std::vector<int32_t> ids(size_t(rows * seq));
+  for (int32_t& t : ids) t = id(tok);
+  return make_batch(ids, ids, {}, rows, seq, Device::cpu());
+}
+
 }  // namespace loft::test

@@ -18,4 +18,8 @@ std::unique_ptr<llama::LlamaModel> method_model(const std::string& shape, const 
                                                 uint64_t weight_seed = 3, uint64_t init_seed = 1,
                                                 ShardGather* shard = nullptr, int num_layers = 0);
 
+// `rows` rows of `seq` random token ids below `vocab` on the CPU, their own targets, the same for
+// the same `seed`: the batch every replica of a test takes.
+ModelBatch random_token_batch(int64_t vocab, int64_t rows, int64_t seq, uint64_t seed = 7);
+
 }  // namespace loft::test

@@ -28,13 +28,8 @@ struct Replica {
 
   explicit Replica(const std::string& method)
       : model(test::method_model("tiny", method, DType::F32, Device::cpu())) {
-    const LlamaConfig& c = model->config();
     optimizer = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
-    std::mt19937_64 tok(7);
-    std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
-    std::vector<int32_t> ids(2 * 24);
-    for (int32_t& t : ids) t = id(tok);
-    batch = make_batch(ids, ids, {}, 2, 24, Device::cpu());
+    batch = test::random_token_batch(model->config().vocab_size, 2, 24);
   }
 };
 

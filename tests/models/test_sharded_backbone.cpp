@@ -124,15 +124,10 @@ struct Replica {
           int layers = 0)
       : model(test::method_model("tiny", method, DType::F32, Device::cpu(), 8, 3, 1,
                                  at_build ? gather : nullptr, layers)) {
-    const LlamaConfig& c = model->config();
     model->set_grad_checkpointing(checkpointing);
     if (gather && !at_build) model->shard_backbone(*gather);
     opt = std::make_unique<AdamW>(model->params(), AdamWConfig{.weight_decay = 0.01});
-    std::mt19937_64 tok(7);
-    std::uniform_int_distribution<int32_t> id(0, int32_t(c.vocab_size - 1));
-    std::vector<int32_t> ids(2 * 24);
-    for (int32_t& t : ids) t = id(tok);
-    batch = make_batch(ids, ids, {}, 2, 24, Device::cpu());
+    batch = test::random_token_batch(model->config().vocab_size, 2, 24);
   }
 
   // The method's calibration pass, then three steps, each followed by an evaluation.

@@ -83,17 +83,17 @@ class FalqonLinear : public AdaptedLinear {
   // Onto a layer freshly built from the same base weight: checks s_w (Error naming the module),
   // overwrites the saved rows and A's codes, restores ΣΔB_applied and the pending B.
   void load_method_state(const std::map<std::string, Tensor>& state) override;
-
-  int rank() const { return rank_; }
-  // Host copies for tests and export: Wm's codes [(out+r), in] U8, the transposed backbone codes
-  // [in, out] U8 (made on demand), and s_w.
-  Tensor melded_codes() const;
   // --shard-backbone: the melded codes (and the kept transposed ones), which the row update writes.
   std::vector<Tensor*> sharded_tensors() override {
     if (wt_.defined()) return {&wm_, &wt_};
     return {&wm_};
   }
   bool writes_sharded_tensors() const override { return true; }
+
+  int rank() const { return rank_; }
+  // Host copies for tests and export: Wm's codes [(out+r), in] U8, the transposed backbone codes
+  // [in, out] U8 (made on demand), and s_w.
+  Tensor melded_codes() const;
   Tensor transposed_codes() const;
   // A host copy of the transposed backbone codes this projection keeps
   // (FalqonOptions::Transposed::keep), U8 [in, out]; undefined when each backward makes them.
