@@ -8,7 +8,8 @@
 #    global batch; two processes through the torchrun variables against `--gpus 2`; the same two
 #    processes on NCCL's socket transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1: as between
 #    hosts) against them over NVLink, with NCCL's log showing NET/Socket; `--gpus 2
-#    --shard-backbone` against `--gpus 2` (the same bytes: within the dQ atomics' spread);
+#    --shard-backbone` against `--gpus 2` for every method and backbone (the same bytes: loss curve
+#    and adapter within the dQ atomics' spread);
 #    `kill -9` of rank 1 while both train with --shard-backbone: rank 0 must exit with an error
 #    naming the lost peer within --nccl-timeout; then `--resume` on ONE GPU, unsharded,
 #    continues from the newest checkpoint to the end.
@@ -46,6 +47,33 @@ import json, sys
 a, b = ([json.loads(l) for l in open(f) if l.strip()] for f in sys.argv[1:3])
 if [x["step"] for x in a] != [x["step"] for x in b] or not a: print("steps differ"); sys.exit()
 print("%.3g" % max(abs(x["loss"] - y["loss"]) / abs(y["loss"]) for x, y in zip(a, b)))
+PY
+}
+# Largest relative L2 difference of a tensor between two runs' adapter/adapter_model.safetensors
+# (f32, bf16 and f16 tensors); "tensors differ" when the names or shapes differ.
+cmp_adapter() {
+  python3 - "$1/adapter/adapter_model.safetensors" "$2/adapter/adapter_model.safetensors" <<'PY'
+import array, json, math, struct, sys
+def load(path):  # name -> (shape, floats); small adapters, so plain Python
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    head, out = json.loads(raw[8:8 + n]), {}
+    for name, t in head.items():
+        if name == "__metadata__": continue
+        b, e = t["data_offsets"]; buf = raw[8 + n + b:8 + n + e]
+        if t["dtype"] == "BF16":
+            v = array.array("f", struct.pack("<%dI" % (len(buf) // 2), *(x << 16 for x in struct.unpack("<%dH" % (len(buf) // 2), buf))))
+        elif t["dtype"] == "F32":
+            v = array.array("f", buf)
+        else:
+            v = struct.unpack("<%de" % (len(buf) // 2), buf)
+        out[name] = (t["shape"], v)
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+if a.keys() != b.keys() or any(a[k][0] != b[k][0] for k in a) or not a: print("tensors differ"); sys.exit()
+def rel(x, y):
+    return math.sqrt(sum((p - q) ** 2 for p, q in zip(x, y))) / max(math.sqrt(sum(q * q for q in y)), 1e-30)
+print("%.3g" % max(rel(a[k][1], b[k][1]) for k in a))
 PY
 }
 within() { python3 -c "import sys; sys.exit(0 if '$1' != 'steps differ' and float('$1') <= $2 else 1)"; }
@@ -99,10 +127,18 @@ else
   report "two GPUs: two torchrun processes over NCCL's socket transport against them over NVLink: $d"
   within "$d" 1e-2 || fail "socket2: loss curve differs from NVLink by $d"
 
-  run gpus2shard --gpus 2 --shard-backbone
-  d=$(cmp_loss "$work/gpus2shard" "$work/gpus2")
-  report "two GPUs: --gpus 2 --shard-backbone against --gpus 2: $d"
-  within "$d" 1e-2 || fail "gpus2shard: loss curve differs from --gpus 2 by $d"
+  # Sharded against unsharded on the same two GPUs, every method and backbone: loss curve and adapter.
+  i=0
+  for m in lora qlora falqon halo "halo --backbone nf4" hot "hot --backbone fp8" "hot --backbone nf4"; do
+    i=$((i + 1))
+    if [ "$m" = lora ]; then plain=gpus2; else plain=m$i; run "$plain" --gpus 2 --method $m; fi
+    run "m${i}shard" --gpus 2 --shard-backbone --method $m
+    d=$(cmp_loss "$work/m${i}shard" "$work/$plain")
+    a=$(cmp_adapter "$work/m${i}shard" "$work/$plain")
+    report "two GPUs: --method $m --shard-backbone against unsharded: loss $d, adapter $a"
+    within "$d" 1e-2 || fail "$m sharded: loss curve differs from unsharded by $d"
+    within "$a" 5e-2 || fail "$m sharded: adapter differs from unsharded by $a"
+  done
 
   # kill -9 of rank 1 mid-run (sharded): rank 0 must stop with an error, within the 20 s timeout.
   for r in 0 1; do
