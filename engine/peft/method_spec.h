@@ -58,7 +58,7 @@ struct ProjectionSizes {
 struct MethodMemoryRow {
   std::string name;         // "halo-int8": the method and the form it stores W in
   std::string description;  // how the frozen projections are held
-  int64_t frozen_bytes = 0;  // resident, plus the largest scratch one frozen product decodes
+  int64_t frozen_bytes = 0;  // resident: what --shard-backbone spreads over the ranks
   int64_t trainable = 0;
   // The LoRA family saves each projection's input for its backward and keeps compute-dtype copies
   // of A and B for the GEMMs; a method that does neither (FALQON) says so. Bytes per trainable
@@ -69,6 +69,9 @@ struct MethodMemoryRow {
   // What one product's backward adds per token beyond the LoRA family's (HOT: dY rotated to fp32,
   // its codes and the int32 accumulator of the dX product), counted over a token tile.
   int64_t working_bytes_per_token = 0;
+  // The scratch one frozen product decodes or transposes its codes into (the largest
+  // projection's): every device holds it whole, sharded or not.
+  int64_t scratch_bytes = 0;
 };
 
 // 64-bit arithmetic for the memory estimate: UsageError instead of wrapping on absurd sizes.

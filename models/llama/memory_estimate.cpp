@@ -194,8 +194,8 @@ class Estimator {
   }
 
  private:
-  // The projections' bytes a rank holds: all of them, or with --shard-backbone its 1/N share and
-  // the two slots its layers are gathered into (a layer's share of the bytes each).
+  // The projections' resident bytes a rank holds: all of them, or with --shard-backbone its 1/N
+  // share and the two slots its layers are gathered into (a layer's bytes each).
   int64_t sharded(int64_t frozen) const {
     const int64_t n = opt_.shard_world;
     if (n <= 1) return frozen;
@@ -209,7 +209,7 @@ class Estimator {
     MethodMemory m;
     m.method = row.name;
     m.description = row.description;
-    m.frozen_weights = add(sharded(row.frozen_bytes), norms_);
+    m.frozen_weights = add(sharded(row.frozen_bytes), row.scratch_bytes, norms_);
     m.embeddings = embeddings_;
     m.host_embeddings = table_on_host_ ? table_ : 0;
     m.adapter_params = row.trainable;

@@ -59,6 +59,10 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   const auto& qlora = find(ms, "qlora-nf4");
   EXPECT_NEAR(double(qlora.frozen_weights - norms - 2 * largest), P * 4.127 / 8, P * 4.127 / 8 * 1e-4);
   EXPECT_EQ(qlora.adapter_params, lora.adapter_params);
+  // Sharded, the codes split over the ranks but each rank decodes a whole projection.
+  const int64_t nf4 = qlora.frozen_weights - norms - 2 * largest;
+  EXPECT_EQ(find(ms4, "qlora-nf4").frozen_weights,
+            (nf4 + 3) / 4 + 2 * ((nf4 + 31) / 32) + 2 * largest + norms);
 
   // FALQON: [W; A] in E4M3, A = r·Σin, + one transpose scratch as large as the largest
   // projection (gate/up/down: 11008·4096 bytes); B = r·Σout trains, in fp32 with its applied sum
@@ -73,6 +77,10 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
   // of the one scratch.
   const auto& kept = find(ms, "falqon-fp8-kept");
   EXPECT_EQ(kept.frozen_weights, falqon.frozen_weights - scratch + P);
+  // Sharded: [W; A] split over the ranks, the one transpose scratch whole on each.
+  const int64_t melded = P + 64 * 35584 * 32LL;
+  EXPECT_EQ(find(ms4, "falqon-fp8").frozen_weights,
+            (melded + 3) / 4 + 2 * ((melded + 31) / 32) + scratch + norms);
   EXPECT_EQ(kept.activations, falqon.activations);
 
   for (const char* halo : {"halo-fp8", "halo-int8"})

@@ -116,11 +116,13 @@ class FalqonSpec : public MethodSpec {
     // projection, or made in one shared scratch (the largest projection); only B trains. An
     // unresolved auto counts the scratch (what runs where no plan resolves it).
     const bool keep = m.get<FalqonOptions>().transposed == FalqonOptions::Transposed::keep;
-    return {keep ? "falqon-fp8-kept" : "falqon-fp8",
-            keep ? "E4M3 [W; A] + W's codes transposed, kept" : "E4M3 [W; A] + one projection's transpose scratch",
-            memory_add(memory_add(s.weights, s.rank_in), keep ? s.weights : s.largest_projection), s.rank_out,
-            // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
-            /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4};
+    MethodMemoryRow row{keep ? "falqon-fp8-kept" : "falqon-fp8",
+                        keep ? "E4M3 [W; A] + W's codes transposed, kept" : "E4M3 [W; A] + one projection's transpose scratch",
+                        memory_add(memory_add(s.weights, s.rank_in), keep ? s.weights : 0), s.rank_out,
+                        // saves only x·Aᵀ; B is used in fp32; ΣΔB_applied is fp32 beside it.
+                        /*saves_inputs=*/false, /*compute_copies=*/false, /*extra_bytes_per_trainable=*/4};
+    row.scratch_bytes = keep ? 0 : s.largest_projection;
+    return row;
   }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
     MethodOptions keep;

@@ -133,15 +133,15 @@ class HaloSpec : public MethodSpec {
     const HaloOptions& h = m.get<HaloOptions>();
     // NF4 backbone, each GEMM's codes (W or its transpose) decoded just before it into a
     // temporary as large as the projection.
-    if (h.backbone == HaloBackbone::Nf4)
-      return {"halo-nf4", "NF4 rotated W + one projection's FP8 decode",
-              memory_add(s.nf4_bytes, s.largest_projection), s.lora()};
     // Q(W·H) rotated once at load, 1 byte each, + the shared scratch each dX GEMM's transposed
     // codes are made in (the largest projection); LoRA in bf16 beside it.
-    const int64_t codes = memory_add(s.weights, s.largest_projection);
-    if (h.format == quant::LowpFormat::INT8)
-      return {"halo-int8", "INT8 rotated W + one projection's transpose scratch", codes, s.lora()};
-    return {"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", codes, s.lora()};
+    MethodMemoryRow row = h.backbone == HaloBackbone::Nf4
+        ? MethodMemoryRow{"halo-nf4", "NF4 rotated W + one projection's FP8 decode", s.nf4_bytes, s.lora()}
+        : h.format == quant::LowpFormat::INT8
+        ? MethodMemoryRow{"halo-int8", "INT8 rotated W + one projection's transpose scratch", s.weights, s.lora()}
+        : MethodMemoryRow{"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", s.weights, s.lora()};
+    row.scratch_bytes = s.largest_projection;
+    return row;
   }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
     MethodOptions fp8, int8, nf4;

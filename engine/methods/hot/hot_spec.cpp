@@ -120,13 +120,17 @@ class HotSpec : public MethodSpec {
     return row;
   }
   static MethodMemoryRow frozen_row(const ProjectionSizes& s, HotBackbone backbone) {
+    MethodMemoryRow row;
     switch (backbone) {
       case HotBackbone::Fp8:
-        return {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
-                memory_add(memory_add(s.weights, hot_code_bytes(s)), s.largest_projection), s.lora()};
+        row = {"hot-fp8", "E4M3 W + INT8-carrier dX codes of W + one projection's transpose scratch",
+               memory_add(s.weights, hot_code_bytes(s)), s.lora()};
+        row.scratch_bytes = s.largest_projection;
+        return row;
       case HotBackbone::Nf4:
-        return {"hot-nf4", "NF4 W + one projection's decoded W and dX codes",
-                memory_add(s.nf4_bytes, hot_nf4_scratch(s)), s.lora()};
+        row = {"hot-nf4", "NF4 W + one projection's decoded W and dX codes", s.nf4_bytes, s.lora()};
+        row.scratch_bytes = hot_nf4_scratch(s);
+        return row;
       case HotBackbone::Dense:
         break;
     }

@@ -15,8 +15,9 @@ class QloraSpec : public MethodSpec {
   }
   MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions&) const override {
     // Each product decodes its W to the compute dtype first: one projection's worth at a time.
-    return {"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)",
-            memory_add(s.nf4_bytes, memory_mul(s.compute_bytes, s.largest_projection)), s.lora()};
+    MethodMemoryRow row{"qlora-nf4", "NF4 W with double quantization (4.127 bits/param)", s.nf4_bytes, s.lora()};
+    row.scratch_bytes = memory_mul(s.compute_bytes, s.largest_projection);
+    return row;
   }
   LinearFactory linear_factory(const MethodOptions& opt, std::mt19937_64& rng) const override {
     return lora_family_factory(opt, rng, [](const std::string&, const WeightSource& w) { return nf4_weight(w.dense()); });
