@@ -32,9 +32,11 @@ class CachingPool {
     void* ptr;
     size_t size;  // the rounded size held; give it back with the pointer
   };
-  // A cached block that fits, else a new one from the driver. Under a cap, a new block must keep
-  // reserved + outside() within it: cached blocks are returned first (as when the driver is out of
-  // memory), then Error "out of GPU memory on cuda:N ... over --gpu-memory-limit ...".
+  // A cached block that fits (within 1/8 waste), else a new one from the driver. Under a cap, a
+  // new block must keep reserved + outside() within it. At the cap, or when the driver is out of
+  // memory, the smallest larger cached block serves whatever it wastes; without one, cached
+  // blocks go back to the driver, largest first, only until the new block fits; then Error "out
+  // of GPU memory on cuda:N ... [over --gpu-memory-limit ...]".
   Block acquire(size_t bytes);
   void give_back(void* ptr, size_t size);
   // Returns every cached block to the driver.
@@ -47,7 +49,10 @@ class CachingPool {
   OutsideMemory outside();
 
  private:
+  Block take_locked(std::multimap<size_t, void*>::iterator it);
   void release_locked();
+  // Returns cached blocks, largest first (one device sync before the first), until done() holds.
+  void release_until_locked(const std::function<bool()>& done);
   bool fits_cap(size_t size, int64_t cap) const;
 
   std::string name_;

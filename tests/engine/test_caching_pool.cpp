@@ -99,6 +99,34 @@ TEST(CachingPool, RealOutOfMemoryReleasesTheCacheThenFails) {
   pool.release_cached();
 }
 
+TEST(CachingPool, RealOutOfMemoryReturnsOnlyWhatTheRequestNeeds) {
+  FakeDriver fake;
+  fake.capacity = 10 * kMiB;
+  CachingPool pool("cuda:0", fake.driver());
+  const auto a = pool.acquire(3 * kMiB), b = pool.acquire(4 * kMiB);
+  pool.give_back(a.ptr, a.size);
+  pool.give_back(b.ptr, b.size);
+  // 7 of 10 held, all cached: 6 more fit once the largest (4) goes back; the 3 stays cached.
+  const auto c = pool.acquire(6 * kMiB);
+  EXPECT_EQ(fake.frees, 1);
+  EXPECT_EQ(fake.syncs, 1);
+  EXPECT_EQ(pool.stats().reserved, 9 * kMiB);
+  const auto d = pool.acquire(3 * kMiB);
+  EXPECT_EQ(d.ptr, a.ptr);
+  // Full, nothing cached, 2 MiB asked: the driver's error.
+  EXPECT_NE(error_of(pool, 2 * kMiB).find("fake device out of memory"), std::string::npos);
+  pool.give_back(d.ptr, d.size);
+  // Full again with the 3 MiB cached: a 2 MiB request takes it rather than return it.
+  const int frees = fake.frees;
+  const auto e = pool.acquire(2 * kMiB);
+  EXPECT_EQ(e.ptr, a.ptr);
+  EXPECT_EQ(fake.frees, frees);
+  pool.give_back(c.ptr, c.size);
+  pool.give_back(e.ptr, e.size);
+  pool.release_cached();
+  EXPECT_TRUE(fake.live.empty());
+}
+
 TEST(CachingPool, CapCountsReservedAndOutside) {
   FakeDriver fake;
   CachingPool pool("cuda:0", fake.driver());
@@ -106,22 +134,46 @@ TEST(CachingPool, CapCountsReservedAndOutside) {
   CapGuard cap(16 * kMiB);
   const auto a = pool.acquire(8 * kMiB);  // 3 + 8 <= 16
   pool.give_back(a.ptr, a.size);
-  // 3 + 8 cached + 6 > 16: the cached block goes back first, then 3 + 6 fits.
+  // 3 + 8 cached + 6 > 16: the cached block serves, though it wastes 2 MiB, and none goes back.
   const auto b = pool.acquire(6 * kMiB);
-  EXPECT_EQ(fake.frees, 1);
-  EXPECT_EQ(pool.stats().reserved, 6 * kMiB);
-  // 3 + 6 + 8 > 16 with nothing cached: the cap's error, before the driver is asked.
+  EXPECT_EQ(b.ptr, a.ptr);
+  EXPECT_EQ(b.size, 8 * kMiB);
+  EXPECT_EQ(fake.frees, 0);
+  EXPECT_EQ(fake.syncs, 0);
+  EXPECT_EQ(pool.stats().reserved, 8 * kMiB);
+  // 3 + 8 + 6 > 16 with nothing cached: the cap's error, before the driver is asked.
   const int mallocs = fake.mallocs;
-  const std::string err = error_of(pool, 8 * kMiB);
+  const std::string err = error_of(pool, 6 * kMiB);
   EXPECT_EQ(fake.mallocs, mallocs);
   EXPECT_EQ(err,
-            "out of GPU memory on cuda:0 allocating 8 MiB over --gpu-memory-limit 16 MiB (6 MiB in "
+            "out of GPU memory on cuda:0 allocating 6 MiB over --gpu-memory-limit 16 MiB (8 MiB in "
             "use by loft, 0 MiB cached, 3 MiB CUDA context and libraries)");
-  const auto c = pool.acquire(7 * kMiB);  // exactly 16: fits
+  const auto c = pool.acquire(5 * kMiB);  // exactly 16: fits
   EXPECT_EQ(pool.stats().reserved + pool.outside().bytes, 16 * kMiB);
   pool.give_back(b.ptr, b.size);
   pool.give_back(c.ptr, c.size);
   pool.release_cached();
+}
+
+TEST(CachingPool, CapReturnsCachedBlocksLargestFirstOnlyUntilTheRequestFits) {
+  FakeDriver fake;
+  CachingPool pool("cuda:0", fake.driver());
+  CapGuard cap(16 * kMiB);
+  const auto a = pool.acquire(2 * kMiB), b = pool.acquire(3 * kMiB), c = pool.acquire(4 * kMiB);
+  for (const auto& x : {a, b, c}) pool.give_back(x.ptr, x.size);
+  // 9 cached + 10 > 16, and no cached block holds 10: the 4 goes back (5 + 10 <= 16), not the rest.
+  const auto d = pool.acquire(10 * kMiB);
+  EXPECT_EQ(fake.frees, 1);
+  EXPECT_EQ(fake.syncs, 1);
+  EXPECT_EQ(pool.stats().reserved, 15 * kMiB);
+  EXPECT_EQ(pool.acquire(3 * kMiB).ptr, b.ptr);
+  EXPECT_EQ(pool.acquire(2 * kMiB).ptr, a.ptr);
+  EXPECT_EQ(fake.frees, 1);
+  pool.give_back(d.ptr, d.size);
+  pool.give_back(a.ptr, a.size);
+  pool.give_back(b.ptr, b.size);
+  pool.release_cached();
+  EXPECT_TRUE(fake.live.empty());
 }
 
 TEST(CachingPool, CapErrorSaysWhenTheContextWasNotMeasured) {
