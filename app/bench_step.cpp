@@ -344,6 +344,7 @@ nlohmann::ordered_json method_json(const StepBenchOptions& o, const Setup& s, co
   j["step_s_mean"] = t.mean_s;
   j["step_times_s"] = t.step_seconds;
   j["peak_bytes"] = t.peak_bytes;
+  j["allocator_returns"] = t.allocator_returns;
   j["trainable_parameters"] = r.trainable;
   j["parameters"] = s.base_parameters + r.trainable;
   j["last_loss"] = t.last_loss;
@@ -451,6 +452,11 @@ void print_table(std::ostream& out, const StepBenchOptions& o, const Setup& s,
   }
   out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
          "timed steps (weights included); est. = loft info's estimate of that peak\n";
+  for (const MethodRun& r : runs)
+    if (r.error.empty() && r.times.allocator_returns > 0)
+      out << r.method << ": the GPU allocator handed " << r.times.allocator_returns
+          << " cached blocks back to make room during the timed steps (at the memory limit; each "
+             "waits for the GPU)\n";
   if (!s.parallel.empty()) {
     out << "with --gpus " << o.gpus << ": tokens/s = " << s.devices.size()
         << " x the batch's tokens / the median step, from its start until every GPU is done; "

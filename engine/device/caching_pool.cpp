@@ -37,7 +37,7 @@ CachingPool::Block CachingPool::acquire(size_t bytes) {
   // step, which would return them again (under a 24 GiB cap a 70B step ran 1.5x slower so).
   if (const int64_t cap = gpu_memory_limit(); cap > 0 && !fits_cap(size, cap)) {
     if (cached != free_blocks_.end()) return take_locked(cached);
-    release_until_locked([&] { return fits_cap(size, cap); });
+    release_until_locked([&] { return fits_cap(size, cap); }, /*pressure=*/true);
     if (!fits_cap(size, cap))
       throw Error(cat("out of GPU memory on ", name_, " allocating ", mib(size), " over --gpu-memory-limit ",
                       format_byte_size(cap), " (", mib(stats_.allocated), " in use by loft, ",
@@ -49,7 +49,7 @@ CachingPool::Block CachingPool::acquire(size_t bytes) {
   std::string error;
   void* ptr = driver_.malloc(size, &error);
   if (!ptr && cached != free_blocks_.end()) return take_locked(cached);
-  if (!ptr) release_until_locked([&] { return (ptr = driver_.malloc(size, &error)) != nullptr; });
+  if (!ptr) release_until_locked([&] { return (ptr = driver_.malloc(size, &error)) != nullptr; }, true);
   if (!ptr)
     throw Error(cat("out of GPU memory on ", name_, " allocating ", mib(size), " (", mib(stats_.allocated),
                     " in use by loft, ", mib(stats_.reserved), " reserved): ", error));
@@ -74,10 +74,10 @@ void CachingPool::give_back(void* ptr, size_t size) {
 }
 
 void CachingPool::release_locked() {
-  release_until_locked([] { return false; });
+  release_until_locked([] { return false; }, /*pressure=*/false);
 }
 
-void CachingPool::release_until_locked(const std::function<bool()>& done) {
+void CachingPool::release_until_locked(const std::function<bool()>& done, bool pressure) {
   if (free_blocks_.empty()) return;
   driver_.sync();
   while (!free_blocks_.empty()) {
@@ -85,6 +85,7 @@ void CachingPool::release_until_locked(const std::function<bool()>& done) {
     driver_.free(largest->second);
     stats_.reserved -= largest->first;
     free_blocks_.erase(largest);
+    if (pressure) ++stats_.pressure_returns;
     if (done()) return;
   }
 }

@@ -51,8 +51,9 @@ class CachingPool {
  private:
   Block take_locked(std::multimap<size_t, void*>::iterator it);
   void release_locked();
-  // Returns cached blocks, largest first (one device sync before the first), until done() holds.
-  void release_until_locked(const std::function<bool()>& done);
+  // Returns cached blocks, largest first (one device sync before the first), until done() holds;
+  // `pressure`: to make room for a new block (counted in MemoryStats::pressure_returns).
+  void release_until_locked(const std::function<bool()>& done, bool pressure);
   bool fits_cap(size_t size, int64_t cap) const;
 
   std::string name_;

@@ -43,6 +43,9 @@ struct MemoryStats {
   size_t allocated = 0;       // bytes handed out now
   size_t peak_allocated = 0;  // high-water mark of `allocated` since the last reset
   size_t reserved = 0;        // bytes held from the driver (allocated + cached)
+  // Cached blocks handed back to the driver to make room for a new one (at --gpu-memory-limit or
+  // a full device), since the process started: each waits for the device's queued work.
+  size_t pressure_returns = 0;
 };
 MemoryStats memory_stats(Device device);
 void reset_peak_memory(Device device);

@@ -64,6 +64,7 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Mo
   BenchTimes t;
   // The method's calibration pass (if any), on the bench batch, as finetune runs it.
   run_calibration(model, [&batch]() -> std::optional<ModelBatch> { return batch; });
+  size_t returns_before = 0;
   int64_t step = time_steps(
       schedule, batch.ids.numel(),
       [&](int64_t n) {
@@ -74,9 +75,12 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Mo
       [&] {
         synchronize(device);
         reset_peak_memory(device);
+        returns_before = memory_stats(device).pressure_returns;
       },
       t);
-  t.peak_bytes = int64_t(memory_stats(device).peak_allocated);
+  const MemoryStats after = memory_stats(device);
+  t.peak_bytes = int64_t(after.peak_allocated);
+  t.allocator_returns = int64_t(after.pressure_returns - returns_before);
   if (schedule.profiled == 0) return t;
 
   const auto start = Clock::now();

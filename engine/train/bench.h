@@ -44,6 +44,9 @@ struct BenchTimes {
   double tokens_per_s = 0;     // tokens_per_step / median step time
   int64_t peak_bytes = 0;      // peak allocated on the device during the timed steps (with
                                // several ranks: the largest of their devices' peaks)
+  // Cached blocks the allocator handed back to make room during the timed steps (with several
+  // ranks: all of theirs): a run at its memory limit, each return a wait for the GPU.
+  int64_t allocator_returns = 0;
   double last_loss = 0;        // mean loss per target token of the last timed step
   // Seconds per profiled step charged to each part (exhaustive: Other holds what no scope
   // claims), and the wall time per profiled step they add up to. Zero when none were profiled.

@@ -100,10 +100,12 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
         abort_all);
     return losses.front();
   };
+  std::vector<size_t> returns_before(ranks.size(), 0);
   const auto start_timing = [&] {
     workers.run([&](size_t i) {
       synchronize(ranks[i].device);
       reset_peak_memory(ranks[i].device);
+      returns_before[i] = memory_stats(ranks[i].device).pressure_returns;
     });
     timing = true;
   };
@@ -115,8 +117,11 @@ BenchTimes time_parallel_training_steps(std::span<const BenchRank> ranks,
       *v /= steps;
     t.ranks.push_back(p);
   }
-  for (const BenchRank& r : ranks)
-    t.peak_bytes = std::max(t.peak_bytes, int64_t(memory_stats(r.device).peak_allocated));
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const MemoryStats s = memory_stats(ranks[i].device);
+    t.peak_bytes = std::max(t.peak_bytes, int64_t(s.peak_allocated));
+    t.allocator_returns += int64_t(s.pressure_returns - returns_before[i]);
+  }
   return t;
 }
 

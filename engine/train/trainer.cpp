@@ -153,6 +153,7 @@ void Trainer::check_replicas(size_t i, int64_t step) {
 
 std::optional<StepMetrics> Trainer::run_next_step() {
   const auto t0 = std::chrono::steady_clock::now();
+  const size_t returns_before = params_.empty() ? 0 : memory_stats(device_of(model_)).pressure_returns;
   std::vector<ModelBatch> micro;
   for (int64_t k = 0; k < config_.grad_accum; ++k) {
     std::optional<ModelBatch> b = data_.next();
@@ -197,7 +198,11 @@ std::optional<StepMetrics> Trainer::run_next_step() {
   m.tokens = targets;
   m.seconds = secs;
   m.tokens_per_s = secs > 0 ? double(tokens) / secs : 0.0;
-  if (!params_.empty()) m.peak_memory = int64_t(memory_stats(device_of(model_)).peak_allocated);
+  if (!params_.empty()) {
+    const MemoryStats mem = memory_stats(device_of(model_));
+    m.peak_memory = int64_t(mem.peak_allocated);
+    m.allocator_returns = int64_t(mem.pressure_returns - returns_before);
+  }
   return m;
 }
 
@@ -226,6 +231,15 @@ void Trainer::log(const StepMetrics& m) {
     if (m.val_loss) os << " | val " << std::setprecision(4) << *m.val_loss;
     if (!params_.empty()) os << " | peak " << std::setprecision(2) << double(m.peak_memory) / (1 << 30) << " GiB";
     *progress_ << os.str() << '\n' << std::flush;
+  }
+  // Past this process's first two steps (which allocate what the run keeps), a step that had to
+  // hand cached blocks back runs at its memory limit and waits for the GPU each time: said once.
+  if (progress_ && !config_.quiet && !told_allocator_returns_ && m.allocator_returns > 0 &&
+      m.step >= first_logged_step_ + 2) {
+    told_allocator_returns_ = true;
+    *progress_ << "note: step " << m.step << ": the GPU allocator handed " << m.allocator_returns
+               << " cached blocks back to make room (at the memory limit; each waits for the GPU). "
+                  "A smaller --micro-batch or --token-tile leaves it room.\n" << std::flush;
   }
 }
 

@@ -69,6 +69,7 @@ struct StepMetrics {
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, seconds = 0;
   int64_t tokens = 0;  // target tokens in this step
   int64_t peak_memory = 0;  // device bytes allocated at the high-water mark so far (the report's memory curve)
+  int64_t allocator_returns = 0;  // cached blocks the allocator handed back to make room in this step
   std::optional<double> val_loss;  // on evaluation steps
 };
 
@@ -147,6 +148,7 @@ class Trainer {
   double elapsed_ = 0;            // seconds spent in steps since run() started
   int64_t first_logged_step_ = 1; // first step of this process (for the ETA)
   bool stopped_ = false;
+  bool told_allocator_returns_ = false;  // the note about an allocator at its limit was printed
   int64_t last_checkpoint_ = -1;  // the step of the newest checkpoint written or resumed from
 };
 

@@ -111,6 +111,7 @@ TEST(CachingPool, RealOutOfMemoryReturnsOnlyWhatTheRequestNeeds) {
   EXPECT_EQ(fake.frees, 1);
   EXPECT_EQ(fake.syncs, 1);
   EXPECT_EQ(pool.stats().reserved, 9 * kMiB);
+  EXPECT_EQ(pool.stats().pressure_returns, 1u);
   const auto d = pool.acquire(3 * kMiB);
   EXPECT_EQ(d.ptr, a.ptr);
   // Full, nothing cached, 2 MiB asked: the driver's error.
@@ -166,6 +167,7 @@ TEST(CachingPool, CapReturnsCachedBlocksLargestFirstOnlyUntilTheRequestFits) {
   EXPECT_EQ(fake.frees, 1);
   EXPECT_EQ(fake.syncs, 1);
   EXPECT_EQ(pool.stats().reserved, 15 * kMiB);
+  EXPECT_EQ(pool.stats().pressure_returns, 1u);
   EXPECT_EQ(pool.acquire(3 * kMiB).ptr, b.ptr);
   EXPECT_EQ(pool.acquire(2 * kMiB).ptr, a.ptr);
   EXPECT_EQ(fake.frees, 1);
@@ -174,6 +176,7 @@ TEST(CachingPool, CapReturnsCachedBlocksLargestFirstOnlyUntilTheRequestFits) {
   pool.give_back(b.ptr, b.size);
   pool.release_cached();
   EXPECT_TRUE(fake.live.empty());
+  EXPECT_EQ(pool.stats().pressure_returns, 1u) << "a release asked for is not one made under pressure";
 }
 
 TEST(CachingPool, CapErrorSaysWhenTheContextWasNotMeasured) {
