@@ -131,10 +131,9 @@ class HaloSpec : public MethodSpec {
 
   MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
     const HaloOptions& h = m.get<HaloOptions>();
-    // NF4 backbone, each GEMM's codes (W or its transpose) decoded just before it into a
-    // temporary as large as the projection.
-    // Q(W·H) rotated once at load, 1 byte each, + the shared scratch each dX GEMM's transposed
-    // codes are made in (the largest projection); LoRA in bf16 beside it.
+    // Q(W·H) rotated once at load: NF4, or 1 byte each. The scratch, as large as the largest
+    // projection: NF4's codes (W or its transpose) decoded just before each GEMM, or the dense
+    // codes transposed for each dX GEMM. LoRA in bf16 beside it.
     MethodMemoryRow row = h.backbone == HaloBackbone::Nf4
         ? MethodMemoryRow{"halo-nf4", "NF4 rotated W + one projection's FP8 decode", s.nf4_bytes, s.lora()}
         : h.format == quant::LowpFormat::INT8
