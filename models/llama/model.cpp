@@ -183,7 +183,9 @@ std::map<std::string, Tensor> LlamaModel::method_state() const {
 }
 
 void LlamaModel::gather_method_state() {
-  if (!writes_shards()) return;
+  // Gathered already since the last step or restore (a replica check and a checkpoint of the same
+  // step): every rank knows it alike, so every rank skips the collective.
+  if (!writes_shards() || state_gathered_) return;
   gathered_state_.clear();
   each_layer_gathered([&](size_t l) { gathered_state_.merge(collect_method_state(layer_linears(l))); },
                       false);

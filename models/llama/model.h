@@ -86,7 +86,8 @@ class LlamaModel : public TrainableModel {
   // made since the last step; Error without one.
   std::map<std::string, Tensor> method_state() const override;
   // With such sharded codes, collects the method state layer by layer, each gathered: every rank
-  // calls it at the same point (a collective); method_state() then returns it. Else nothing.
+  // calls it at the same point (a collective, skipped when this step's state is gathered already);
+  // method_state() then returns it. Else nothing.
   void gather_method_state() override;
   void load_method_state(const std::map<std::string, Tensor>& state,
                          const std::string& source) override;

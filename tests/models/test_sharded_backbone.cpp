@@ -356,5 +356,22 @@ TEST(ShardedBackbone, FalqonStateIsGatheredFirst) {
   EXPECT_FALSE(one.model->method_state().empty());
 }
 
+// Gathered once a step: a second call (a replica check, then a checkpoint of the same step) makes
+// no collective; after a step it gathers again. Four layers, so two slots cannot hold them all.
+TEST(ShardedBackbone, FalqonStateIsGatheredOnceAStep) {
+  test::LocalShards shards(1);
+  Replica one("falqon", false, &shards.rank(0), false, 4);
+  one.model->gather_method_state();
+  const int gathers = shards.gathers();
+  one.model->gather_method_state();
+  EXPECT_EQ(shards.gathers(), gathers);
+  train_step(*one.model, *one.opt, std::span(&one.batch, 1), 1.0, 1e-3, 1);
+  EXPECT_THROW(one.model->method_state(), Error);
+  const int after_step = shards.gathers();
+  one.model->gather_method_state();
+  EXPECT_GT(shards.gathers(), after_step);
+  EXPECT_FALSE(one.model->method_state().empty());
+}
+
 }  // namespace
 }  // namespace loft::llama
