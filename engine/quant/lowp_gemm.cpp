@@ -59,13 +59,16 @@ void gemm_lowp(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor&
     const float f = opt.alpha * *sa.ptr<float>() * *sb.ptr<float>();
     const float* in = acc.ptr<float>();
     float* out = c.ptr<float>();
-    for (int64_t i = 0; i < c.numel(); ++i) out[i] = in[i] * f;
+    for (int64_t i = 0; i < c.numel(); ++i)
+      out[i] = opt.beta == 0.0f ? in[i] * f : in[i] * f + opt.beta * out[i];
     return;
   }
 #ifdef LOFT_WITH_CUDA
-  if (opt.allow_fast && a.size(1) > 0 && cuda::gemm_lowp_fast(a, sa, b, sb, c, opt.alpha)) return;
+  if (opt.allow_fast && a.size(1) > 0 &&
+      cuda::gemm_lowp_fast(a, sa, b, sb, c, opt.alpha, opt.beta))
+    return;
   const Tensor acc = decoded_product(a, b, DType::BF16);
-  cuda::apply_scales(acc, sa, sb, opt.alpha, c);
+  cuda::apply_scales(acc, sa, sb, opt.alpha, opt.beta, c);
 #else
   throw Error(cat("gemm_lowp: ", a.str(), " is on a device this build cannot run on"));
 #endif

@@ -2,6 +2,7 @@
 // triple loop over the decoded codes, for each format pair, at awkward shapes; and its errors.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "engine/quant/lowp_gemm.h"
@@ -49,6 +50,23 @@ TEST_P(QuantFp8Gemm, MatchesDecodedTripleLoop) {
     EXPECT_LT(test::rel_error(c.to_float_vector(), naive(a, b, 0.5f)), 1e-6)
         << s.m << "x" << s.n << "x" << s.k;
   }
+}
+
+// beta adds C's prior contents (scaled) to the product; beta 0 ignores them, NaN included.
+TEST_P(QuantFp8Gemm, BetaAddsThePriorContents) {
+  std::mt19937 rng(22);
+  const auto a = quant::quantize(test::random_tensor({9, 40}, rng, -2.0f, 2.0f), GetParam().a);
+  const auto b = quant::quantize(test::random_tensor({6, 40}, rng, -0.1f, 0.1f), GetParam().b);
+  const Tensor prior = test::random_tensor({9, 6}, rng, -1.0f, 1.0f);
+  const std::vector<float> p = prior.to_float_vector(), product = naive(a, b, 0.5f);
+  std::vector<float> expect(p.size());
+  for (size_t i = 0; i < p.size(); ++i) expect[i] = product[i] + 0.75f * p[i];
+  Tensor c = prior.clone();
+  quant::gemm_lowp(a.codes, a.scale, b.codes, b.scale, c, {.alpha = 0.5f, .beta = 0.75f});
+  EXPECT_LT(test::rel_error(c.to_float_vector(), expect), 1e-6);
+  Tensor nan = Tensor::from_vector(std::vector<float>(54, std::numeric_limits<float>::quiet_NaN()), {9, 6});
+  quant::gemm_lowp(a.codes, a.scale, b.codes, b.scale, nan, {.alpha = 0.5f});
+  EXPECT_LT(test::rel_error(nan.to_float_vector(), product), 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, QuantFp8Gemm,

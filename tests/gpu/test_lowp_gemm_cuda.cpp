@@ -76,6 +76,40 @@ TEST_P(LowpGemmCuda, MatchesCpuReference) {
   }
 }
 
+// beta = 1 adds the product onto C in the GEMM (FALQON's dX summed over q/k/v and gate/up, its dB
+// accumulated): the fast path must take it (a refusal would send a training step down the
+// decode path) and every path must match the CPU reference, BF16 C included.
+TEST_P(LowpGemmCuda, BetaAddsOntoCOnEveryPath) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(44);
+  for (const Dims& d : {Dims{256, 512, 384, true}, Dims{172, 172, 172, false},
+                        Dims{256, 8, 384, true}}) {
+    const std::string what = cat(d.m, "x", d.n, "x", d.k);
+    const auto a = quant::quantize(test::random_tensor({d.m, d.k}, rng, -2.0f, 2.0f), GetParam().a);
+    const auto b = quant::quantize(test::random_tensor({d.n, d.k}, rng, -0.1f, 0.1f), GetParam().b);
+    const Tensor prior = test::random_tensor({d.m, d.n}, rng, -3.0f, 3.0f);
+    Tensor ref = prior.clone();
+    quant::gemm_lowp(a.codes, a.scale, b.codes, b.scale, ref, {.alpha = 0.75f, .beta = 1.0f});
+    const auto ga = to_gpu(a), gb = to_gpu(b);
+    if (d.fast) {
+      Tensor c = prior.to(Device::cuda(0));
+      ASSERT_TRUE(quant::cuda::gemm_lowp_fast(ga.codes, ga.scale, gb.codes, gb.scale, c, 0.75f, 1.0f))
+          << what << ": fast path refused beta = 1";
+      EXPECT_LT(test::rel_error(c, ref), 1e-3) << what << " fast F32";
+    }
+    for (bool fast : {true, false}) {
+      Tensor c = prior.to(Device::cuda(0));
+      quant::gemm_lowp(ga.codes, ga.scale, gb.codes, gb.scale, c,
+                       {.alpha = 0.75f, .beta = 1.0f, .allow_fast = fast});
+      EXPECT_LT(test::rel_error(c, ref), 1e-3) << what << (fast ? " F32" : " fallback F32");
+      Tensor cb = bf16_rounded(prior).to(Device::cuda(0));
+      quant::gemm_lowp(ga.codes, ga.scale, gb.codes, gb.scale, cb,
+                       {.alpha = 0.75f, .beta = 1.0f, .allow_fast = fast});
+      EXPECT_LT(test::rel_error(cb, bf16_rounded(ref)), 1e-2) << what << (fast ? " BF16" : " fallback BF16");
+    }
+  }
+}
+
 TEST_P(LowpGemmCuda, NonMultipleOf16IsRefusedByTheFastPath) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(42);

@@ -164,18 +164,15 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
   }
   {
     prof::Scope s(prof::Part::FrozenGemm);
-    // dX = dYq·W_q: [T, out] · [in, out]ᵀ with the transposed backbone codes (E5M2 × E4M3): both
-    // operands K-major.
-    Tensor out = accumulate_dx ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
-    quant::gemm_lowp(dyq.codes, dyq.scale, wt, scale_, out);
-    if (accumulate_dx) ops::axpy(1.0f, out, dx);
+    // dX (+)= dYq·W_q: [T, out] · [in, out]ᵀ with the transposed backbone codes (E5M2 × E4M3):
+    // both operands K-major. The sum over the projections that share an input is the GEMM's
+    // beta: no [T, in] product apart and no pass adding it (4 passes over [T, in] fewer).
+    quant::gemm_lowp(dyq.codes, dyq.scale, wt, scale_, dx, {.beta = accumulate_dx ? 1.0f : 0.0f});
   }
   {
     prof::Scope s(prof::Part::AdapterMath);
-    // dB += dYqᵀ·E4M3(O_A): an FP8 GEMM (E5M2 × E4M3, K = tokens) into fp32.
-    Tensor db = Tensor::empty({out_, rank_}, DType::F32, dy.device());
-    quant::gemm_lowp(dyq.codes_t, dyq.scale, oaq.codes_t, oaq.scale, db);
-    ops::axpy(1.0f, db, b_.grad);
+    // dB += dYqᵀ·E4M3(O_A): an FP8 GEMM (E5M2 × E4M3, K = tokens) adding onto the fp32 gradient.
+    quant::gemm_lowp(dyq.codes_t, dyq.scale, oaq.codes_t, oaq.scale, b_.grad, {.beta = 1.0f});
   }
 }
 

@@ -155,29 +155,36 @@ bool igemm_i32(const Tensor& a, const Tensor& b, Tensor& acc) {
 
 namespace {
 
-// c = alpha·sa·sb·a·bᵀ with b's rows padded by zero codes (+0 in every format) to n16, a multiple
-// of 16, and the first n columns of the [m, n16] product copied into c. Why: the fallback decodes
-// both operands to bf16, a[T, in] included: at llama3-8b 2×4096 FALQON r = 8 spent 60 ms a step
-// there against 10 at r = 64; the padding moves b (n × k codes) and c's n columns instead.
+// c = alpha·sa·sb·a·bᵀ + beta·c with b's rows padded by zero codes (+0 in every format) to n16,
+// a multiple of 16, and the first n columns of the [m, n16] product copied into c (c copied in
+// first when beta is not 0). Why: the fallback decodes both operands to bf16, a[T, in] included:
+// at llama3-8b 2×4096 FALQON r = 8 spent 60 ms a step there against 10 at r = 64; the padding
+// moves b (n × k codes) and c's n columns instead.
 bool gemm_lowp_padded_n(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb,
-                        Tensor& c, float alpha) {
+                        Tensor& c, float alpha, float beta) {
   const int dev = c.device().index;
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1), n16 = (n + 15) / 16 * 16;
   Tensor bp = Tensor::empty({n16, k}, b.dtype(), b.device());
   bp.slice(0, n).copy_from(b);
   bp.slice(n, n16 - n).zero_();
   Tensor cp = Tensor::empty({m, n16}, c.dtype(), c.device());
-  if (!gemm_lowp_fast(a, sa, bp, sb, cp, alpha)) return false;
   const size_t es = dtype_size(c.dtype());
+  const cudaStream_t st = loft::cuda::stream(dev);
+  if (beta != 0.0f) {
+    cp.zero_();  // the padded columns' beta·C: 0, not uninitialised memory
+    LOFT_CUDA_CHECK(cudaMemcpy2DAsync(cp.data(), n16 * es, c.data(), n * es, n * es, size_t(m),
+                                      cudaMemcpyDeviceToDevice, st));
+  }
+  if (!gemm_lowp_fast(a, sa, bp, sb, cp, alpha, beta)) return false;
   LOFT_CUDA_CHECK(cudaMemcpy2DAsync(c.data(), n * es, cp.data(), n16 * es, n * es, size_t(m),
-                                    cudaMemcpyDeviceToDevice, loft::cuda::stream(dev)));
+                                    cudaMemcpyDeviceToDevice, st));
   return true;
 }
 
 }  // namespace
 
 bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
-                    float alpha) {
+                    float alpha, float beta) {
   const int dev = c.device().index;
   loft::cuda::set_device(dev);
   const int64_t m = a.size(0), n = b.size(0), k = a.size(1);
@@ -186,13 +193,13 @@ bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Te
   if (!int8 && !has_fp8(dev)) return false;
   if (n % 16 != 0) {  // padded when the rest fits (its B and C are fresh, so aligned)
     if (m % 16 != 0 || k % 16 != 0 || !aligned16(a.data())) return false;
-    return gemm_lowp_padded_n(a, sa, b, sb, c, alpha);
+    return gemm_lowp_padded_n(a, sa, b, sb, c, alpha, beta);
   }
   if (!fits(m, n, k, a.data(), b.data(), c.data())) return false;
   if (int8) {
     Tensor acc = Tensor::empty({m, n}, DType::I32, c.device());
     if (!igemm_i32(a, b, acc)) return false;
-    apply_scales(acc, sa, sb, alpha, c);
+    apply_scales(acc, sa, sb, alpha, beta, c);
     return true;
   }
   std::lock_guard lock(plans_mu);
@@ -207,11 +214,15 @@ bool gemm_lowp_fast(const Tensor& a, const Tensor& sa, const Tensor& b, const Te
       plan->desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &scale_a, sizeof scale_a));
   LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmulDescSetAttribute(
       plan->desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &scale_b, sizeof scale_b));
-  const float beta = 0.0f;
-  LOFT_CUBLAS_CHECK(cublas_api().cublasLtMatmul(
+  // beta != 0: C is read in the kernel's epilogue (C and D share c's layout). A kernel that
+  // cannot add C says NOT_SUPPORTED before launching anything; the caller then takes the
+  // portable path.
+  const cublasStatus_t status = cublas_api().cublasLtMatmul(
       loft::cuda::cublaslt_handle(dev), plan->desc, &alpha, b.data(), plan->lt_a, a.data(),
       plan->lt_b, &beta, c.data(), plan->lt_c, c.data(), plan->lt_c, &plan->algo, ws,
-      plan->workspace, loft::cuda::stream(dev)));
+      plan->workspace, loft::cuda::stream(dev));
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED && beta != 0.0f) return false;
+  LOFT_CUBLAS_CHECK(status);
   return true;
 }
 

@@ -143,11 +143,13 @@ __global__ void dequantize_kernel(const uint8_t* __restrict__ codes, int64_t n,
 template <typename Acc, typename T>
 __global__ void apply_scales_kernel(const Acc* __restrict__ acc, int64_t n,
                                     const float* __restrict__ sa, const float* __restrict__ sb,
-                                    float alpha, T* __restrict__ c) {
+                                    float alpha, float beta, T* __restrict__ c) {
   const float f = __fmul_rn(__fmul_rn(alpha, *sa), *sb);  // the CPU's (alpha·sa)·sb
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    c[i] = from_f32<T>(__fmul_rn(float(acc[i]), f));
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const float p = __fmul_rn(float(acc[i]), f);
+    c[i] = from_f32<T>(beta == 0.0f ? p : __fadd_rn(p, __fmul_rn(beta, to_f32(c[i]))));
+  }
 }
 
 constexpr int kThreads = 256;
@@ -217,7 +219,8 @@ void dequantize(const Tensor& codes, const Tensor* scale, Tensor& out) {
   });
 }
 
-void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float alpha, Tensor& c) {
+void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float alpha, float beta,
+                  Tensor& c) {
   const int dev = use_device(c);
   const int64_t n = c.numel();
   if (n == 0) return;
@@ -229,10 +232,10 @@ void apply_scales(const Tensor& acc, const Tensor& sa, const Tensor& sb, float a
     cudaStream_t st = loft::cuda::stream(dev);
     if (acc.dtype() == DType::F32)
       apply_scales_kernel<<<grid, kThreads, 0, st>>>(acc.ptr<float>(), n, sa.ptr<float>(),
-                                                     sb.ptr<float>(), alpha, c.ptr<T>());
+                                                     sb.ptr<float>(), alpha, beta, c.ptr<T>());
     else
       apply_scales_kernel<<<grid, kThreads, 0, st>>>(acc.ptr<int32_t>(), n, sa.ptr<float>(),
-                                                     sb.ptr<float>(), alpha, c.ptr<T>());
+                                                     sb.ptr<float>(), alpha, beta, c.ptr<T>());
     loft::cuda::check_launch("gemm_lowp apply_scales_kernel");
   });
 }
