@@ -43,6 +43,14 @@ void need_dtype(const char* op, const char* name, const Tensor& t, DType d) {
              dtype_name(d));
 }
 
+// An op's optional amax output (op_list.def): F32 [1] on the output's device.
+void need_amax(const char* op, const char* name, const Tensor& out, const Tensor* amax) {
+  if (!amax) return;
+  same_device(op, {&out, amax});
+  need_shape(op, name, *amax, {1});
+  need_dtype(op, name, *amax, DType::F32);
+}
+
 // Views x as [rows, last_dim].
 int64_t rows_of(const Tensor& t) { return t.dim() == 0 ? 1 : t.numel() / std::max<int64_t>(t.size(-1), 1); }
 
@@ -150,18 +158,21 @@ void check_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
 
 }  // namespace
 
-void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
+void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd,
+             Tensor* y_amax) {
   check_rmsnorm("rmsnorm", x, weight, y, rstd);
-  dispatch::rmsnorm(x.device(), x, weight, eps, y, rstd);
+  need_amax("rmsnorm", "y_amax", y, y_amax);
+  dispatch::rmsnorm(x.device(), x, weight, eps, y, rstd, y_amax);
 }
 
 void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
-                 Tensor* rstd) {
+                 Tensor* rstd, Tensor* y_amax) {
   check_rmsnorm("add_rmsnorm", x, weight, y, rstd);
   same_device("add_rmsnorm", {&x, &residual});
   need_shape("add_rmsnorm", "residual", residual, x.shape());
   need_dtype("add_rmsnorm", "residual", residual, x.dtype());
-  dispatch::add_rmsnorm(x.device(), residual, x, weight, eps, y, rstd);
+  need_amax("add_rmsnorm", "y_amax", y, y_amax);
+  dispatch::add_rmsnorm(x.device(), residual, x, weight, eps, y, rstd, y_amax);
 }
 
 void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
@@ -171,12 +182,14 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, c
 }
 
 void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight) {
+                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight,
+                          Tensor* dx_amax) {
   check_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, dx, dweight);
   same_device("rmsnorm_backward_add", {&x, &add});
   need_shape("rmsnorm_backward_add", "add", add, x.shape());
   need_dtype("rmsnorm_backward_add", "add", add, x.dtype());
-  dispatch::rmsnorm_backward_add(x.device(), dy, x, weight, rstd, add, dx, dweight);
+  need_amax("rmsnorm_backward_add", "dx_amax", dx, dx_amax);
+  dispatch::rmsnorm_backward_add(x.device(), dy, x, weight, rstd, add, dx, dweight, dx_amax);
 }
 
 namespace {
@@ -203,9 +216,11 @@ void check_head_norm_rope(const char* op, const Tensor& x, const Tensor& weight,
 }
 }  // namespace
 
-void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse,
+          Tensor* x_amax) {
   check_rope("rope", x, positions, inv_freq);
-  dispatch::rope(x.device(), x, positions, inv_freq, inverse);
+  need_amax("rope", "x_amax", x, x_amax);
+  dispatch::rope(x.device(), x, positions, inv_freq, inverse, x_amax);
 }
 
 void head_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tensor& positions,
@@ -224,7 +239,7 @@ void head_norm_rope(const Tensor& x, const Tensor& weight, float eps, const Tens
 
 void head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                              const Tensor& rstd, const Tensor& positions, const Tensor& inv_freq,
-                             Tensor& dx) {
+                             Tensor& dx, Tensor* dx_amax) {
   const char* op = "head_norm_rope_backward";
   check_head_norm_rope(op, x, weight, positions, inv_freq);
   same_device(op, {&x, &dy, &rstd, &dx});
@@ -234,28 +249,32 @@ void head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tensor& we
   need_dtype(op, "dx", dx, x.dtype());
   need_shape(op, "rstd", rstd, {x.size(0) * x.size(1)});
   need_dtype(op, "rstd", rstd, DType::F32);
-  dispatch::head_norm_rope_backward(x.device(), dy, x, weight, rstd, positions, inv_freq, dx);
+  need_amax(op, "dx_amax", dx, dx_amax);
+  dispatch::head_norm_rope_backward(x.device(), dy, x, weight, rstd, positions, inv_freq, dx, dx_amax);
 }
 
-void swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+void swiglu(const Tensor& gate, const Tensor& up, Tensor& out, Tensor* out_amax) {
   same_device("swiglu", {&gate, &up, &out});
   need_activation("swiglu", "gate", gate);
   need_shape("swiglu", "up", up, gate.shape());
   need_shape("swiglu", "out", out, gate.shape());
   need_dtype("swiglu", "up", up, gate.dtype());
   need_dtype("swiglu", "out", out, gate.dtype());
-  dispatch::swiglu(gate.device(), gate, up, out);
+  need_amax("swiglu", "out_amax", out, out_amax);
+  dispatch::swiglu(gate.device(), gate, up, out, out_amax);
 }
 
 void swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
-                     Tensor& dup) {
+                     Tensor& dup, Tensor* dgate_amax, Tensor* dup_amax) {
   same_device("swiglu_backward", {&dout, &gate, &up, &dgate, &dup});
   need_activation("swiglu_backward", "gate", gate);
   for (const Tensor* t : std::initializer_list<const Tensor*>{&dout, &up, &dgate, &dup}) {
     need_shape("swiglu_backward", "argument", *t, gate.shape());
     need_dtype("swiglu_backward", "argument", *t, gate.dtype());
   }
-  dispatch::swiglu_backward(gate.device(), dout, gate, up, dgate, dup);
+  need_amax("swiglu_backward", "dgate_amax", dgate, dgate_amax);
+  need_amax("swiglu_backward", "dup_amax", dup, dup_amax);
+  dispatch::swiglu_backward(gate.device(), dout, gate, up, dgate, dup, dgate_amax, dup_amax);
 }
 
 void embedding(const Tensor& table, const Tensor& ids, Tensor& out) {

@@ -50,9 +50,14 @@ class AdaptedLinear {
     forward(x, y, &saved, shared);
   }
   // Given dy [T, out], accumulates the adapter's gradients and writes dx [T, in] (added to dx's
-  // contents when accumulate_dx: projections that share an input sum their dx).
-  virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                        bool accumulate_dx) = 0;
+  // contents when accumulate_dx: projections that share an input sum their dx). dy_amax: null, or
+  // F32 [1] holding max |dy| (see takes_amax).
+  virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
+                        const Tensor* dy_amax = nullptr) = 0;
+  // Whether the method quantizes its input and dy with one scale per tensor (FALQON): the model
+  // then has the ops that write them fold their amax (ops.h's *_amax outputs) and hands it over
+  // (SharedInput::amax, backward's dy_amax), saving the quantizer its own pass over each.
+  virtual bool takes_amax() const { return false; }
 
   // Trainable tensors (empty for a frozen layer).
   virtual std::vector<Param*> params() = 0;

@@ -22,7 +22,8 @@ class FrozenLinear : public AdaptedLinear {
   void save_for_backward(const Tensor&, LinearSaved& saved, SharedInput*) override {
     saved.clear();  // dx = dy·W needs nothing of the forward
   }
-  void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx) override {
+  void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx,
+                const Tensor* = nullptr) override {
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->backward_input(dy, dx, accumulate_dx);
   }

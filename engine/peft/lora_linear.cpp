@@ -86,7 +86,7 @@ void LoraLinear::save_for_backward(const Tensor& x, LinearSaved& saved, SharedIn
 }
 
 void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                          bool accumulate_dx) {
+                          bool accumulate_dx, const Tensor*) {
   LOFT_CHECK(saved.tensors.size() == 2, a_.name, ": backward without a saved forward");
   const Tensor& x = saved.tensors[0];
   const Tensor& xa = saved.tensors[1];

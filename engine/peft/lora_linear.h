@@ -31,8 +31,8 @@ class LoraLinear : public AdaptedLinear {
   void forward(const Tensor& x, Tensor& y, LinearSaved* saved,
                SharedInput* shared = nullptr) override;
   void save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) override;
-  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                bool accumulate_dx) override;
+  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
+                const Tensor* dy_amax = nullptr) override;
   std::vector<Param*> params() override { return {&a_, &b_}; }
   void refresh_copies() override;
   void after_step() override;

@@ -71,12 +71,16 @@ void check_scale(const Tensor& scale, const Tensor& codes, std::string_view op) 
              " but codes on ", codes.device().str());
 }
 
-void quantize_cpu(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
+void quantize_cpu(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
+                  const Tensor* given_amax) {
   const LowpFormat f = format_of(codes.dtype(), "quantize");
   const std::vector<float> xf = x.to_float_vector();  // exact for F32 and BF16
   const int64_t n = x.numel();
   float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(xf[size_t(i)]));  // skips NaN
+  if (given_amax)
+    amax = *given_amax->ptr<float>();
+  else
+    for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(xf[size_t(i)]));  // skips NaN
   const float s = scale_for_amax(amax, f);
   auto* out = codes.ptr<uint8_t>();
   encode_cpu(f, xf.data(), n, s, out);
@@ -128,7 +132,8 @@ void encode_cpu(LowpFormat f, const float* x, int64_t n, float s, uint8_t* codes
   }
 }
 
-void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
+void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
+                   const Tensor* amax) {
   LOFT_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,
              "quantize: input must be F32 or BF16, got ", x.str());
   format_of(codes.dtype(), "quantize: codes");
@@ -141,15 +146,19 @@ void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scal
                    codes_t->shape() == Shape({x.size(1), x.size(0)}),
                "quantize: transposed codes ", codes_t->str(), " do not match the input ", x.str());
   }
-  if (x.device().is_cpu()) return quantize_cpu(x, codes, codes_t, scale);
+  if (amax)
+    LOFT_CHECK(amax->dtype() == DType::F32 && amax->numel() == 1 && amax->device() == x.device(),
+               "quantize: amax must be F32 [1] on the input's device, got ", amax->str());
+  if (x.device().is_cpu()) return quantize_cpu(x, codes, codes_t, scale, amax);
 #ifdef LOFT_WITH_CUDA
-  cuda::quantize(x, codes, codes_t, scale);
+  cuda::quantize(x, codes, codes_t, scale, amax);
 #else
   throw Error(cat("quantize: ", x.str(), " is on a device this build cannot run on"));
 #endif
 }
 
-QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transposed) {
+QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transposed,
+                         const Tensor* amax) {
   QuantizedTensor q;
   q.format = format;
   q.codes = Tensor::empty(x.shape(), code_dtype(format), x.device());
@@ -158,7 +167,7 @@ QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transpose
     LOFT_CHECK(x.dim() == 2, "quantize: a transposed copy needs a 2-D input, got ", x.str());
     q.codes_t = Tensor::empty({x.size(1), x.size(0)}, code_dtype(format), x.device());
   }
-  quantize_into(x, q.codes, also_transposed ? &q.codes_t : nullptr, q.scale);
+  quantize_into(x, q.codes, also_transposed ? &q.codes_t : nullptr, q.scale, amax);
   return q;
 }
 

@@ -27,10 +27,14 @@ struct QuantizedTensor {
 };
 
 // x: F32 or BF16, any shape, CPU or CUDA. also_transposed needs a 2-D x (the K-major copy a GEMM
-// on the other side of a projection needs).
-QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transposed = false);
+// on the other side of a projection needs). amax, when given: F32 [1] on x's device holding
+// max |x| (NaN skipped), as the op that wrote x computed it (ops.h's *_amax outputs); the amax
+// pass over x is then skipped, and the codes and scale are the same bytes.
+QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transposed = false,
+                         const Tensor* amax = nullptr);
 // Same, into preallocated codes (and codes_t when defined) and scale (no allocation).
-void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale);
+void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
+                   const Tensor* amax = nullptr);
 
 // The scale quantize() derives from an amax: amax / qmax in fp32, 1 when amax is 0.
 float scale_for_amax(float amax, LowpFormat f);

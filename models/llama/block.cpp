@@ -27,6 +27,15 @@ std::vector<Tile> tiles_of(int64_t T, int64_t tile) {
 
 Tensor rows(const Tensor& t, const Tile& c) { return t.slice(c.begin, c.n); }
 
+// A zeroed F32 [1] for the amax output of the op that writes an input (or dy) of these
+// projections, when one of them takes it (AdaptedLinear::takes_amax); undefined otherwise.
+Tensor amax_for(std::initializer_list<const AdaptedLinear*> readers, const Tensor& like) {
+  for (const AdaptedLinear* r : readers)
+    if (r->takes_amax()) return Tensor::zeros({1}, DType::F32, like.device());
+  return Tensor();
+}
+Tensor* maybe(Tensor& t) { return t.defined() ? &t : nullptr; }
+
 // A projection's frozen bias (LlamaConfig::bias), added to its output after the method's product
 // (frozen GEMM + adapter), so every method gets it untouched. Frozen, it has no gradient, and dy
 // passes through it unchanged: no backward reads it.
@@ -53,8 +62,12 @@ void LlamaModel::attention_inputs(Layer& L, const Tensor& x, Tensor* q, Tensor* 
   const Dims d = dims_for(x);
   const int64_t n = x.size(0), H = d.sizes.hidden;
   Tensor h1 = d.act({n, H}), rstd1 = d.f32({n});
-  { prof::Scope p(kElementwise); ops::rmsnorm(x, L.attn_norm, float(config_.rms_norm_eps), h1, &rstd1); }
-  SharedInput in(h1);  // q, k and v read the same input
+  Tensor amax1 = amax_for({L.q.get(), L.k.get(), L.v.get()}, x);
+  {
+    prof::Scope p(kElementwise);
+    ops::rmsnorm(x, L.attn_norm, float(config_.rms_norm_eps), h1, &rstd1, maybe(amax1));
+  }
+  SharedInput in(h1, amax1);  // q, k and v read the same input
   if (q) {
     L.q->forward(h1, *q, s ? &s->sq : nullptr, &in);
     L.k->forward(h1, *k, s ? &s->sk : nullptr, &in);
@@ -81,24 +94,28 @@ void LlamaModel::post_attention(Layer& L, const Tensor& x, const Tensor& att, Te
   L.o->forward(att, x2, s ? &s->so : nullptr);
   add_bias(L.bias_of(Proj::O), x2);
   Tensor h2 = d.act({n, H}), rstd2 = d.f32({n});
+  Tensor amax2 = amax_for({L.gate.get(), L.up.get()}, x);
   {
     prof::Scope p(kElementwise);  // x2 += x (residual), h2 = norm(x2)
-    ops::add_rmsnorm(x, x2, L.ffn_norm, float(config_.rms_norm_eps), h2, &rstd2);
+    ops::add_rmsnorm(x, x2, L.ffn_norm, float(config_.rms_norm_eps), h2, &rstd2, maybe(amax2));
   }
   Tensor gate = d.act({n, F}), up = d.act({n, F});
   {
-    SharedInput in(h2);
+    SharedInput in(h2, amax2);
     L.gate->forward(h2, gate, s ? &s->sgate : nullptr, &in);
     L.up->forward(h2, up, s ? &s->sup : nullptr, &in);
   }
   add_bias(L.bias_of(Proj::Gate), gate);
   add_bias(L.bias_of(Proj::Up), up);
   Tensor act = d.act({n, F});
-  { prof::Scope p(kElementwise); ops::swiglu(gate, up, act); }
+  Tensor amax_act = amax_for({L.down.get()}, x);
+  { prof::Scope p(kElementwise); ops::swiglu(gate, up, act, maybe(amax_act)); }
+  SharedInput act_in(act, amax_act);
   if (!out) {
-    L.down->save_for_backward(act, s->sdown);  // a recompute: the block's output is not needed again
+    // A recompute: the block's output is not needed again.
+    L.down->save_for_backward(act, s->sdown, &act_in);
   } else {
-    L.down->forward(act, *out, s ? &s->sdown : nullptr);
+    L.down->forward(act, *out, s ? &s->sdown : nullptr, &act_in);
     add_bias(L.bias_of(Proj::Down), *out);
     { prof::Scope p(kElementwise); ops::axpy(1.0f, x2, *out); }  // residual
   }
@@ -121,31 +138,36 @@ void LlamaModel::post_attention_backward(Layer& L, PostAttentionSaved& s, Tensor
   // In place: each element's gradients overwrite the gate and up values they come from (the
   // kernels read an element's inputs before writing its outputs), so no [n, i] pair is added.
   Tensor dgate = std::move(s.gate), dup = std::move(s.up);
-  { prof::Scope p(kElementwise); ops::swiglu_backward(dact, dgate, dup, dgate, dup); }
+  Tensor amax_gate = amax_for({L.gate.get()}, dout), amax_up = amax_for({L.up.get()}, dout);
+  {
+    prof::Scope p(kElementwise);
+    ops::swiglu_backward(dact, dgate, dup, dgate, dup, maybe(amax_gate), maybe(amax_up));
+  }
   dact = Tensor();
   Tensor dh2 = d.act({n, H});
-  L.gate->backward(dgate, s.sgate, dh2, false);
-  L.up->backward(dup, s.sup, dh2, true);
+  L.gate->backward(dgate, s.sgate, dh2, false, maybe(amax_gate));
+  L.up->backward(dup, s.sup, dh2, true, maybe(amax_up));
   dgate = dup = Tensor();
   s.sgate.clear();
   s.sup.clear();
+  Tensor amax_o = amax_for({L.o.get()}, dout);
   {
     prof::Scope p(kElementwise);  // dout becomes ∂loss/∂x2: the norm's gradient + the residual's
-    ops::rmsnorm_backward_add(dh2, s.x2, L.ffn_norm, s.rstd2, dout, dout);
+    ops::rmsnorm_backward_add(dh2, s.x2, L.ffn_norm, s.rstd2, dout, dout, nullptr, maybe(amax_o));
   }
   dh2 = s.x2 = Tensor();
   // x2 = x + o(att).
-  L.o->backward(dout, s.so, datt, false);
+  L.o->backward(dout, s.so, datt, false, maybe(amax_o));
   s.so.clear();
 }
 
 void LlamaModel::attention_inputs_backward(Layer& L, AttentionInputsSaved& s, const Tensor& dq,
                                            const Tensor& dk, const Tensor& dv, const Tensor& dx2,
-                                           Tensor& dx) {
+                                           Tensor& dx, const QkAmax& amax) {
   const Dims d = dims_for(dx2);
   Tensor dh1 = d.act({dx2.size(0), d.sizes.hidden});
-  L.q->backward(dq, s.sq, dh1, false);
-  L.k->backward(dk, s.sk, dh1, true);
+  L.q->backward(dq, s.sq, dh1, false, amax.q.defined() ? &amax.q : nullptr);
+  L.k->backward(dk, s.sk, dh1, true, amax.k.defined() ? &amax.k : nullptr);
   L.v->backward(dv, s.sv, dh1, true);
   s.sq.clear();
   s.sk.clear();
@@ -218,7 +240,8 @@ void LlamaModel::block_forward(int l, const Tensor& x, Tensor& out, const ModelB
 }
 
 void LlamaModel::attention_backward(int l, const BlockAttention& a, const Tensor& datt,
-                                    const ModelBatch& b, Tensor& dq, Tensor& dk, Tensor& dv) {
+                                    const ModelBatch& b, Tensor& dq, Tensor& dk, Tensor& dv,
+                                    QkAmax* amax) {
   const Dims d = dims_for(datt);
   const auto [T, H, D, hq, hkv, F] = d.sizes;
   dq = d.act({T, hq * D}), dk = d.act({T, hkv * D}), dv = d.act({T, hkv * D});
@@ -228,17 +251,20 @@ void LlamaModel::attention_backward(int l, const BlockAttention& a, const Tensor
     ops::attention_backward(datt.view({T, hq, D}), a.q, a.k, a.v, a.att, a.lse, b.doc_start, b.seq,
                             1.0f / std::sqrt(float(D)), dq3, dk3, dv3);
   }
+  const Layer& L = *layers_[size_t(l)];
+  if (amax) *amax = {amax_for({L.q.get()}, dq), amax_for({L.k.get()}, dk)};
+  Tensor* q_amax = amax ? maybe(amax->q) : nullptr;
+  Tensor* k_amax = amax ? maybe(amax->k) : nullptr;
   prof::Scope p(kElementwise);
   if (!config_.qk_norm) {
-    ops::rope(dq3, b.positions, inv_freq_, /*inverse=*/true);
-    ops::rope(dk3, b.positions, inv_freq_, /*inverse=*/true);
+    ops::rope(dq3, b.positions, inv_freq_, /*inverse=*/true, q_amax);
+    ops::rope(dk3, b.positions, inv_freq_, /*inverse=*/true, k_amax);
     return;
   }
   // Back through RoPE and the per-head norms, in place, to the projections' outputs (the norm
   // weights are frozen).
-  const Layer& L = *layers_[size_t(l)];
-  ops::head_norm_rope_backward(dq3, a.q_in, L.q_norm, a.q_rstd, b.positions, inv_freq_, dq3);
-  ops::head_norm_rope_backward(dk3, a.k_in, L.k_norm, a.k_rstd, b.positions, inv_freq_, dk3);
+  ops::head_norm_rope_backward(dq3, a.q_in, L.q_norm, a.q_rstd, b.positions, inv_freq_, dq3, q_amax);
+  ops::head_norm_rope_backward(dk3, a.k_in, L.k_norm, a.k_rstd, b.positions, inv_freq_, dk3, k_amax);
 }
 
 void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx) {
@@ -249,11 +275,12 @@ void LlamaModel::block_backward(int l, Saved& s, const ModelBatch& b, Tensor& dx
   Tensor datt = d.act({T, hq * D});
   post_attention_backward(L, s.post, dx2, datt);
   Tensor dq, dk, dv;
-  attention_backward(l, s.attention, datt, b, dq, dk, dv);
+  QkAmax amax;  // whole-tensor amaxes: the q/k backward below runs on the whole tensors too
+  attention_backward(l, s.attention, datt, b, dq, dk, dv, &amax);
   s.attention = BlockAttention();
   datt = Tensor();
   dx = d.act({T, H});
-  attention_inputs_backward(L, s.in, dq, dk, dv, dx2, dx);
+  attention_inputs_backward(L, s.in, dq, dk, dv, dx2, dx, amax);
 }
 
 void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAttention* restored,
@@ -280,7 +307,9 @@ void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAtt
     post_attention_backward(L, ps, dc, datt_c);
   }
   Tensor dq, dk, dv;
-  attention_backward(l, a, datt, b, dq, dk, dv);
+  // dq's and dk's amaxes cover every token: they serve only a q/k backward over all of them.
+  QkAmax amax;
+  attention_backward(l, a, datt, b, dq, dk, dv, tiles.size() == 1 ? &amax : nullptr);
   a = BlockAttention();
   datt = Tensor();
   dx = d.act({T, H});
@@ -289,7 +318,7 @@ void LlamaModel::block_recompute_backward(int l, const Tensor& x, const BlockAtt
     AttentionInputsSaved& s = bags_kept ? whole : ts;
     if (!bags_kept) attention_inputs(L, rows(x, c), nullptr, nullptr, nullptr, &s);
     Tensor dxc = rows(dx, c);
-    attention_inputs_backward(L, s, rows(dq, c), rows(dk, c), rows(dv, c), rows(dx2, c), dxc);
+    attention_inputs_backward(L, s, rows(dq, c), rows(dk, c), rows(dv, c), rows(dx2, c), dxc, amax);
   }
 }
 

@@ -165,8 +165,14 @@ class LlamaModel : public TrainableModel {
                       PostAttentionSaved* saved);
   // dout: ∂loss/∂(block output) of a tile in, ∂loss/∂x2 out; writes ∂loss/∂att into datt.
   void post_attention_backward(Layer& L, PostAttentionSaved& saved, Tensor& dout, Tensor& datt);
+  // dq's and dk's amax (ops.h's *_amax outputs) for q and k when they take them
+  // (AdaptedLinear::takes_amax); undefined otherwise.
+  struct QkAmax {
+    Tensor q, k;
+  };
   void attention_inputs_backward(Layer& L, AttentionInputsSaved& saved, const Tensor& dq,
-                                 const Tensor& dk, const Tensor& dv, const Tensor& dx2, Tensor& dx);
+                                 const Tensor& dk, const Tensor& dv, const Tensor& dx2, Tensor& dx,
+                                 const QkAmax& amax = {});
   // The per-head q/k norms (qk_norm) and RoPE on q and k [T, heads·D], then the attention over
   // every token into a.
   void attend(int l, const Tensor& q, const Tensor& k, const Tensor& v, const ModelBatch& b,
@@ -176,9 +182,9 @@ class LlamaModel : public TrainableModel {
   void tiled_attention(int l, const Tensor& x, const std::vector<Tile>& tiles, const ModelBatch& b,
                        const Attend* attend_at, AttentionInputsSaved* saved, BlockAttention& a);
   // The attention's backward with RoPE's (and the q/k norms') of block l: dq, dk, dv
-  // [T, heads·D] are made here.
+  // [T, heads·D] are made here, and with `amax` dq's and dk's amaxes.
   void attention_backward(int l, const BlockAttention& a, const Tensor& datt, const ModelBatch& b,
-                          Tensor& dq, Tensor& dk, Tensor& dv);
+                          Tensor& dq, Tensor& dk, Tensor& dv, QkAmax* amax = nullptr);
   // `b` with its doc_start narrowed to the config's sliding window (models/llama/sliding_window.h),
   // or `b` itself without one: what every attention of a batch reads.
   ModelBatch windowed(const ModelBatch& b) const;

@@ -129,8 +129,9 @@ void FalqonLinear::forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved,
   const quant::QuantizedTensor* xq;
   {
     prof::Scope s(prof::Part::QuantHadamard);
-    xq = &quantized_input(shared, x, "e4m3",
-                          [&] { return quant::quantize(x, quant::LowpFormat::E4M3); }, own);
+    xq = &quantized_input(shared, x, "e4m3", [&] {
+      return quant::quantize(x, quant::LowpFormat::E4M3, false, shared ? shared->amax() : nullptr);
+    }, own);
   }
   // [O | O_A] = Xq·[W; A]ᵀ as two FP8 GEMMs over row slices of the one melded code matrix (one
   // scale): each writes its own output, so no [T, out+r] product is copied apart (docs/perf.md).
@@ -148,7 +149,7 @@ void FalqonLinear::forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved,
 }
 
 void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                            bool accumulate_dx) {
+                            bool accumulate_dx, const Tensor* dy_amax) {
   LOFT_CHECK(saved.tensors.size() == 1, name_, ": FALQON backward without a saved forward");
   const Tensor& oa = saved.tensors[0];
   quant::QuantizedTensor dyq, oaq;
@@ -156,7 +157,7 @@ void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& 
   {
     prof::Scope s(prof::Part::QuantHadamard);
     // The transposed copies make dYqᵀ [out×T] and E4M3(O_A)ᵀ [r×T] K-major for the dB GEMM.
-    dyq = quant::quantize(dy, quant::LowpFormat::E5M2, /*also_transposed=*/true);
+    dyq = quant::quantize(dy, quant::LowpFormat::E5M2, /*also_transposed=*/true, dy_amax);
     oaq = quant::quantize(oa, quant::LowpFormat::E4M3, /*also_transposed=*/true);
     // W's codes [out, in] as [in, out] for the dX GEMM: kept (--falqon-transposed keep), or made
     // in the device's shared scratch (valid until the next layer's backward asks for it).

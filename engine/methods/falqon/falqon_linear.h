@@ -60,8 +60,10 @@ class FalqonLinear : public AdaptedLinear {
   void save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) override {
     forward_parts(x, nullptr, &saved, shared);
   }
-  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                bool accumulate_dx) override;
+  void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
+                const Tensor* dy_amax = nullptr) override;
+  // X and dY are quantized per tensor: their amax may come from the ops that wrote them.
+  bool takes_amax() const override { return true; }
   std::vector<Param*> params() override { return {&b_}; }
   // Folds B's top-k rows into the backbone codes (FALQON has no derived copies to refresh).
   void after_step() override;

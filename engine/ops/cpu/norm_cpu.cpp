@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/ops/cpu/amax_cpu.h"
 #include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
@@ -34,16 +35,19 @@ int64_t rows_of(const Tensor& x) {
 
 }  // namespace
 
-void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd) {
+void rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd,
+             Tensor* y_amax) {
   // x is only read when no residual is given.
   rmsnorm_rows(nullptr, x.ptr<float>(), weight.ptr<float>(), eps, y.ptr<float>(),
                rstd ? rstd->ptr<float>() : nullptr, rows_of(x), x.size(-1));
+  fold_amax(y_amax, y);
 }
 
 void add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps, Tensor& y,
-                 Tensor* rstd) {
+                 Tensor* rstd, Tensor* y_amax) {
   rmsnorm_rows(residual.ptr<float>(), x.ptr<float>(), weight.ptr<float>(), eps, y.ptr<float>(),
                rstd ? rstd->ptr<float>() : nullptr, rows_of(x), x.size(-1));
+  fold_amax(y_amax, y);
 }
 
 // y = w ⊙ x·rstd with rstd = (mean(x²)+eps)^-½ gives
@@ -91,8 +95,10 @@ void rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, c
 }
 
 void rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight) {
+                          const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight,
+                          Tensor* dx_amax) {
   norm_backward(dy, x, weight, rstd, &add, dx, dweight);
+  fold_amax(dx_amax, dx);
 }
 
 }  // namespace loft::ops::cpu

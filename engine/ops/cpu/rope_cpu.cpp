@@ -3,11 +3,13 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/ops/cpu/amax_cpu.h"
 #include "engine/ops/ops.h"
 
 namespace loft::ops::cpu {
 
-void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse,
+          Tensor* x_amax) {
   const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
   const int32_t* pos = positions.ptr<int32_t>();
   const float* freq = inv_freq.ptr<float>();
@@ -29,6 +31,7 @@ void rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inver
       }
     }
   }
+  fold_amax(x_amax, x);
 }
 
 }  // namespace loft::ops::cpu

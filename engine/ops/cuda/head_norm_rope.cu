@@ -39,6 +39,7 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, false);
   const int lane = threadIdx.x & 31, d = 2 * half;
+  float m = 0.0f;
   for (int h = threadIdx.x >> 5; h < heads; h += kWarps) {
     const int64_t row = t * heads + h;
     const T* xr = x + row * d;
@@ -61,15 +62,18 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
 }
 
 // g = dy rotated back (rounded to T), then dx = rs·w⊙g − rs³·x·mean(x⊙w⊙g). Each lane reads and
-// writes only its own pairs, after the row's dot is reduced: dx may alias dy.
+// writes only its own pairs, after the row's dot is reduced: dx may alias dy. amax (when not
+// null) takes max |dx| (ops.h: dx_amax).
 template <typename T, typename TW>
 __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW* w,
                                                const float* rstd, const int32_t* positions,
-                                               const float* inv_freq, T* dx, int heads, int half) {
+                                               const float* inv_freq, T* dx, int heads, int half,
+                                               unsigned* amax) {
   extern __shared__ float table[];
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, true);
   const int lane = threadIdx.x & 31, d = 2 * half;
+  float m = 0.0f;
   for (int h = threadIdx.x >> 5; h < heads; h += kWarps) {
     const int64_t row = t * heads + h;
     const T* dyr = dy + row * d;
@@ -86,10 +90,13 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
     for (int i = lane; i < half; i += 32) {
       const float2 g = rotate_pair<T>(to_f32(dyr[i]), to_f32(dyr[i + half]), table, i, half);
       const float xa = to_f32(xr[i]), xb = to_f32(xr[i + half]);
-      dxr[i] = from_f32<T>(rs * to_f32(w[i]) * g.x - k3 * xa);
-      dxr[i + half] = from_f32<T>(rs * to_f32(w[i + half]) * g.y - k3 * xb);
+      const float lo = rs * to_f32(w[i]) * g.x - k3 * xa, hi = rs * to_f32(w[i + half]) * g.y - k3 * xb;
+      dxr[i] = from_f32<T>(lo);
+      dxr[i + half] = from_f32<T>(hi);
+      m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
     }
   }
+  if (amax) block_amax(stored_abs_max<T>(m), amax);
 }
 
 // The same two kernels with each head's row split over `lanes` = half/kChunk lanes (a power of
@@ -145,12 +152,14 @@ __global__ void head_norm_rope_chunked_kernel(const T* x, const TW* w, const int
 template <typename T, typename TW>
 __global__ void head_norm_rope_backward_chunked_kernel(const T* dy, const T* x, const TW* w,
                                                        const float* rstd, const int32_t* positions,
-                                                       const float* inv_freq, T* dx, int heads, int half) {
+                                                       const float* inv_freq, T* dx, int heads, int half,
+                                                       unsigned* amax) {
   extern __shared__ float table[];
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, true);
   const int lanes = half / kChunk, lane = threadIdx.x & 31, i0 = (lane & (lanes - 1)) * kChunk;
   const int per_warp = 32 / lanes, d = 2 * half;
+  float m = 0.0f;
   for (int h0 = (threadIdx.x >> 5) * per_warp; h0 < heads; h0 += (blockDim.x >> 5) * per_warp) {
     const int h = h0 + lane / lanes;
     const int64_t row = t * heads + h;
@@ -180,10 +189,12 @@ __global__ void head_norm_rope_backward_chunked_kernel(const T* dy, const T* x, 
     for (int e = 0; e < kChunk; ++e) {
       ga[e] = rs * wa[e] * ga[e] - k3 * xa[e];
       gb[e] = rs * wb[e] * gb[e] - k3 * xb[e];
+      m = fmaxf(m, fmaxf(fabsf(ga[e]), fabsf(gb[e])));
     }
     store_chunk(dx + row * d + i0, ga);
     store_chunk(dx + row * d + i0 + half, gb);
   }
+  if (amax) block_amax(stored_abs_max<T>(m), amax);
 }
 
 // A head's row splits into lanes of kChunk pairs when half is kChunk times a power of two up to
@@ -247,7 +258,7 @@ void cuda::head_norm_rope(const Tensor& x, const Tensor& weight, float eps,
 
 void cuda::head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                    const Tensor& rstd, const Tensor& positions,
-                                   const Tensor& inv_freq, Tensor& dx) {
+                                   const Tensor& inv_freq, Tensor& dx, Tensor* dx_amax) {
   const int dev = use_device(x);
   if (x.numel() == 0) return;
   const Launch l = launch_of("head_norm_rope_backward", x, dev);
@@ -260,12 +271,12 @@ void cuda::head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tens
             <<<l.tokens, chunked_threads(l.heads, l.half), l.shared, l.stream>>>(
                 dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
                 positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
-                l.half);
+                l.half, amax_out_bits(dx_amax));
       else
         head_norm_rope_backward_kernel<T, TW><<<l.tokens, kWarps * 32, l.shared, l.stream>>>(
             dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
             positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
-            l.half);
+            l.half, amax_out_bits(dx_amax));
       loft::cuda::check_launch("head_norm_rope_backward");
     });
   });

@@ -144,6 +144,35 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return warp_sum(v);
 }
 
+// Folds every thread's m (>= 0) into *amax_bits, an F32 amax accumulated as its bit pattern:
+// non-negative floats order like their bits, so atomicMax on them is a float max (zeroed memory
+// is 0.0f). Every thread of the block must call it (1-D or 2-D blocks of a multiple of 32
+// threads). The per-tensor quantizer's amax and the ops that hand it theirs (ops.h: out_amax).
+__device__ __forceinline__ void block_amax(float m, unsigned* amax_bits) {
+  m = warp_max(m);
+  __shared__ float warp_maxes[32];
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5, warps = int(blockDim.x * blockDim.y) >> 5;
+  __syncthreads();  // warp_maxes may still be read by an earlier call (a kernel with two amaxes)
+  if (lane == 0) warp_maxes[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = warp_max(lane < warps ? warp_maxes[lane] : 0.0f);
+    // Most blocks find the running value already at least theirs: a read then, instead of an
+    // atomic on the one address (a row-per-block op has thousands of blocks, whose atomics would
+    // queue behind each other). The value only grows, so a stale read costs one atomic more.
+    const unsigned bits = __float_as_uint(m);
+    if (lane == 0 && bits > *reinterpret_cast<volatile unsigned*>(amax_bits)) atomicMax(amax_bits, bits);
+  }
+}
+
+// The largest |v| a thread has seen, as stored in T (rounding is monotone: the rounded maximum is
+// the maximum of the rounded values). fmaxf skips NaN, as the quantizer's amax does.
+template <typename T>
+__device__ __forceinline__ float stored_abs_max(float m) {
+  return fabsf(to_f32(from_f32<T>(m)));
+}
+
 // ---- host side: dtype dispatch and launch sizing --------------------------------------------
 template <typename T>
 struct Tag {
@@ -170,6 +199,9 @@ void dispatch_float(DType dt, const char* op, F&& f) {
   if (dt == DType::F16) return f(Tag<f16>{});
   dispatch_activation(dt, op, f);
 }
+
+// An op's amax output (op_list.def) as the bits block_amax folds into; null when not asked.
+inline unsigned* amax_out_bits(Tensor* amax) { return amax ? amax->ptr<unsigned>() : nullptr; }
 
 // Makes the tensor's device current and returns its index; loft work runs on loft::cuda::stream(index).
 inline int use_device(const Tensor& t) {

@@ -31,9 +31,10 @@ __device__ __forceinline__ void copy_chunk(const float (&from)[kChunk], float (&
 // summation order depend on x, y and w alone, so both forms give the same y and rstd for the same
 // stored x. Each thread's first chunk stays in registers between the two passes (at Llama widths
 // a thread has one chunk), so the second pass reads only w.
+// amax (when not null) takes max |y| (ops.h: y_amax).
 template <typename TX, typename TW, bool kAdd>
 __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x, const TW* w, TX* y, float* rstd,
-                               int64_t d, float eps) {
+                               int64_t d, float eps, unsigned* amax) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   TX* xr = x + row * d;
@@ -70,6 +71,7 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
   ss = block_sum(ss, scratch);
   const float r = 1.0f / sqrtf(ss / float(d) + eps);
   if (rstd && threadIdx.x == 0) rstd[row] = r;
+  float m = 0.0f;  // max |y| of this thread's elements (amax)
 
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float v[kChunk], wv[kChunk];
@@ -79,19 +81,27 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
       load_chunk(xr + c * kChunk, v);
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) v[e] = wv[e] * (v[e] * r);
+    for (int e = 0; e < kChunk; ++e) {
+      v[e] = wv[e] * (v[e] * r);
+      m = fmaxf(m, fabsf(v[e]));
+    }
     store_chunk(yr + c * kChunk, v);
   }
-  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x)
-    yr[j] = from_f32<TX>(to_f32(w[j]) * (to_f32(xr[j]) * r));
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+    const float v = to_f32(w[j]) * (to_f32(xr[j]) * r);
+    yr[j] = from_f32<TX>(v);
+    m = fmaxf(m, fabsf(v));
+  }
+  if (amax) block_amax(stored_abs_max<TX>(m), amax);
 }
 
 // dx = r·dy·w − (r³/D)·x·Σ(dy·w·x); kAdd: dx = that rounded to TX, + add (rmsnorm_backward then
 // axpy, in one pass). Each element is read before it is written by the same thread, so dx may
 // alias dy, x or add. As in the forward, each thread's first chunk of dy and x stays in registers.
+// amax (when not null) takes max |dx| (ops.h: dx_amax).
 template <typename TX, typename TW, bool kAdd>
 __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
-                                        const TX* add, TX* dx, int64_t d) {
+                                        const TX* add, TX* dx, int64_t d, unsigned* amax) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const TX* dyr = dy + row * d;
@@ -120,6 +130,7 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
     dot += to_f32(dyr[j]) * to_f32(w[j]) * to_f32(xr[j]);
   dot = block_sum(dot, scratch);
   const float coef = r * r * r * dot / float(d);
+  float m = 0.0f;  // max |dx| of this thread's elements (amax)
 
   for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
     float g[kChunk], v[kChunk], wv[kChunk];
@@ -139,6 +150,8 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) g[e] = round_to<TX>(g[e]) + a[e];
     }
+#pragma unroll
+    for (int e = 0; e < kChunk; ++e) m = fmaxf(m, fabsf(g[e]));
     store_chunk(dxr + c * kChunk, g);
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
@@ -146,7 +159,9 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
     float o = r * g * to_f32(w[j]) - coef * v;
     if constexpr (kAdd) o = round_to<TX>(o) + to_f32(ar[j]);
     dxr[j] = from_f32<TX>(o);
+    m = fmaxf(m, fabsf(o));
   }
+  if (amax) block_amax(stored_abs_max<TX>(m), amax);
 }
 
 // dweight[j] += Σ_rows dy[row, j]·x[row, j]·rstd[row]. Block (32, 8): 32 columns × a chunk of
@@ -176,7 +191,7 @@ __global__ void rmsnorm_dweight_kernel(const TX* dy, const TX* x, const float* r
 
 // rmsnorm, or add_rmsnorm when residual is given.
 void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, const Tensor& weight,
-                    float eps, Tensor& y, Tensor* rstd) {
+                    float eps, Tensor& y, Tensor* rstd, Tensor* y_amax) {
   const int dev = use_device(x);
   const int64_t d = x.size(-1);
   if (x.numel() == 0) return;
@@ -192,10 +207,11 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
       if (residual)
         rmsnorm_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
             residual->ptr<const TX>(), x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr,
-            d, eps);
+            d, eps, amax_out_bits(y_amax));
       else
         rmsnorm_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
-            nullptr, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps);
+            nullptr, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps,
+            amax_out_bits(y_amax));
       loft::cuda::check_launch(op);
     });
   });
@@ -204,7 +220,7 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
 // rmsnorm_backward, or rmsnorm_backward_add when add is given.
 void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
                              const Tensor& weight, const Tensor& rstd, const Tensor* add,
-                             Tensor& dx, Tensor* dweight) {
+                             Tensor& dx, Tensor* dweight, Tensor* dx_amax) {
   const int dev = use_device(x);
   const int64_t d = x.size(-1);
   if (x.numel() == 0) return;
@@ -232,11 +248,11 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
       if (add)
         rmsnorm_backward_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
             dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-            add->ptr<const TX>(), dx.ptr<TX>(), d);
+            add->ptr<const TX>(), dx.ptr<TX>(), d, amax_out_bits(dx_amax));
       else
         rmsnorm_backward_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
             dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-            nullptr, dx.ptr<TX>(), d);
+            nullptr, dx.ptr<TX>(), d, amax_out_bits(dx_amax));
       loft::cuda::check_launch(op);
     });
   });
@@ -244,25 +260,25 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
 
 }  // namespace
 
-void cuda::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
-                          Tensor* rstd) {
-  launch_rmsnorm("rmsnorm", nullptr, x, weight, eps, y, rstd);
+void cuda::rmsnorm(const Tensor& x, const Tensor& weight, float eps, Tensor& y, Tensor* rstd,
+                   Tensor* y_amax) {
+  launch_rmsnorm("rmsnorm", nullptr, x, weight, eps, y, rstd, y_amax);
 }
 
 void cuda::add_rmsnorm(const Tensor& residual, Tensor& x, const Tensor& weight, float eps,
-                              Tensor& y, Tensor* rstd) {
-  launch_rmsnorm("add_rmsnorm", &residual, x, weight, eps, y, rstd);
+                       Tensor& y, Tensor* rstd, Tensor* y_amax) {
+  launch_rmsnorm("add_rmsnorm", &residual, x, weight, eps, y, rstd, y_amax);
 }
 
 void cuda::rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                   const Tensor& rstd, Tensor& dx, Tensor* dweight) {
-  launch_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, nullptr, dx, dweight);
+                            const Tensor& rstd, Tensor& dx, Tensor* dweight) {
+  launch_rmsnorm_backward("rmsnorm_backward", dy, x, weight, rstd, nullptr, dx, dweight, nullptr);
 }
 
 void cuda::rmsnorm_backward_add(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                       const Tensor& rstd, const Tensor& add, Tensor& dx,
-                                       Tensor* dweight) {
-  launch_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, &add, dx, dweight);
+                                const Tensor& rstd, const Tensor& add, Tensor& dx, Tensor* dweight,
+                                Tensor* dx_amax) {
+  launch_rmsnorm_backward("rmsnorm_backward_add", dy, x, weight, rstd, &add, dx, dweight, dx_amax);
 }
 
 }  // namespace loft::ops

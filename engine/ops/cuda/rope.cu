@@ -11,21 +11,26 @@ using namespace cuda_kernels;
 
 namespace {
 
+// amax (when not null) takes max |x| after the rotation (ops.h: x_amax).
 template <typename T>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
-                            int half, bool inverse) {
+                            int half, bool inverse, unsigned* amax) {
   extern __shared__ float table[];  // cos[half], then sin[half]
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, inverse);
   T* xt = x + t * heads * 2 * half;
+  float m = 0.0f;
   for (int idx = threadIdx.x; idx < heads * half; idx += blockDim.x) {
     const int h = idx / half, i = idx - h * half;
     T* xh = xt + int64_t(h) * 2 * half;
     const float a = to_f32(xh[i]), b = to_f32(xh[i + half]);
     const float c = table[i], s = table[half + i];
-    xh[i] = from_f32<T>(a * c - b * s);
-    xh[i + half] = from_f32<T>(b * c + a * s);
+    const float lo = a * c - b * s, hi = b * c + a * s;
+    xh[i] = from_f32<T>(lo);
+    xh[i + half] = from_f32<T>(hi);
+    m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
   }
+  if (amax) block_amax(stored_abs_max<T>(m), amax);
 }
 
 // The same rotation with each thread taking kChunk consecutive pairs of one head (16-byte loads
@@ -33,12 +38,13 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
 // rows); the per-element arithmetic is rope_kernel's expression, element for element.
 template <typename T>
 __global__ void rope_chunked_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
-                                    int half, bool inverse) {
+                                    int half, bool inverse, unsigned* amax) {
   extern __shared__ float table[];  // cos[half], then sin[half]
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, inverse);
   T* xt = x + t * heads * 2 * half;
   const int chunks = half / kChunk;
+  float m = 0.0f;
   for (int idx = threadIdx.x; idx < heads * chunks; idx += blockDim.x) {
     const int h = idx / chunks, i0 = (idx - h * chunks) * kChunk;
     T* xh = xt + int64_t(h) * 2 * half;
@@ -50,15 +56,18 @@ __global__ void rope_chunked_kernel(T* x, const int32_t* positions, const float*
       const float c = table[i0 + e], s = table[half + i0 + e];
       lo[e] = a[e] * c - b[e] * s;
       hi[e] = b[e] * c + a[e] * s;
+      m = fmaxf(m, fmaxf(fabsf(lo[e]), fabsf(hi[e])));
     }
     store_chunk(xh + i0, lo);
     store_chunk(xh + i0 + half, hi);
   }
+  if (amax) block_amax(stored_abs_max<T>(m), amax);
 }
 
 }  // namespace
 
-void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse,
+                Tensor* x_amax) {
   const int dev = use_device(x);
   if (x.numel() == 0) return;
   const int64_t tokens = x.size(0), heads = x.size(1), half = x.size(2) / 2;
@@ -76,11 +85,11 @@ void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
     if (chunked) {
       rope_chunked_kernel<T><<<unsigned(tokens), threads_for(heads * (half / kChunk)), shared, loft::cuda::stream(dev)>>>(
           x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
-          int(half), inverse);
+          int(half), inverse, amax_out_bits(x_amax));
     } else {
       rope_kernel<T><<<unsigned(tokens), threads_for(heads * half), shared, loft::cuda::stream(dev)>>>(
           x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
-          int(half), inverse);
+          int(half), inverse, amax_out_bits(x_amax));
     }
     loft::cuda::check_launch("rope");
   });

@@ -25,23 +25,24 @@ struct SwigluBackward {
 };
 }  // namespace
 
-void cuda::swiglu(const Tensor& gate, const Tensor& up, Tensor& out) {
+void cuda::swiglu(const Tensor& gate, const Tensor& up, Tensor& out, Tensor* out_amax) {
   const int dev = use_device(out);
   dispatch_activation(gate.dtype(), "swiglu", [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_map<T, T, 2, 1>("swiglu", dev, {{gate.ptr<const T>(), up.ptr<const T>()}},
-                           {{out.ptr<T>()}}, gate.numel(), Swiglu{});
+                           {{out.ptr<T>()}}, gate.numel(), Swiglu{}, {{amax_out_bits(out_amax)}});
   });
 }
 
 void cuda::swiglu_backward(const Tensor& dout, const Tensor& gate, const Tensor& up,
-                                  Tensor& dgate, Tensor& dup) {
+                           Tensor& dgate, Tensor& dup, Tensor* dgate_amax, Tensor* dup_amax) {
   const int dev = use_device(gate);
   dispatch_activation(gate.dtype(), "swiglu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     launch_map<T, T, 3, 2>("swiglu_backward", dev,
                            {{dout.ptr<const T>(), gate.ptr<const T>(), up.ptr<const T>()}},
-                           {{dgate.ptr<T>(), dup.ptr<T>()}}, gate.numel(), SwigluBackward{});
+                           {{dgate.ptr<T>(), dup.ptr<T>()}}, gate.numel(), SwigluBackward{},
+                           {{amax_out_bits(dgate_amax), amax_out_bits(dup_amax)}});
   });
 }
 

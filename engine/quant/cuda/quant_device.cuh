@@ -7,6 +7,7 @@
 
 #include <type_traits>
 
+#include "engine/ops/cuda/kernel_util.cuh"
 #include "engine/quant/fp8.h"
 #include "engine/quant/int8.h"
 #include "engine/quant/quantize.h"
@@ -43,24 +44,9 @@ __device__ __forceinline__ float scale_from(const unsigned* amax_bits, float qma
   return amax == 0.0f ? 1.0f : __fdiv_rn(amax, qmax);
 }
 
-// Folds every thread's m (>= 0) into *amax_bits: non-negative floats order like their bit
-// patterns, so atomicMax on the bits is a float max. Every thread of the block must call it
-// (1-D or 2-D blocks of a multiple of 32 threads).
-__device__ __forceinline__ void block_amax(float m, unsigned* amax_bits) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  __shared__ float warp_max[32];
-  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
-  const int lane = tid & 31, warp = tid >> 5, warps = int(blockDim.x * blockDim.y) >> 5;
-  if (lane == 0) warp_max[warp] = m;
-  __syncthreads();
-  if (warp == 0) {
-    m = lane < warps ? warp_max[lane] : 0.0f;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0) atomicMax(amax_bits, __float_as_uint(m));
-  }
-}
+// The block amax reduction lives with the ops' kernels (kernel_util.cuh), which hand theirs to
+// the quantizer.
+using loft::ops::cuda_kernels::block_amax;
 
 // Calls f(std::integral_constant<LowpFormat, F>{}) for the codes' format.
 template <typename Fn>

@@ -5,8 +5,10 @@
 
 namespace loft::quant::cuda {
 
-// Fused amax pass, then one cast pass writing codes (and codes_t for 2-D x when given) and scale.
-void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale);
+// Fused amax pass (skipped when amax is given), then one cast pass writing codes (and codes_t for
+// 2-D x when given) and scale.
+void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
+              const Tensor* amax = nullptr);
 // out = decode(codes) * (scale ? *scale : 1).
 void dequantize(const Tensor& codes, const Tensor* scale, Tensor& out);
 // c = alpha * sa * sb * acc + beta * c (c's prior contents unread when beta is 0), acc F32 or

@@ -156,18 +156,20 @@ constexpr int kThreads = 256;
 
 }  // namespace
 
-void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale) {
+void quantize(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
+              const Tensor* given_amax) {
   const int dev = use_device(x);
   cudaStream_t st = loft::cuda::stream(dev);
   const LowpFormat f = format_of(codes.dtype(), "quantize");
   const int64_t n = x.numel();
-  Tensor amax = Tensor::empty({1}, DType::I32, x.device());
-  LOFT_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(unsigned), st));
+  // An F32 amax read as its bits (non-negative floats order like them: block_amax).
+  Tensor amax = given_amax ? *given_amax : Tensor::empty({1}, DType::I32, x.device());
+  if (!given_amax) LOFT_CUDA_CHECK(cudaMemsetAsync(amax.data(), 0, sizeof(unsigned), st));
   auto* amax_bits = amax.ptr<unsigned>();
   dispatch_activation(x.dtype(), "quantize", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xp = x.ptr<T>();
-    if (n > 0) {
+    if (n > 0 && !given_amax) {
       amax_kernel<T><<<grid_for(n / kChunk + 1, kThreads, dev), kThreads, 0, st>>>(xp, n, amax_bits);
       loft::cuda::check_launch("quant amax_kernel");
     }

@@ -11,8 +11,10 @@
 #include "engine/optim/adamw.h"
 #include "engine/peft/low_rank.h"
 #include "engine/peft/method.h"
+#include "engine/peft/shared_input.h"
 #include "engine/quant/quantize.h"
 #include "models/llama/loading.h"
+#include "tests/common/amax_op_runs.h"
 #include "tests/common/test_util.h"
 #include "tests/engine/test_quant_fp8_reference.h"
 
@@ -93,6 +95,30 @@ TEST(FalqonLinear, BackwardMatchesTheDequantizedProducts) {
     EXPECT_EQ(l.params().size(), 1u);
     EXPECT_EQ(l.params()[0]->name, "m.falqon_B");
   }
+}
+
+// The amaxes the model hands over (AdaptedLinear::takes_amax: SharedInput's for X, dy_amax for
+// dY) give the bytes the layer's own amax passes give.
+TEST(FalqonLinear, AGivenAmaxChangesNothing) {
+  std::mt19937 rng(9);
+  const int64_t t = 21, out = 40, in = 33;
+  const Tensor w = test::random_tensor({out, in}, rng, -0.1f, 0.1f), x = test::random_tensor({t, in}, rng);
+  const Tensor dy = test::random_tensor({t, out}, rng);
+  auto amax_of = [](const Tensor& v) { return Tensor::from_vector(std::vector<float>{test::stored_amax(v)}, {1}); };
+  FalqonLinear a("m", w, 8, {}), b("m", w, 8, {});
+  EXPECT_TRUE(a.takes_amax());
+  Tensor ya = Tensor::empty({t, out}, DType::F32), yb = ya.clone();
+  Tensor dxa = Tensor::empty({t, in}, DType::F32), dxb = dxa.clone();
+  LinearSaved sa, sb;
+  SharedInput plain(x), given(x, amax_of(x));
+  a.forward(x, ya, &sa, &plain);
+  b.forward(x, yb, &sb, &given);
+  EXPECT_TRUE(test::same_bytes(yb, ya));
+  const Tensor dy_amax = amax_of(dy);
+  a.backward(dy, sa, dxa, false);
+  b.backward(dy, sb, dxb, false, &dy_amax);
+  EXPECT_TRUE(test::same_bytes(dxb, dxa));
+  EXPECT_TRUE(test::same_bytes(b.buffer().grad, a.buffer().grad));
 }
 
 TEST(FalqonLinear, InitialAdapterIsTheQuantizationErrorsBestRankR) {
