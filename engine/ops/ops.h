@@ -24,10 +24,11 @@ struct GemmOptions {
   float beta = 0.0f;
 };
 
-// The CPU gemm walks A's rows in blocks of this many (engine/ops/cpu/gemm_cpu.cpp): whatever the
-// BLAS does inside a call, a product split at multiples of it into row tiles (LlamaModel's token
-// tiles) makes the same calls on the same data as the whole, so the two agree bit for bit. Large,
-// because each call packs B again (at 1024 rows that costs at most a few percent).
+// The CPU gemm works in blocks of this many along M, N and K (engine/ops/cpu/gemm_cpu.cpp):
+// whatever the BLAS does inside a call, a product split at multiples of it along any dimension
+// (LlamaModel's token tiles) makes the same calls on the same data as the whole, so the two agree
+// bit for bit. Large, because each call packs its operands again (at 1024 that costs at most a
+// few percent).
 constexpr int64_t kGemmRowBlock = 1024;
 
 // cross_entropy's target that adds no loss.

@@ -17,6 +17,7 @@
 #include "engine/tensor/tensor.h"
 
 namespace loft {
+class SharedBackward;
 class SharedInput;
 }
 
@@ -51,9 +52,14 @@ class AdaptedLinear {
   }
   // Given dy [T, out], accumulates the adapter's gradients and writes dx [T, in] (added to dx's
   // contents when accumulate_dx: projections that share an input sum their dx). dy_amax: null, or
-  // F32 [1] holding max |dy| (see takes_amax).
+  // F32 [1] holding max |dy| (see takes_amax). `shared` (optional, engine/peft/shared_backward.h):
+  // the group of projections that read x; part of dx may then be added at its finish().
   virtual void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
-                        const Tensor* dy_amax = nullptr) = 0;
+                        const Tensor* dy_amax = nullptr, SharedBackward* shared = nullptr) = 0;
+  // Told once, after the model built them, which projections read one input (q, k, v; gate, up),
+  // each with the whole list: a method may then work on them as one (LoRA: one matrix of their
+  // A, lora_linear.h). The default does nothing.
+  virtual void group_with(const std::vector<AdaptedLinear*>& readers) { (void)readers; }
   // Whether the method quantizes its input and dy with one scale per tensor (FALQON): the model
   // then has the ops that write them fold their amax (ops.h's *_amax outputs) and hands it over
   // (SharedInput::amax, backward's dy_amax), saving the quantizer its own pass over each.

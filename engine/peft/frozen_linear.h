@@ -23,7 +23,7 @@ class FrozenLinear : public AdaptedLinear {
     saved.clear();  // dx = dy·W needs nothing of the forward
   }
   void backward(const Tensor& dy, const LinearSaved&, Tensor& dx, bool accumulate_dx,
-                const Tensor* = nullptr) override {
+                const Tensor* = nullptr, SharedBackward* = nullptr) override {
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->backward_input(dy, dx, accumulate_dx);
   }

@@ -4,6 +4,8 @@
 
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
+#include "engine/peft/shared_backward.h"
+#include "engine/peft/shared_input.h"
 
 namespace loft {
 
@@ -51,9 +53,67 @@ void LoraLinear::after_step() {
   a_.copy_written = b_.copy_written = false;
 }
 
-void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
+// The group's A: one [Σr, in] matrix whose row blocks are its members' A (their Params' value,
+// copy and grad are views of these).
+struct LoraLinear::Group {
+  Tensor value, copy, grad;  // F32 masters, compute-dtype copies (undefined on F32), F32 gradients
+  std::string key;           // names the group's products in SharedInput and SharedBackward
+  const Tensor& compute() const { return copy.defined() ? copy : value; }
+};
+
+void LoraLinear::group_with(const std::vector<AdaptedLinear*>& readers) {
+  std::vector<LoraLinear*> members;
+  for (AdaptedLinear* r : readers)
+    if (auto* l = dynamic_cast<LoraLinear*>(r)) members.push_back(l);
+  if (members.size() < 2 || members.front() != this || group_) return;
+  int64_t rows = 0;
+  for (LoraLinear* m : members) {
+    if (m->group_ || m->in_features() != in_features() || m->opt_.scaling() != opt_.scaling() ||
+        m->a_.copy.defined() != a_.copy.defined() ||
+        (a_.copy.defined() && m->a_.copy.dtype() != a_.copy.dtype()) ||
+        m->weight_->device() != weight_->device())
+      return;
+    rows += m->opt_.rank;
+  }
+  const Device dev = weight_->device();
+  auto g = std::make_shared<Group>();
+  g->value = Tensor::empty({rows, in_features()}, DType::F32, dev);
+  g->grad = Tensor::empty({rows, in_features()}, DType::F32, dev);
+  if (a_.copy.defined()) g->copy = Tensor::empty({rows, in_features()}, a_.copy.dtype(), dev);
+  g->key = "lora-group:" + a_.name;
+  int64_t row = 0;
+  for (LoraLinear* m : members) {
+    const int64_t r = m->opt_.rank;
+    for (auto [whole, part] : {std::pair{&g->value, &m->a_.value}, std::pair{&g->grad, &m->a_.grad},
+                               std::pair{&g->copy, &m->a_.copy}}) {
+      if (!whole->defined()) continue;
+      Tensor view = whole->slice(row, r);
+      view.copy_from(*part);
+      *part = view;
+    }
+    m->group_ = g;
+    m->group_row_ = row;
+    row += r;
+  }
+}
+
+Tensor LoraLinear::ut_of(const Tensor& x, SharedInput* shared) {
   const int64_t t = x.size(0);
-  Tensor xa = Tensor::empty({t, opt_.rank}, x.dtype(), x.device());
+  if (group_ && shared) {
+    shared->check_is_input(x);
+    const Tensor& all = shared->derived(group_->key, [&] {
+      Tensor u = Tensor::empty({group_->value.size(0), t}, x.dtype(), x.device());
+      ops::gemm(group_->compute(), x, u, {.trans_b = true});  // [Σr, in]·[T, in]ᵀ
+      return u;
+    });
+    return all.slice(group_row_, opt_.rank);
+  }
+  Tensor ut = Tensor::empty({opt_.rank, t}, x.dtype(), x.device());
+  ops::gemm(compute(a_), x, ut, {.trans_b = true});
+  return ut;
+}
+
+void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedInput* shared) {
   // When the frozen GEMM can add onto y in its epilogue, LoRA's term goes first: y is then
   // written once by the skinny GEMM and read inside the compute-bound one, instead of a second
   // skinny GEMM reading and writing all of y.
@@ -62,47 +122,65 @@ void LoraLinear::forward(const Tensor& x, Tensor& y, LinearSaved* saved, SharedI
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->forward(x, y, shared);
   }
+  Tensor ut;
   {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(x, compute(a_), xa, {.trans_b = true});
-    ops::gemm(xa, compute(b_), y,
-              {.trans_b = true, .alpha = opt_.scaling(), .beta = fused ? 0.0f : 1.0f});
+    ut = ut_of(x, shared);
+    ops::gemm(ut, compute(b_), y,
+              {.trans_a = true, .trans_b = true, .alpha = opt_.scaling(), .beta = fused ? 0.0f : 1.0f});
   }
   if (fused) {
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->forward_add(x, y, shared);
   }
-  if (saved) saved->tensors = {x, xa};
+  if (saved) saved->tensors = {x, ut};
 }
 
-void LoraLinear::save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput*) {
-  // Backward reads x and x·Aᵀ only (the frozen store's backward needs dy alone).
-  Tensor xa = Tensor::empty({x.size(0), opt_.rank}, x.dtype(), x.device());
-  {
-    prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(x, compute(a_), xa, {.trans_b = true});
-  }
-  saved.tensors = {x, xa};
+void LoraLinear::save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) {
+  // Backward reads x and (x·Aᵀ)ᵀ only (the frozen store's backward needs dy alone).
+  prof::Scope scope(prof::Part::AdapterMath);
+  saved.tensors = {x, ut_of(x, shared)};
 }
 
 void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                          bool accumulate_dx, const Tensor*) {
+                          bool accumulate_dx, const Tensor*, SharedBackward* shared) {
   LOFT_CHECK(saved.tensors.size() == 2, a_.name, ": backward without a saved forward");
   const Tensor& x = saved.tensors[0];
-  const Tensor& xa = saved.tensors[1];
+  const Tensor& ut = saved.tensors[1];  // (x·Aᵀ)ᵀ [r, T]
   const float s = opt_.scaling();
-  // dB += s · dyᵀ·(x·Aᵀ);  g = dy·B;  dA += s · gᵀ·x;  dx (+)= dy·W + s · g·A.
-  Tensor g = Tensor::empty({dy.size(0), opt_.rank}, dy.dtype(), dy.device());
+  const int64_t t = dy.size(0), r = opt_.rank;
+  // dB += s·dyᵀ·(x·Aᵀ);  gᵀ = Bᵀ·dyᵀ;  dA += s·gᵀ·x;  dx (+)= dy·W + s·g·A.
+  if (group_ && shared) {
+    // gᵀ into this projection's rows of the group's; the group's dA and dx term once, at finish.
+    Tensor all = shared->scratch(group_->key, [&] {
+      return Tensor::empty({group_->value.size(0), t}, dy.dtype(), dy.device());
+    });
+    {
+      prof::Scope scope(prof::Part::AdapterMath);
+      ops::gemm(dy, ut, b_.grad, {.trans_a = true, .trans_b = true, .alpha = s, .beta = 1.0f});
+      Tensor gt = all.slice(group_row_, r);
+      ops::gemm(compute(b_), dy, gt, {.trans_a = true, .trans_b = true});
+    }
+    shared->at_finish(group_->key, [g = group_, all, x, s](Tensor& dx_all) {
+      prof::Scope scope(prof::Part::AdapterMath);
+      ops::gemm(all, x, g->grad, {.alpha = s, .beta = 1.0f});
+      ops::gemm(all, g->compute(), dx_all, {.trans_a = true, .alpha = s, .beta = 1.0f});
+    });
+    prof::Scope scope(prof::Part::FrozenGemm);
+    weight_->backward_input(dy, dx, accumulate_dx);
+    return;
+  }
+  Tensor gt = Tensor::empty({r, t}, dy.dtype(), dy.device());
   {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(dy, xa, b_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
-    ops::gemm(dy, compute(b_), g);
-    ops::gemm(g, x, a_.grad, {.trans_a = true, .alpha = s, .beta = 1.0f});
+    ops::gemm(dy, ut, b_.grad, {.trans_a = true, .trans_b = true, .alpha = s, .beta = 1.0f});
+    ops::gemm(compute(b_), dy, gt, {.trans_a = true, .trans_b = true});
+    ops::gemm(gt, x, a_.grad, {.alpha = s, .beta = 1.0f});
   }
   const bool fused = weight_->gemm_accumulates();  // as in forward: LoRA's term first
   if (fused) {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(g, compute(a_), dx, {.alpha = s, .beta = accumulate_dx ? 1.0f : 0.0f});
+    ops::gemm(gt, compute(a_), dx, {.trans_a = true, .alpha = s, .beta = accumulate_dx ? 1.0f : 0.0f});
   }
   {
     prof::Scope scope(prof::Part::FrozenGemm);
@@ -110,7 +188,7 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   }
   if (!fused) {
     prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(g, compute(a_), dx, {.alpha = s, .beta = 1.0f});
+    ops::gemm(gt, compute(a_), dx, {.trans_a = true, .alpha = s, .beta = 1.0f});
   }
 }
 

@@ -3,8 +3,15 @@
 // with each update and refresh_copies() after values are set otherwise; on f32 (the CPU) the
 // masters themselves. W comes from a FrozenWeight: dense (LoRA) or NF4-DQ (QLoRA), decoded per GEMM.
 // See docs/methods.md, "LoRA (bf16 reference)" and "QLoRA baseline".
+// The projections that read one input (q, k, v; gate, up) keep their A as row blocks of one
+// [Σr, in] matrix (group_with): one GEMM then makes every member's (x·Aᵀ)ᵀ, kept in the input's
+// SharedInput, and after the members' backwards one makes the group's dA and one its dx term
+// (SharedBackward). Each member's A (master, copy, gradient) is a view of the group's; its own
+// path (no SharedInput or SharedBackward given) works on that view alone.
 #pragma once
+#include <memory>
 #include <random>
+#include <vector>
 
 #include "engine/peft/adapted_linear.h"
 #include "engine/peft/frozen_weight.h"
@@ -32,7 +39,11 @@ class LoraLinear : public AdaptedLinear {
                SharedInput* shared = nullptr) override;
   void save_for_backward(const Tensor& x, LinearSaved& saved, SharedInput* shared) override;
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
-                const Tensor* dy_amax = nullptr) override;
+                const Tensor* dy_amax = nullptr, SharedBackward* shared = nullptr) override;
+  // Groups this projection with the other LoRA readers of its input when it is the first of them
+  // and all take the same input width, scaling, dtype and device (else nothing is grouped).
+  void group_with(const std::vector<AdaptedLinear*>& readers) override;
+  bool grouped() const { return group_ != nullptr; }
   std::vector<Param*> params() override { return {&a_, &b_}; }
   void refresh_copies() override;
   void after_step() override;
@@ -52,11 +63,18 @@ class LoraLinear : public AdaptedLinear {
   void set_adapter(const Tensor& a, const Tensor& b);
 
  private:
+  struct Group;  // lora_linear.cpp
+
   std::unique_ptr<FrozenWeight> weight_;
   LoraOptions opt_;
   Param a_, b_;
+  std::shared_ptr<Group> group_;  // null: not grouped
+  int64_t group_row_ = 0;         // this projection's first row in the group's A
   // A or B as the GEMMs read it: its compute-dtype copy, or the F32 master itself on F32.
   static const Tensor& compute(const Param& p) { return p.copy.defined() ? p.copy : p.value; }
+  // uᵀ = (x·Aᵀ)ᵀ [r, T]: this projection's rows of the group's product (made once per input in
+  // `shared`), or its own product.
+  Tensor ut_of(const Tensor& x, SharedInput* shared);
 };
 
 }  // namespace loft

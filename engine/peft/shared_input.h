@@ -24,10 +24,16 @@ class SharedInput {
   // the input, e.g. "halo:rotated:e4m3"), made by `make` on first use.
   const quant::QuantizedTensor& quantized(const std::string& key,
                                           const std::function<quant::QuantizedTensor()>& make);
+  // A tensor derived from the input stored under `key` (LoRA: its group's (x·Aᵀ)ᵀ), made by
+  // `make` on first use.
+  const Tensor& derived(const std::string& key, const std::function<Tensor()>& make);
+  // Error unless x is this input (same storage, shape and dtype): a reader's own check.
+  void check_is_input(const Tensor& x) const;
 
  private:
   Tensor x_, amax_;
   std::map<std::string, quant::QuantizedTensor> quantized_;
+  std::map<std::string, Tensor> derived_;
 };
 
 // quantized(key, make) of `shared` when it is given (its input must be x: same storage, shape

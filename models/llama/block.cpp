@@ -8,6 +8,7 @@
 
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
+#include "engine/peft/shared_backward.h"
 #include "engine/peft/shared_input.h"
 #include "models/llama/block.h"
 
@@ -145,8 +146,12 @@ void LlamaModel::post_attention_backward(Layer& L, PostAttentionSaved& s, Tensor
   }
   dact = Tensor();
   Tensor dh2 = d.act({n, H});
-  L.gate->backward(dgate, s.sgate, dh2, false, maybe(amax_gate));
-  L.up->backward(dup, s.sup, dh2, true, maybe(amax_up));
+  {
+    SharedBackward group;  // gate and up read the same input
+    L.gate->backward(dgate, s.sgate, dh2, false, maybe(amax_gate), &group);
+    L.up->backward(dup, s.sup, dh2, true, maybe(amax_up), &group);
+    group.finish(dh2);
+  }
   dgate = dup = Tensor();
   s.sgate.clear();
   s.sup.clear();
@@ -166,9 +171,13 @@ void LlamaModel::attention_inputs_backward(Layer& L, AttentionInputsSaved& s, co
                                            Tensor& dx, const QkAmax& amax) {
   const Dims d = dims_for(dx2);
   Tensor dh1 = d.act({dx2.size(0), d.sizes.hidden});
-  L.q->backward(dq, s.sq, dh1, false, amax.q.defined() ? &amax.q : nullptr);
-  L.k->backward(dk, s.sk, dh1, true, amax.k.defined() ? &amax.k : nullptr);
-  L.v->backward(dv, s.sv, dh1, true);
+  {
+    SharedBackward group;  // q, k and v read the same input
+    L.q->backward(dq, s.sq, dh1, false, amax.q.defined() ? &amax.q : nullptr, &group);
+    L.k->backward(dk, s.sk, dh1, true, amax.k.defined() ? &amax.k : nullptr, &group);
+    L.v->backward(dv, s.sv, dh1, true, nullptr, &group);
+    group.finish(dh1);
+  }
   s.sq.clear();
   s.sk.clear();
   s.sv.clear();

@@ -67,6 +67,11 @@ LlamaModel::LlamaModel(LlamaConfig config, LlamaWeights weights, const LinearFac
     layer->gate = make("mlp", "gate_proj", Proj::Gate);
     layer->up = make("mlp", "up_proj", Proj::Up);
     layer->down = make("mlp", "down_proj", Proj::Down);
+    // The projections that read one input, told so (LoRA keeps their A as one matrix).
+    for (const std::vector<AdaptedLinear*>& readers :
+         {std::vector<AdaptedLinear*>{layer->q.get(), layer->k.get(), layer->v.get()},
+          std::vector<AdaptedLinear*>{layer->gate.get(), layer->up.get()}})
+      for (AdaptedLinear* r : readers) r->group_with(readers);
     layers_.push_back(std::move(layer));
     // Sharded as it is built: no more than this layer's whole codes beside the shares so far.
     if (shard) {

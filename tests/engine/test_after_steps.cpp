@@ -15,7 +15,8 @@ class Fake : public AdaptedLinear {
   int64_t in_features() const override { return 1; }
   int64_t out_features() const override { return 1; }
   void forward(const Tensor&, Tensor&, LinearSaved*, SharedInput*) override {}
-  void backward(const Tensor&, const LinearSaved&, Tensor&, bool, const Tensor*) override {}
+  void backward(const Tensor&, const LinearSaved&, Tensor&, bool, const Tensor*,
+                SharedBackward*) override {}
   std::vector<Param*> params() override { return {}; }
   Tensor merged_weight() const override { return Tensor(); }
   void after_step() override { calls.push_back("one " + name_); }

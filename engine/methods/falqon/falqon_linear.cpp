@@ -149,7 +149,7 @@ void FalqonLinear::forward_parts(const Tensor& x, Tensor* y, LinearSaved* saved,
 }
 
 void FalqonLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx,
-                            bool accumulate_dx, const Tensor* dy_amax) {
+                            bool accumulate_dx, const Tensor* dy_amax, SharedBackward*) {
   LOFT_CHECK(saved.tensors.size() == 1, name_, ": FALQON backward without a saved forward");
   const Tensor& oa = saved.tensors[0];
   quant::QuantizedTensor dyq, oaq;

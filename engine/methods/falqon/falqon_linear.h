@@ -61,7 +61,7 @@ class FalqonLinear : public AdaptedLinear {
     forward_parts(x, nullptr, &saved, shared);
   }
   void backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx, bool accumulate_dx,
-                const Tensor* dy_amax = nullptr) override;
+                const Tensor* dy_amax = nullptr, SharedBackward* shared = nullptr) override;
   // X and dY are quantized per tensor: their amax may come from the ops that wrote them.
   bool takes_amax() const override { return true; }
   std::vector<Param*> params() override { return {&b_}; }

@@ -27,22 +27,23 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
   const auto ld = [](const Tensor& t) { return blasint(std::max<int64_t>(t.size(1), 1)); };
   const float* ap = a.ptr<float>();
   const float* bp = b.ptr<float>();
-  const auto call = [&](int64_t rows, int64_t kk, const float* a0, const float* b0, float beta, float* c0) {
-    cblas_sgemm(CblasRowMajor, opt.trans_a ? CblasTrans : CblasNoTrans,
-                opt.trans_b ? CblasTrans : CblasNoTrans, blasint(rows), blasint(n), blasint(kk),
-                opt.alpha, a0, ld(a), b0, ld(b), beta, c0, ld(c));
-  };
-  // A's rows in blocks of kGemmRowBlock (ops.h): without trans_a they are C's rows, computed
-  // apart; with it they are the reduction, summed block after block into C. The same product
-  // over a tile of rows (at a multiple of the block) then repeats these calls exactly.
-  if (!opt.trans_a) {
-    for (int64_t r = 0; r < m; r += kGemmRowBlock)
-      call(std::min(kGemmRowBlock, m - r), k, ap + r * ld(a), bp, opt.beta, cp + r * ld(c));
-    return;
-  }
-  for (int64_t r = 0; r < k; r += kGemmRowBlock)
-    call(m, std::min(kGemmRowBlock, k - r), ap + r * ld(a), bp + (opt.trans_b ? r : r * ld(b)),
-         r == 0 ? opt.beta : 1.0f, cp);
+  const blasint lda = ld(a), ldb = ld(b), ldc = ld(c);
+  // Every product in blocks of kGemmRowBlock (ops.h) along M, N and K, the K blocks summed in
+  // order into C: whatever the BLAS does inside a call, a product split at a multiple of the block
+  // along any dimension (LlamaModel's token tiles: tokens are M, N or K depending on the product)
+  // then repeats these calls exactly, on the same data.
+  for (int64_t m0 = 0; m0 < m; m0 += kGemmRowBlock)
+    for (int64_t n0 = 0; n0 < n; n0 += kGemmRowBlock)
+      for (int64_t k0 = 0; k0 < k; k0 += kGemmRowBlock) {
+        const int64_t mb = std::min(kGemmRowBlock, m - m0), nb = std::min(kGemmRowBlock, n - n0),
+                      kb = std::min(kGemmRowBlock, k - k0);
+        // op(A)[m0.., k0..] and op(B)[k0.., n0..] in the stored row-major matrices.
+        const float* a0 = opt.trans_a ? ap + k0 * lda + m0 : ap + m0 * lda + k0;
+        const float* b0 = opt.trans_b ? bp + n0 * ldb + k0 : bp + k0 * ldb + n0;
+        cblas_sgemm(CblasRowMajor, opt.trans_a ? CblasTrans : CblasNoTrans,
+                    opt.trans_b ? CblasTrans : CblasNoTrans, blasint(mb), blasint(nb), blasint(kb),
+                    opt.alpha, a0, lda, b0, ldb, k0 == 0 ? opt.beta : 1.0f, cp + m0 * ldc + n0, ldc);
+      }
 }
 
 }  // namespace loft::ops::cpu
