@@ -1,7 +1,7 @@
 // A grid-stride elementwise kernel shared by the pointwise ops (convert, axpy, scale, swiglu):
 // f maps NIn fp32 inputs to NOut fp32 outputs per element. Each thread loads an element's inputs
 // before storing its outputs, so outputs may alias inputs (in-place ops, swiglu_backward).
-// An output with an amax pointer also folds max |stored value| into it (block_amax): the
+// An output with an amax pointer also folds max |stored value| into it (warp_amax): the
 // per-tensor quantizer that reads the output next then skips its own pass over it.
 #pragma once
 #include "engine/ops/cuda/kernel_util.cuh"
@@ -57,7 +57,7 @@ __global__ void map_kernel(Ptrs<const TIn, NIn> in, Ptrs<TOut, NOut> out, Ptrs<u
   if constexpr (kAmax) {
 #pragma unroll
     for (int k = 0; k < NOut; ++k)  // uniform over the block: every thread calls or none does
-      if (amax.p[k]) block_amax(stored_abs_max<TOut>(m[k]), amax.p[k]);
+      if (amax.p[k]) warp_amax(stored_abs_max<TOut>(m[k]), amax.p[k]);
   }
 }
 

@@ -63,8 +63,8 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
 
 // g = dy rotated back (rounded to T), then dx = rs·w⊙g − rs³·x·mean(x⊙w⊙g). Each lane reads and
 // writes only its own pairs, after the row's dot is reduced: dx may alias dy. amax (when not
-// null) takes max |dx| (ops.h: dx_amax).
-template <typename T, typename TW>
+// kAmax: amax takes max |dx| (ops.h: dx_amax).
+template <typename T, typename TW, bool kAmax>
 __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW* w,
                                                const float* rstd, const int32_t* positions,
                                                const float* inv_freq, T* dx, int heads, int half,
@@ -93,10 +93,10 @@ __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW
       const float lo = rs * to_f32(w[i]) * g.x - k3 * xa, hi = rs * to_f32(w[i + half]) * g.y - k3 * xb;
       dxr[i] = from_f32<T>(lo);
       dxr[i + half] = from_f32<T>(hi);
-      m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
+      if constexpr (kAmax) m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
     }
   }
-  if (amax) block_amax(stored_abs_max<T>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<T>(m), amax);
 }
 
 // The same two kernels with each head's row split over `lanes` = half/kChunk lanes (a power of
@@ -149,7 +149,7 @@ __global__ void head_norm_rope_chunked_kernel(const T* x, const TW* w, const int
   }
 }
 
-template <typename T, typename TW>
+template <typename T, typename TW, bool kAmax>
 __global__ void head_norm_rope_backward_chunked_kernel(const T* dy, const T* x, const TW* w,
                                                        const float* rstd, const int32_t* positions,
                                                        const float* inv_freq, T* dx, int heads, int half,
@@ -189,12 +189,12 @@ __global__ void head_norm_rope_backward_chunked_kernel(const T* dy, const T* x, 
     for (int e = 0; e < kChunk; ++e) {
       ga[e] = rs * wa[e] * ga[e] - k3 * xa[e];
       gb[e] = rs * wb[e] * gb[e] - k3 * xb[e];
-      m = fmaxf(m, fmaxf(fabsf(ga[e]), fabsf(gb[e])));
+      if constexpr (kAmax) m = fmaxf(m, fmaxf(fabsf(ga[e]), fabsf(gb[e])));
     }
     store_chunk(dx + row * d + i0, ga);
     store_chunk(dx + row * d + i0 + half, gb);
   }
-  if (amax) block_amax(stored_abs_max<T>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<T>(m), amax);
 }
 
 // A head's row splits into lanes of kChunk pairs when half is kChunk times a power of two up to
@@ -266,17 +266,21 @@ void cuda::head_norm_rope_backward(const Tensor& dy, const Tensor& x, const Tens
     using T = typename decltype(xt)::type;
     dispatch_activation(weight.dtype(), "head_norm_rope_backward", [&](auto wt) {
       using TW = typename decltype(wt)::type;
-      if (chunked_ok(l.half, {dy.data(), x.data(), weight.data(), dx.data()}))
-        head_norm_rope_backward_chunked_kernel<T, TW>
-            <<<l.tokens, chunked_threads(l.heads, l.half), l.shared, l.stream>>>(
-                dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-                positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
-                l.half, amax_out_bits(dx_amax));
-      else
-        head_norm_rope_backward_kernel<T, TW><<<l.tokens, kWarps * 32, l.shared, l.stream>>>(
-            dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-            positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
-            l.half, amax_out_bits(dx_amax));
+      const bool chunked = chunked_ok(l.half, {dy.data(), x.data(), weight.data(), dx.data()});
+      with_flags(chunked, dx_amax != nullptr, [&](auto chunks, auto with_amax) {
+        constexpr bool kAmax = decltype(with_amax)::value;
+        if constexpr (decltype(chunks)::value)
+          head_norm_rope_backward_chunked_kernel<T, TW, kAmax>
+              <<<l.tokens, chunked_threads(l.heads, l.half), l.shared, l.stream>>>(
+                  dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+                  positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
+                  l.half, amax_out_bits(dx_amax));
+        else
+          head_norm_rope_backward_kernel<T, TW, kAmax><<<l.tokens, kWarps * 32, l.shared, l.stream>>>(
+              dy.ptr<const T>(), x.ptr<const T>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
+              positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), dx.ptr<T>(), l.heads,
+              l.half, amax_out_bits(dx_amax));
+      });
       loft::cuda::check_launch("head_norm_rope_backward");
     });
   });

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include "engine/device/cuda_context.h"
@@ -144,26 +145,39 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return warp_sum(v);
 }
 
-// Folds every thread's m (>= 0) into *amax_bits, an F32 amax accumulated as its bit pattern:
-// non-negative floats order like their bits, so atomicMax on them is a float max (zeroed memory
-// is 0.0f). Every thread of the block must call it (1-D or 2-D blocks of a multiple of 32
-// threads). The per-tensor quantizer's amax and the ops that hand it theirs (ops.h: out_amax).
+// An F32 amax kept as its bit pattern: non-negative floats order like their bits, so atomicMax
+// on them is a float max (zeroed memory is 0.0f). The per-tensor quantizer's amax, and the ops'
+// amax outputs (op_list.def's *_amax) that hand it theirs.
+// Lane 0 of a warp folds m (>= 0) in: most find the running value already at least theirs and
+// only read it, instead of an atomic on the one address (thousands of blocks' atomics would
+// queue behind each other). The value only grows, so a stale read costs one atomic more.
+__device__ __forceinline__ void fold_amax_bits(float m, unsigned* amax_bits) {
+  const unsigned bits = __float_as_uint(m);
+  if (bits > *reinterpret_cast<volatile unsigned*>(amax_bits)) atomicMax(amax_bits, bits);
+}
+
+// Folds every thread's m (>= 0) into *amax_bits with one fold per block. Every thread of the
+// block must call it (1-D or 2-D blocks of a multiple of 32 threads). For grid-stride kernels,
+// whose blocks are few and long.
 __device__ __forceinline__ void block_amax(float m, unsigned* amax_bits) {
   m = warp_max(m);
   __shared__ float warp_maxes[32];
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5, warps = int(blockDim.x * blockDim.y) >> 5;
-  __syncthreads();  // warp_maxes may still be read by an earlier call (a kernel with two amaxes)
+  __syncthreads();  // warp_maxes may still be read by an earlier call
   if (lane == 0) warp_maxes[warp] = m;
   __syncthreads();
   if (warp == 0) {
     m = warp_max(lane < warps ? warp_maxes[lane] : 0.0f);
-    // Most blocks find the running value already at least theirs: a read then, instead of an
-    // atomic on the one address (a row-per-block op has thousands of blocks, whose atomics would
-    // queue behind each other). The value only grows, so a stale read costs one atomic more.
-    const unsigned bits = __float_as_uint(m);
-    if (lane == 0 && bits > *reinterpret_cast<volatile unsigned*>(amax_bits)) atomicMax(amax_bits, bits);
+    if (lane == 0) fold_amax_bits(m, amax_bits);
   }
+}
+
+// The same with one fold per warp and no block barrier: for the ops that write their outputs a
+// row (or token) per block, whose blocks are many and short. Every lane of each warp must call it.
+__device__ __forceinline__ void warp_amax(float m, unsigned* amax_bits) {
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) fold_amax_bits(m, amax_bits);
 }
 
 // The largest |v| a thread has seen, as stored in T (rounding is monotone: the rounded maximum is
@@ -200,7 +214,17 @@ void dispatch_float(DType dt, const char* op, F&& f) {
   dispatch_activation(dt, op, f);
 }
 
-// An op's amax output (op_list.def) as the bits block_amax folds into; null when not asked.
+// f(std::bool_constant<a>{}, std::bool_constant<b>{}): two run-time flags as template arguments
+// (a kernel's variants, e.g. with and without an amax output, each compiled on its own).
+template <typename F>
+void with_flags(bool a, bool b, F&& f) {
+  if (a)
+    b ? f(std::true_type{}, std::true_type{}) : f(std::true_type{}, std::false_type{});
+  else
+    b ? f(std::false_type{}, std::true_type{}) : f(std::false_type{}, std::false_type{});
+}
+
+// An op's amax output (op_list.def) as the bits warp_amax folds into; null when not asked.
 inline unsigned* amax_out_bits(Tensor* amax) { return amax ? amax->ptr<unsigned>() : nullptr; }
 
 // Makes the tensor's device current and returns its index; loft work runs on loft::cuda::stream(index).

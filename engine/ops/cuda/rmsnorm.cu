@@ -31,8 +31,8 @@ __device__ __forceinline__ void copy_chunk(const float (&from)[kChunk], float (&
 // summation order depend on x, y and w alone, so both forms give the same y and rstd for the same
 // stored x. Each thread's first chunk stays in registers between the two passes (at Llama widths
 // a thread has one chunk), so the second pass reads only w.
-// amax (when not null) takes max |y| (ops.h: y_amax).
-template <typename TX, typename TW, bool kAdd>
+// kAmax: amax takes max |y| (ops.h: y_amax); the kernel without it is as it was before amaxes.
+template <typename TX, typename TW, bool kAdd, bool kAmax>
 __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x, const TW* w, TX* y, float* rstd,
                                int64_t d, float eps, unsigned* amax) {
   __shared__ float scratch[32];
@@ -83,23 +83,23 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) {
       v[e] = wv[e] * (v[e] * r);
-      m = fmaxf(m, fabsf(v[e]));
+      if constexpr (kAmax) m = fmaxf(m, fabsf(v[e]));
     }
     store_chunk(yr + c * kChunk, v);
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
     const float v = to_f32(w[j]) * (to_f32(xr[j]) * r);
     yr[j] = from_f32<TX>(v);
-    m = fmaxf(m, fabsf(v));
+    if constexpr (kAmax) m = fmaxf(m, fabsf(v));
   }
-  if (amax) block_amax(stored_abs_max<TX>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<TX>(m), amax);
 }
 
 // dx = r·dy·w − (r³/D)·x·Σ(dy·w·x); kAdd: dx = that rounded to TX, + add (rmsnorm_backward then
 // axpy, in one pass). Each element is read before it is written by the same thread, so dx may
 // alias dy, x or add. As in the forward, each thread's first chunk of dy and x stays in registers.
-// amax (when not null) takes max |dx| (ops.h: dx_amax).
-template <typename TX, typename TW, bool kAdd>
+// kAmax: amax takes max |dx| (ops.h: dx_amax).
+template <typename TX, typename TW, bool kAdd, bool kAmax>
 __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
                                         const TX* add, TX* dx, int64_t d, unsigned* amax) {
   __shared__ float scratch[32];
@@ -151,7 +151,8 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
       for (int e = 0; e < kChunk; ++e) g[e] = round_to<TX>(g[e]) + a[e];
     }
 #pragma unroll
-    for (int e = 0; e < kChunk; ++e) m = fmaxf(m, fabsf(g[e]));
+    for (int e = 0; e < kChunk; ++e)
+      if constexpr (kAmax) m = fmaxf(m, fabsf(g[e]));
     store_chunk(dxr + c * kChunk, g);
   }
   for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
@@ -159,9 +160,9 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
     float o = r * g * to_f32(w[j]) - coef * v;
     if constexpr (kAdd) o = round_to<TX>(o) + to_f32(ar[j]);
     dxr[j] = from_f32<TX>(o);
-    m = fmaxf(m, fabsf(o));
+    if constexpr (kAmax) m = fmaxf(m, fabsf(o));
   }
-  if (amax) block_amax(stored_abs_max<TX>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<TX>(m), amax);
 }
 
 // dweight[j] += Σ_rows dy[row, j]·x[row, j]·rstd[row]. Block (32, 8): 32 columns × a chunk of
@@ -204,14 +205,13 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
       using TW = typename decltype(wt)::type;
       const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
       cudaStream_t stream = loft::cuda::stream(dev);
-      if (residual)
-        rmsnorm_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
-            residual->ptr<const TX>(), x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr,
-            d, eps, amax_out_bits(y_amax));
-      else
-        rmsnorm_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
-            nullptr, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(), rstd_ptr, d, eps,
-            amax_out_bits(y_amax));
+      const TX* res = residual ? residual->ptr<const TX>() : nullptr;
+      auto launch = [&](auto add, auto with_amax) {
+        rmsnorm_kernel<TX, TW, decltype(add)::value, decltype(with_amax)::value>
+            <<<grid, block, 0, stream>>>(res, x.ptr<TX>(), weight.ptr<const TW>(), y.ptr<TX>(),
+                                         rstd_ptr, d, eps, amax_out_bits(y_amax));
+      };
+      with_flags(residual != nullptr, y_amax != nullptr, launch);
       loft::cuda::check_launch(op);
     });
   });
@@ -245,14 +245,14 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
     dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
       const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
-      if (add)
-        rmsnorm_backward_kernel<TX, TW, true><<<grid, block, 0, stream>>>(
-            dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-            add->ptr<const TX>(), dx.ptr<TX>(), d, amax_out_bits(dx_amax));
-      else
-        rmsnorm_backward_kernel<TX, TW, false><<<grid, block, 0, stream>>>(
-            dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(), rstd.ptr<const float>(),
-            nullptr, dx.ptr<TX>(), d, amax_out_bits(dx_amax));
+      const TX* add_ptr = add ? add->ptr<const TX>() : nullptr;
+      auto launch = [&](auto with_add, auto with_amax) {
+        rmsnorm_backward_kernel<TX, TW, decltype(with_add)::value, decltype(with_amax)::value>
+            <<<grid, block, 0, stream>>>(dy.ptr<const TX>(), x.ptr<const TX>(), weight.ptr<const TW>(),
+                                         rstd.ptr<const float>(), add_ptr, dx.ptr<TX>(), d,
+                                         amax_out_bits(dx_amax));
+      };
+      with_flags(add != nullptr, dx_amax != nullptr, launch);
       loft::cuda::check_launch(op);
     });
   });

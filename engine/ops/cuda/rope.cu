@@ -11,8 +11,8 @@ using namespace cuda_kernels;
 
 namespace {
 
-// amax (when not null) takes max |x| after the rotation (ops.h: x_amax).
-template <typename T>
+// kAmax: amax takes max |x| after the rotation (ops.h: x_amax).
+template <typename T, bool kAmax>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
                             int half, bool inverse, unsigned* amax) {
   extern __shared__ float table[];  // cos[half], then sin[half]
@@ -28,15 +28,15 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
     const float lo = a * c - b * s, hi = b * c + a * s;
     xh[i] = from_f32<T>(lo);
     xh[i + half] = from_f32<T>(hi);
-    m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
+    if constexpr (kAmax) m = fmaxf(m, fmaxf(fabsf(lo), fabsf(hi)));
   }
-  if (amax) block_amax(stored_abs_max<T>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<T>(m), amax);
 }
 
 // The same rotation with each thread taking kChunk consecutive pairs of one head (16-byte loads
 // and stores of both halves) where the rows allow it (half a multiple of kChunk, 16-byte aligned
 // rows); the per-element arithmetic is rope_kernel's expression, element for element.
-template <typename T>
+template <typename T, bool kAmax>
 __global__ void rope_chunked_kernel(T* x, const int32_t* positions, const float* inv_freq, int heads,
                                     int half, bool inverse, unsigned* amax) {
   extern __shared__ float table[];  // cos[half], then sin[half]
@@ -56,12 +56,12 @@ __global__ void rope_chunked_kernel(T* x, const int32_t* positions, const float*
       const float c = table[i0 + e], s = table[half + i0 + e];
       lo[e] = a[e] * c - b[e] * s;
       hi[e] = b[e] * c + a[e] * s;
-      m = fmaxf(m, fmaxf(fabsf(lo[e]), fabsf(hi[e])));
+      if constexpr (kAmax) m = fmaxf(m, fmaxf(fabsf(lo[e]), fabsf(hi[e])));
     }
     store_chunk(xh + i0, lo);
     store_chunk(xh + i0 + half, hi);
   }
-  if (amax) block_amax(stored_abs_max<T>(m), amax);
+  if constexpr (kAmax) warp_amax(stored_abs_max<T>(m), amax);
 }
 
 }  // namespace
@@ -82,15 +82,17 @@ void cuda::rope(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
   const bool chunked = half % kChunk == 0 && aligned16(x.data());
   dispatch_activation(x.dtype(), "rope", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (chunked) {
-      rope_chunked_kernel<T><<<unsigned(tokens), threads_for(heads * (half / kChunk)), shared, loft::cuda::stream(dev)>>>(
-          x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
-          int(half), inverse, amax_out_bits(x_amax));
-    } else {
-      rope_kernel<T><<<unsigned(tokens), threads_for(heads * half), shared, loft::cuda::stream(dev)>>>(
-          x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
-          int(half), inverse, amax_out_bits(x_amax));
-    }
+    with_flags(chunked, x_amax != nullptr, [&](auto chunks, auto with_amax) {
+      constexpr bool kAmax = decltype(with_amax)::value;
+      if constexpr (decltype(chunks)::value)
+        rope_chunked_kernel<T, kAmax><<<unsigned(tokens), threads_for(heads * (half / kChunk)), shared, loft::cuda::stream(dev)>>>(
+            x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
+            int(half), inverse, amax_out_bits(x_amax));
+      else
+        rope_kernel<T, kAmax><<<unsigned(tokens), threads_for(heads * half), shared, loft::cuda::stream(dev)>>>(
+            x.ptr<T>(), positions.ptr<const int32_t>(), inv_freq.ptr<const float>(), int(heads),
+            int(half), inverse, amax_out_bits(x_amax));
+    });
     loft::cuda::check_launch("rope");
   });
 }
