@@ -150,17 +150,20 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
   const float s = opt_.scaling();
   const int64_t t = dy.size(0), r = opt_.rank;
   // dB += s·dyᵀ·(x·Aᵀ);  gᵀ = Bᵀ·dyᵀ;  dA += s·gᵀ·x;  dx (+)= dy·W + s·g·A.
-  if (group_ && shared) {
-    // gᵀ into this projection's rows of the group's; the group's dA and dx term once, at finish.
-    Tensor all = shared->scratch(group_->key, [&] {
-      return Tensor::empty({group_->value.size(0), t}, dy.dtype(), dy.device());
-    });
-    {
-      prof::Scope scope(prof::Part::AdapterMath);
-      ops::gemm(dy, ut, b_.grad, {.trans_a = true, .trans_b = true, .alpha = s, .beta = 1.0f});
-      Tensor gt = all.slice(group_row_, r);
-      ops::gemm(compute(b_), dy, gt, {.trans_a = true, .trans_b = true});
-    }
+  // Grouped, gᵀ goes into this projection's rows of the group's, whose dA and dx term are made
+  // once, at the group's finish.
+  const bool grouped = group_ && shared;
+  Tensor all = grouped ? shared->scratch(group_->key, [&] {
+    return Tensor::empty({group_->value.size(0), t}, dy.dtype(), dy.device());
+  }) : Tensor();
+  Tensor gt = grouped ? all.slice(group_row_, r) : Tensor::empty({r, t}, dy.dtype(), dy.device());
+  {
+    prof::Scope scope(prof::Part::AdapterMath);
+    ops::gemm(dy, ut, b_.grad, {.trans_a = true, .trans_b = true, .alpha = s, .beta = 1.0f});
+    ops::gemm(compute(b_), dy, gt, {.trans_a = true, .trans_b = true});
+    if (!grouped) ops::gemm(gt, x, a_.grad, {.alpha = s, .beta = 1.0f});
+  }
+  if (grouped) {
     shared->at_finish(group_->key, [g = group_, all, x, s](Tensor& dx_all) {
       prof::Scope scope(prof::Part::AdapterMath);
       ops::gemm(all, x, g->grad, {.alpha = s, .beta = 1.0f});
@@ -169,13 +172,6 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
     prof::Scope scope(prof::Part::FrozenGemm);
     weight_->backward_input(dy, dx, accumulate_dx);
     return;
-  }
-  Tensor gt = Tensor::empty({r, t}, dy.dtype(), dy.device());
-  {
-    prof::Scope scope(prof::Part::AdapterMath);
-    ops::gemm(dy, ut, b_.grad, {.trans_a = true, .trans_b = true, .alpha = s, .beta = 1.0f});
-    ops::gemm(compute(b_), dy, gt, {.trans_a = true, .trans_b = true});
-    ops::gemm(gt, x, a_.grad, {.alpha = s, .beta = 1.0f});
   }
   const bool fused = weight_->gemm_accumulates();  // as in forward: LoRA's term first
   if (fused) {

@@ -36,6 +36,7 @@ Tensor amax_for(std::initializer_list<const AdaptedLinear*> readers, const Tenso
   return Tensor();
 }
 Tensor* maybe(Tensor& t) { return t.defined() ? &t : nullptr; }
+const Tensor* maybe(const Tensor& t) { return t.defined() ? &t : nullptr; }
 
 // A projection's frozen bias (LlamaConfig::bias), added to its output after the method's product
 // (frozen GEMM + adapter), so every method gets it untouched. Frozen, it has no gradient, and dy
@@ -173,8 +174,8 @@ void LlamaModel::attention_inputs_backward(Layer& L, AttentionInputsSaved& s, co
   Tensor dh1 = d.act({dx2.size(0), d.sizes.hidden});
   {
     SharedBackward group;  // q, k and v read the same input
-    L.q->backward(dq, s.sq, dh1, false, amax.q.defined() ? &amax.q : nullptr, &group);
-    L.k->backward(dk, s.sk, dh1, true, amax.k.defined() ? &amax.k : nullptr, &group);
+    L.q->backward(dq, s.sq, dh1, false, maybe(amax.q), &group);
+    L.k->backward(dk, s.sk, dh1, true, maybe(amax.k), &group);
     L.v->backward(dv, s.sv, dh1, true, nullptr, &group);
     group.finish(dh1);
   }
