@@ -186,7 +186,10 @@ void print_plan_json(const FinetuneOptions& o) {
   const int world = env ? env->world_size
                         : o.gpus.empty() ? 1 : int(parse_gpus(o.gpus, std::numeric_limits<int>::max()).size());
   check_shard_has_ranks(o.shard_backbone, !o.gpus.empty() || env.has_value());
-  const Device device = o.gpus.empty() && !env ? resolve_device(o.device, &std::cerr) : Device::cuda(0);
+  // A data-parallel plan is the first rank's GPU's; it may be one this machine lacks (gpu_room).
+  const Device device = env                ? Device::cuda(env->local_rank)
+                        : !o.gpus.empty() ? Device::cuda(parse_gpus(o.gpus, std::numeric_limits<int>::max())[0])
+                                          : resolve_device(o.device, &std::cerr);
   RunPlan plan = plan_run(o.run, device);
   if (o.shard_backbone) plan.shard_world = world;
   const llama::LlamaConfig cfg = llama::load_llama_config(o.model);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "engine/core/byte_size.h"
+#include "app/gpu_cards.h"
 #include "engine/core/error.h"
 #include "engine/device/device_info.h"
 #include "engine/device/memory.h"
@@ -41,19 +42,30 @@ int64_t held_on_gpu(Device device) {
   return int64_t(memory_outside(device).bytes + memory_stats(device).allocated);
 }
 
+GpuRoom gpu_room(Device device) {
+  if (!device.is_cuda()) return {};
+  if (device.index >= cuda_device_count()) {
+    const int64_t cap = gpu_memory_limit();
+    return cap > 0 ? GpuRoom{cap, kRuntimeAllowance} : GpuRoom{};
+  }
+  return {device_info(device).total_bytes, held_on_gpu(device)};
+}
+
 void check_fits_gpu_memory_limit(const llama::MethodMemory& e, int64_t micro, int64_t seq,
                                  bool grad_checkpointing, Device device) {
   const int64_t cap = gpu_memory_limit();
   if (cap <= 0 || !device.is_cuda()) return;
-  const int64_t card = device_info(device).total_bytes;  // the cap, or the card when smaller
-  const int64_t already = held_on_gpu(device);
+  const GpuRoom room = gpu_room(device);
+  const int64_t card = room.card;  // the cap, or the card when smaller
+  const int64_t already = room.held;
   if (e.total() + already <= card) return;
   throw UsageError(cat(
       e.method, " at --micro-batch ", micro, " x --seq ", seq, " needs about ", gib_text(e.total()),
       " by loft's estimate (frozen weights ", gib_text(e.frozen_weights), ", lm_head/embeddings ",
       gib_text(e.embeddings), ", adapter+AdamW ", gib_text(e.adapter), ", activations ",
       gib_text(e.activations), ", step working set ", gib_text(e.working), ") beside ", gib_text(already),
-      " already held on ", device.str(), " (CUDA context, libraries): more than ", kOption, " ",
+      device.index < cuda_device_count() ? " already held on " : " that a process holds on ", device.str(),
+      " (CUDA context, libraries): more than ", kOption, " ",
       format_byte_size(cap), card < cap ? cat(" (this card has ", gib_text(card), ")") : std::string(),
       "; lower --micro-batch or --seq", grad_checkpointing ? "" : ", or add --grad-checkpointing"));
 }

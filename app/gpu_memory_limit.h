@@ -20,6 +20,16 @@ void add_gpu_memory_limit_option(CLI::App& cmd, const std::string& device);
 // libraries and loft's allocated blocks.
 int64_t held_on_gpu(Device device);
 
+// The room GPU `device` gives a run: its memory (or the cap, when smaller) and what this process
+// holds there already. A GPU this machine lacks (a plan made for another machine: `finetune --plan
+// --gpus 2` on a laptop) is a card of --gpu-memory-limit holding kRuntimeAllowance, or, without a
+// cap, nothing known (card 0): then nothing is checked against it.
+struct GpuRoom {
+  int64_t card = 0, held = 0;
+  bool known() const { return card > 0; }
+};
+GpuRoom gpu_room(Device device);
+
 // Under a cap, on a GPU: UsageError when the estimate `e` of one micro-batch of `micro` x `seq`
 // plus what the process already holds there (the CUDA context, libraries, loft's blocks) is more
 // than the cap, naming the cap, the estimate and its parts.

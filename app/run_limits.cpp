@@ -51,12 +51,11 @@ llama::MethodMemory method_estimate(const llama::LlamaConfig& cfg, const MethodO
   eo.host_bytes = device_memory_bytes(Device::cpu());
   eo.host_share = host_share;
   eo.gpu = device.is_cuda();
-  if (device.is_cuda() && device.index < cuda_device_count()) {  // planning for an absent GPU: no bound
-    // The card (or --gpu-memory-limit) less what the process holds there already (the CUDA
-    // context, libraries): the attention tensors come back from host memory only within it.
-    const int64_t card = device_info(device).total_bytes;
-    eo.device_budget = std::max<int64_t>(card - held_on_gpu(device), 1);
-  }
+  // The card (or --gpu-memory-limit) less what the process holds there already (the CUDA
+  // context, libraries): the attention tensors come back from host memory only within it. An
+  // absent GPU without a cap: no bound.
+  if (const GpuRoom room = gpu_room(device); room.known())
+    eo.device_budget = std::max<int64_t>(room.card - room.held, 1);
   return llama::estimate_method_memory(cfg, eo, m);
 }
 
@@ -71,7 +70,8 @@ void check_run_fits(const llama::LlamaConfig& cfg, const MethodOptions& m, int64
                       shard_world);
   check_fits_gpu_memory_limit(e, micro, seq, grad_checkpointing, device);
   check_host_fits(e, micro, seq, device_memory_bytes(Device::cpu()), host_share);
-  const int64_t per_batch = e.activations + e.working, machine = device_memory_bytes(device);
+  const int64_t per_batch = e.activations + e.working;
+  const int64_t machine = device.is_cuda() ? gpu_room(device).card : device_memory_bytes(device);
   if (machine > 0 && per_batch > machine)
     throw UsageError(cat("--micro-batch ", micro, " x --seq ", seq, " needs about ", gib(per_batch),
                          " GiB of activations, more than the ", gib(machine), " GiB of ",

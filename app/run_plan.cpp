@@ -80,10 +80,10 @@ void RunPlan::resolve_memory_choices(const llama::LlamaConfig& cfg, const std::v
                                      int host_share) {
   auto fits = [&](const MethodOptions& m) {
     for (const Device& d : devices) {
-      const int64_t card = d.is_cuda() ? device_info(d).total_bytes : 0;
-      if (card <= 0) return false;
-      const int64_t need = memory_with(m, cfg, d, host_share).total() + held_on_gpu(d);
-      if (double(need) > kMemoryRoom * double(card)) return false;
+      const GpuRoom room = gpu_room(d);
+      if (!room.known()) return false;
+      const int64_t need = memory_with(m, cfg, d, host_share).total() + room.held;
+      if (double(need) > kMemoryRoom * double(room.card)) return false;
     }
     return !devices.empty();
   };
@@ -103,6 +103,11 @@ nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device de
   } catch (const UsageError& err) {
     fit_error = err.what();
   }
+  // A GPU this machine lacks, with no --gpu-memory-limit to stand for it: fits is null.
+  const bool unchecked = fit_error.empty() && device.is_cuda() && !gpu_room(device).known();
+  if (unchecked)
+    fit_error = cat("not checked: this machine has no ", device.str(),
+                    "; give --gpu-memory-limit SIZE to check the plan against a card of that size");
   return {{"method", method.method},
           {"method_record", method_options_to_json(method)},
           {"lora_rank", method.lora.rank},
@@ -133,7 +138,7 @@ nlohmann::ordered_json RunPlan::to_json(const llama::LlamaConfig& cfg, Device de
             {"adapter_bytes", e.adapter},
             {"activations_bytes", e.activations},
             {"working_bytes", e.working}}},
-          {"fits", fit_error.empty()},
+          {"fits", unchecked ? nlohmann::ordered_json() : nlohmann::ordered_json(fit_error.empty())},
           {"fit_error", fit_error.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(fit_error)}};
 }
 

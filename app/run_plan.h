@@ -68,7 +68,8 @@ struct RunPlan {
   // card (or of --gpu-memory-limit) on every device. On the CPU the lean choice stays.
   void resolve_memory_choices(const llama::LlamaConfig& cfg, const std::vector<Device>& devices,
                               int host_share = 1);
-  // Every resolved value, the estimate and whether it fits `device` (fit_error says why not).
+  // Every resolved value, the estimate and whether it fits `device` (fit_error says why not;
+  // fits is null, and fit_error says so, for a GPU this machine lacks and no cap stands for).
   nlohmann::ordered_json to_json(const llama::LlamaConfig& cfg, Device device) const;
 };
 

@@ -7,6 +7,7 @@
 
 namespace loft::quant {
 
+#ifdef LOFT_WITH_CUDA  // only the CUDA path fills codes in place (a CPU-only build has no caller)
 namespace {
 
 QuantizedTensor empty_codes(const Shape& shape, LowpFormat format, Device device) {
@@ -18,6 +19,7 @@ QuantizedTensor empty_codes(const Shape& shape, LowpFormat format, Device device
 }
 
 }  // namespace
+#endif
 
 QuantizedTensor rotate_quantize(const HadamardPlan& plan, const Tensor& x, LowpFormat format) {
   LOFT_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == plan.n, "rotate_quantize: x ",

@@ -113,7 +113,13 @@ export function trainPage() {
     ];
     fill(planBox, h('div.plan',
       h('dl.kv#train-plan-table', rows.map(([k, v]) => [h('dt', k), h('dd', v)])),
-      h(`p.plan-fits#train-plan-fits.${p.fits ? 'yes' : 'no'}`, p.fits ? 'fits this device' : `does not fit: ${p.fit_error}`)));
+      fitsLine(p)));
+  }
+
+  // fits is null for GPUs this machine lacks (a plan for another machine): fit_error says why.
+  function fitsLine(p) {
+    if (p.fits === null) return h('p.plan-fits.unknown#train-plan-fits', p.fit_error);
+    return h(`p.plan-fits#train-plan-fits.${p.fits ? 'yes' : 'no'}`, p.fits ? 'fits this device' : `does not fit: ${p.fit_error}`);
   }
 
   function follow(id) {

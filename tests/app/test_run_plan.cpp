@@ -193,13 +193,12 @@ TEST(RunPlan, FinetunePlanPrintsJsonAndWritesNothing) {
 
 // --plan with --gpus 2 --shard-backbone is each GPU's plan with its half of the frozen codes (and
 // two layers' worth gathered), counted without claiming the GPUs; without ranks it is the run's
-// usage error. A plan with --gpus sizes GPU 0, so this needs a GPU.
+// usage error. The GPUs need not be on this machine (see the next test).
 TEST(RunPlan, ThePlanOfAShardedRunCountsEachGpusShare) {
   const CliResult alone = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--device",
                                             "cpu", "--shard-backbone", "--plan"});
   EXPECT_EQ(alone.code, 2);
   EXPECT_TRUE(contains(alone.err, "--shard-backbone spreads")) << alone.err;
-  if (cuda_device_count() == 0) GTEST_SKIP() << "--plan --gpus sizes cuda:0; this machine has no GPU";
   auto plan = [](std::vector<std::string> extra) {
     std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--method", "qlora",
                                      "--seq", "256", "--plan"};
@@ -215,6 +214,40 @@ TEST(RunPlan, ThePlanOfAShardedRunCountsEachGpusShare) {
   EXPECT_LT(share, all);
   EXPECT_GE(share, all / 2) << "half, plus two layers' slots";
   EXPECT_LE(share, all / 2 + 2 * all / layers + 4096);
+}
+
+// A plan may be made for another machine: --gpus naming GPUs this one lacks (cuda:62 and cuda:63,
+// which no machine here has) still gives each GPU's estimate. Whether it fits is null without a
+// card to check against, and --gpu-memory-limit is that card; the model's limits still apply.
+TEST(RunPlan, APlanForGpusThisMachineLacksChecksAgainstTheCap) {
+  auto plan = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--method", "lora",
+                                     "--seq", "256", "--gpus", "62,63", "--plan"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = run_cli_captured(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const auto open = plan({});
+  EXPECT_EQ(open["device"], "cuda:62");
+  EXPECT_EQ(open["micro_batch"], 4) << "a GPU's default micro-batch";
+  EXPECT_GT(open["memory_estimate"]["total_bytes"].get<int64_t>(), 0);
+  EXPECT_TRUE(open["fits"].is_null()) << open.dump();
+  for (const char* part : {"not checked", "cuda:62", "--gpu-memory-limit"})
+    EXPECT_TRUE(contains(open["fit_error"].get<std::string>(), part)) << open["fit_error"];
+  const auto roomy = plan({"--gpu-memory-limit", "24GiB"});
+  EXPECT_EQ(roomy["fits"], true) << roomy.dump();
+  EXPECT_TRUE(roomy["fit_error"].is_null());
+  EXPECT_EQ(roomy["memory_estimate"], open["memory_estimate"]) << "the cap bounds nothing stories260K needs";
+  const auto tight = plan({"--gpu-memory-limit", "64MiB"});
+  EXPECT_EQ(tight["fits"], false) << tight.dump();
+  EXPECT_TRUE(contains(tight["fit_error"].get<std::string>(), "more than --gpu-memory-limit 64 MiB")) << tight["fit_error"];
+  const CliResult long_seq_run = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--seq",
+                                                   "1000000", "--gpus", "62,63", "--plan"});
+  ASSERT_EQ(long_seq_run.code, 0) << long_seq_run.err;
+  const auto long_seq = nlohmann::json::parse(long_seq_run.out);
+  EXPECT_EQ(long_seq["fits"], false) << long_seq.dump();
+  EXPECT_TRUE(contains(long_seq["fit_error"].get<std::string>(), "max_position_embeddings")) << long_seq["fit_error"];
 }
 
 // --falqon-transposed: auto stays per-step on the CPU (no GPU to fill); keep is carried, the
