@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "engine/core/find_or_make.h"
+
 namespace loft {
 
 SharedBackward::~SharedBackward() {
@@ -14,9 +16,7 @@ SharedBackward::~SharedBackward() {
 }
 
 Tensor& SharedBackward::scratch(const std::string& key, const std::function<Tensor()>& make) {
-  auto it = scratch_.find(key);
-  if (it == scratch_.end()) it = scratch_.emplace(key, make()).first;
-  return it->second;
+  return find_or_make(scratch_, key, make);
 }
 
 void SharedBackward::at_finish(const std::string& key, std::function<void(Tensor& dx)> f) {

@@ -1,18 +1,16 @@
 #include "engine/peft/shared_input.h"
 
+#include "engine/core/find_or_make.h"
+
 namespace loft {
 
 const quant::QuantizedTensor& SharedInput::quantized(
     const std::string& key, const std::function<quant::QuantizedTensor()>& make) {
-  auto it = quantized_.find(key);
-  if (it == quantized_.end()) it = quantized_.emplace(key, make()).first;
-  return it->second;
+  return find_or_make(quantized_, key, make);
 }
 
 const Tensor& SharedInput::derived(const std::string& key, const std::function<Tensor()>& make) {
-  auto it = derived_.find(key);
-  if (it == derived_.end()) it = derived_.emplace(key, make()).first;
-  return it->second;
+  return find_or_make(derived_, key, make);
 }
 
 void SharedInput::check_is_input(const Tensor& x) const {

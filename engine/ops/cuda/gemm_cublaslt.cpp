@@ -8,6 +8,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "engine/core/find_or_make.h"
 #include "engine/device/cuda_context.h"
 #include "engine/ops/ops.h"
 
@@ -126,9 +127,7 @@ const Plan& plan_for(const PlanKey& key, const Tensor& a, const Tensor& b) {
   static std::mutex mu;
   static std::map<PlanKey, std::unique_ptr<Plan>> plans;
   std::lock_guard lock(mu);
-  auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, make_plan(key, a, b)).first;
-  return *it->second;
+  return *find_or_make(plans, key, [&] { return make_plan(key, a, b); });
 }
 
 }  // namespace

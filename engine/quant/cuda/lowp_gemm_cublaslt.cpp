@@ -15,6 +15,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "engine/core/find_or_make.h"
 #include "engine/device/cuda_context.h"
 #include "engine/quant/cuda/quantize_cuda.h"
 
@@ -124,9 +125,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 std::mutex plans_mu;
 const LowpPlan* find_plan(const Key& key) {
   static std::map<Key, std::unique_ptr<LowpPlan>> plans;
-  auto it = plans.find(key);
-  if (it == plans.end()) it = plans.emplace(key, make_plan(key)).first;
-  return it->second->ok ? it->second.get() : nullptr;
+  const LowpPlan& plan = *find_or_make(plans, key, [&] { return make_plan(key); });
+  return plan.ok ? &plan : nullptr;
 }
 
 bool fits(int64_t m, int64_t n, int64_t k, const void* a, const void* b, const void* c) {
