@@ -70,6 +70,24 @@ Tensor scalar(double v) {
 
 Tensor none() { return Tensor::zeros({0}, DType::F32); }
 
+std::vector<Sizes> with_amax(const std::vector<Sizes>& sizes) {
+  std::vector<Sizes> v;
+  for (const Sizes& s : sizes)
+    for (int64_t amax : {0, 1}) {
+      v.push_back(s);
+      v.back().push_back(amax);
+    }
+  return v;
+}
+
+Tensor amax_slot(bool wanted, Device device) {
+  return wanted ? Tensor::zeros({1}, DType::F32, device) : Tensor();
+}
+
+Tensor* amax_arg(Tensor& slot) { return slot.defined() ? &slot : nullptr; }
+
+Tensor amax_out(const Tensor& slot) { return slot.defined() ? host_f32(slot) : none(); }
+
 double dot(const Tensor& a, const Tensor& b) {
   const std::vector<float> x = a.to_float_vector(), y = b.to_float_vector();
   double s = 0;

@@ -107,6 +107,15 @@ Tensor host_f32(const Tensor& t);
 Tensor scalar(double v);
 // An output a size does not produce.
 Tensor none();
+// The ops with an amax output (op_list.def's *_amax): each size twice, without (0) and with (1)
+// the amax as its last entry, so the harness compares the amaxes and the bench times both kernels.
+std::vector<Sizes> with_amax(const std::vector<Sizes>& sizes);
+// The amax slot of a run: a zeroed F32 [1] on `device` when `wanted`, else undefined; amax_arg is
+// the op's argument for it (null when undefined) and amax_out what the run returns for it (the
+// value as an F32 CPU [1], or none()).
+Tensor amax_slot(bool wanted, Device device);
+Tensor* amax_arg(Tensor& slot);
+Tensor amax_out(const Tensor& slot);
 // Σ a·b over the values of two tensors (any device), in double.
 double dot(const Tensor& a, const Tensor& b);
 // The F32 tensors of `in` rounded to BF16 and back (the values a BF16 run sees).

@@ -71,8 +71,8 @@ OpCase forward_case() {
 // mode 0: dx fresh; 1: dx written over dy.
 OpCase backward_case() {
   OpCase c{"head_norm_rope_backward"};
-  c.dims = {"t", "h", "hd", "max_pos", "w_f32", "mode"};
-  c.sizes = with_tails({{0, 0}, {1, 0}, {0, 1}});
+  c.dims = {"t", "h", "hd", "max_pos", "w_f32", "mode", "amax"};
+  c.sizes = with_amax(with_tails({{0, 0}, {1, 0}, {0, 1}}));
   c.make = make_inputs;
   c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     const Tensor x = on(in[0], d, dt), w = weight_on(in, d, dt), pos = on(in[2], d, dt),
@@ -81,14 +81,15 @@ OpCase backward_case() {
     ops::head_norm_rope(x, w, kEps, pos, inv, y, &rstd);
     Tensor dy = on(in[4], d, dt);
     Tensor dx = in[5].ptr<int32_t>()[1] ? dy : out_like(x.shape(), d, dt);
-    call([&] { ops::head_norm_rope_backward(dy, x, w, rstd, pos, inv, dx); });
-    return Tensors{host_f32(dx)};
+    Tensor amax = amax_slot(in[5].ptr<int32_t>()[2], d);
+    call([&] { ops::head_norm_rope_backward(dy, x, w, rstd, pos, inv, dx, amax_arg(amax)); });
+    return Tensors{host_f32(dx), amax_out(amax)};
   };
   c.tol_bf16 = 2e-2;
   c.backward_of = "head_norm_rope";
   c.loss = [](const Tensors& in, Device) { return dot(forward_cpu(in), in[4]); };
   c.grad_of = {0};
-  c.layer_sizes = [](const LayerSizes& l) { return q_and_k(l, {0, 0}); };
+  c.layer_sizes = [](const LayerSizes& l) { return with_amax(q_and_k(l, {0, 0})); };
   c.cost = [](const Sizes& s, double act) { return Cost{3.0 * double(s[0] * s[1] * s[2]) * act, 0}; };
   return c;
 }

@@ -17,20 +17,24 @@ Tensor rope_cpu(const Tensor& x, const Tensor& pos, const Tensor& inv_freq) {
 // x rotated, then dy rotated back: the inverse rotation is the backward of the forward one.
 OpCase rope_case() {
   OpCase c{"rope"};
-  c.dims = {"t", "h", "hd", "max_pos"};
-  c.sizes = {{1, 1, 2, 512},     {5, 3, 8, 512},    {33, 4, 64, 512}, {7, 2, 128, 512}, {1, 1, 8, 4096},
-             {7, 3, 8, 4096},    {65, 8, 128, 4096}, {9, 1, 128, 4096}, {3, 5, 2, 4096}, {3, 2, 16, 2048}};
-  c.make = [](const Sizes& s, std::mt19937& rng) {  // x, positions, inv_freq, dy
+  c.dims = {"t", "h", "hd", "max_pos", "amax"};
+  c.sizes = with_amax({{1, 1, 2, 512},   {5, 3, 8, 512},     {33, 4, 64, 512},  {7, 2, 128, 512},
+                       {1, 1, 8, 4096},  {7, 3, 8, 4096},    {65, 8, 128, 4096}, {9, 1, 128, 4096},
+                       {3, 5, 2, 4096},  {3, 2, 16, 2048}});
+  c.make = [](const Sizes& s, std::mt19937& rng) {  // x, positions, inv_freq, dy, amax flag
     const std::vector<float> inv = rope_inv_freq(int(s[2]), 10000.0, RopeScaling{});
     return Tensors{random_tensor({s[0], s[1], s[2]}, rng), random_ids({s[0]}, int32_t(s[3]), rng),
-                   Tensor::from_vector(inv, {int64_t(inv.size())}), random_tensor({s[0], s[1], s[2]}, rng)};
+                   Tensor::from_vector(inv, {int64_t(inv.size())}), random_tensor({s[0], s[1], s[2]}, rng),
+                   Tensor::from_vector(std::vector<int32_t>{int32_t(s[4])}, {1})};
   };
   c.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     Tensor x = on(in[0], d, dt), dx = on(in[3], d, dt);
     const Tensor pos = on(in[1], d, dt), inv = on(in[2], d, DType::F32);
-    call([&] { ops::rope(x, pos, inv); });
-    call([&] { ops::rope(dx, pos, inv, /*inverse=*/true); });
-    return Tensors{host_f32(x), host_f32(dx)};
+    const bool amax = in[4].ptr<int32_t>()[0] != 0;
+    Tensor x_amax = amax_slot(amax, d), dx_amax = amax_slot(amax, d);
+    call([&] { ops::rope(x, pos, inv, false, amax_arg(x_amax)); });
+    call([&] { ops::rope(dx, pos, inv, /*inverse=*/true, amax_arg(dx_amax)); });
+    return Tensors{host_f32(x), host_f32(dx), amax_out(x_amax), amax_out(dx_amax)};
   };
   c.tol_bf16 = 1e-2;
   c.backward_of = "rope";
@@ -38,7 +42,7 @@ OpCase rope_case() {
   c.grad_of = {-1, 0};
   // q and k of one layer.
   c.layer_sizes = [](const LayerSizes& l) {
-    return std::vector<Sizes>{{l.tokens(), l.heads, l.head_dim, l.seq}, {l.tokens(), l.kv_heads, l.head_dim, l.seq}};
+    return with_amax({{l.tokens(), l.heads, l.head_dim, l.seq}, {l.tokens(), l.kv_heads, l.head_dim, l.seq}});
   };
   c.cost = [](const Sizes& s, double act) { return Cost{2.0 * double(s[0] * s[1] * s[2]) * act, 0}; };
   return c;
@@ -53,42 +57,47 @@ Tensor swiglu_cpu(const Tensor& g, const Tensor& u) {
 std::vector<OpCase> swiglu_cases() {
   const std::vector<Sizes> shapes = {{1, 1}, {2, 50}, {3, 50}, {7, 172}, {33, 1000}, {7, 1031}, {5, 4099}, {4, 11008}};
   OpCase f{"swiglu"};
-  f.dims = {"rows", "f"};
-  f.sizes = shapes;
-  f.make = [](const Sizes& s, std::mt19937& rng) {
-    return Tensors{random_tensor({s[0], s[1]}, rng, -6, 6), random_tensor({s[0], s[1]}, rng)};
+  f.dims = {"rows", "f", "amax"};
+  f.sizes = with_amax(shapes);
+  f.make = [](const Sizes& s, std::mt19937& rng) {  // gate, up, amax flag
+    return Tensors{random_tensor({s[0], s[1]}, rng, -6, 6), random_tensor({s[0], s[1]}, rng),
+                   Tensor::from_vector(std::vector<int32_t>{int32_t(s[2])}, {1})};
   };
   f.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
     const Tensor g = on(in[0], d, dt), u = on(in[1], d, dt);
-    Tensor out = out_like(in[0].shape(), d, dt);
-    call([&] { ops::swiglu(g, u, out); });
-    return Tensors{host_f32(out)};
+    Tensor out = out_like(in[0].shape(), d, dt), amax = amax_slot(in[2].ptr<int32_t>()[0], d);
+    call([&] { ops::swiglu(g, u, out, amax_arg(amax)); });
+    return Tensors{host_f32(out), amax_out(amax)};
   };
   f.tol_bf16 = 1e-2;
-  f.layer_sizes = [](const LayerSizes& l) { return std::vector<Sizes>{{l.tokens(), l.intermediate}}; };
+  f.layer_sizes = [](const LayerSizes& l) { return with_amax({{l.tokens(), l.intermediate}}); };
   f.cost = [](const Sizes& s, double act) { return Cost{3.0 * double(s[0] * s[1]) * act, 0}; };
 
   // in_place: dgate over gate and dup over up, as the MLP saves memory.
   OpCase b{"swiglu_backward"};
-  b.dims = {"rows", "f", "in_place"};
+  b.dims = {"rows", "f", "in_place", "amax"};
   for (const Sizes& s : shapes)
     for (int64_t in_place : {0, 1}) b.sizes.push_back({s[0], s[1], in_place});
-  b.make = [](const Sizes& s, std::mt19937& rng) {  // dout, gate, up, in_place as I32 [1]
+  b.sizes = with_amax(b.sizes);
+  b.make = [](const Sizes& s, std::mt19937& rng) {  // dout, gate, up, {in_place, amax} as I32 [2]
     return Tensors{random_tensor({s[0], s[1]}, rng), random_tensor({s[0], s[1]}, rng, -6, 6),
-                   random_tensor({s[0], s[1]}, rng), Tensor::from_vector(std::vector<int32_t>{int32_t(s[2])}, {1})};
+                   random_tensor({s[0], s[1]}, rng),
+                   Tensor::from_vector(std::vector<int32_t>{int32_t(s[2]), int32_t(s[3])}, {2})};
   };
   b.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
-    const bool in_place = in[3].ptr<int32_t>()[0] != 0;
+    const int32_t* f = in[3].ptr<int32_t>();
+    const bool in_place = f[0] != 0;
     const Tensor dout = on(in[0], d, dt), g = on(in[1], d, dt), u = on(in[2], d, dt);
     Tensor dg = in_place ? g : out_like(g.shape(), d, dt), du = in_place ? u : out_like(g.shape(), d, dt);
-    call([&] { ops::swiglu_backward(dout, g, u, dg, du); });
-    return Tensors{host_f32(dg), host_f32(du)};
+    Tensor dg_amax = amax_slot(f[1], d), du_amax = amax_slot(f[1], d);
+    call([&] { ops::swiglu_backward(dout, g, u, dg, du, amax_arg(dg_amax), amax_arg(du_amax)); });
+    return Tensors{host_f32(dg), host_f32(du), amax_out(dg_amax), amax_out(du_amax)};
   };
   b.tol_bf16 = 1e-2;
   b.backward_of = "swiglu";
   b.loss = [](const Tensors& in, Device) { return dot(swiglu_cpu(in[1], in[2]), in[0]); };
   b.grad_of = {1, 2};
-  b.layer_sizes = [](const LayerSizes& l) { return std::vector<Sizes>{{l.tokens(), l.intermediate, 1}}; };
+  b.layer_sizes = [](const LayerSizes& l) { return with_amax({{l.tokens(), l.intermediate, 1}}); };
   b.cost = [](const Sizes& s, double act) { return Cost{5.0 * double(s[0] * s[1]) * act, 0}; };
   return {f, b};
 }
