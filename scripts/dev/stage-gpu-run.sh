@@ -19,6 +19,11 @@ for b in "$build"/loft "$build"/tests/loft_tests_*; do
   case "$b" in *.cmake) continue;; esac
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
+# STAGE_CUBLASLT_ALGOS=1: the survey of cuBLASLt's algorithms (scripts/dev/cublaslt_algos.cu).
+if [ -n "${STAGE_CUBLASLT_ALGOS:-}" ]; then
+  nvcc -O2 -arch=sm_90 -o "$dst/bin/cublaslt_algos" scripts/dev/cublaslt_algos.cu -lcublasLt
+  strip "$dst/bin/cublaslt_algos"
+fi
 # Libraries from the distribution that the GPU image may not have (OpenBLAS, SentencePiece...).
 scripts/dev/runtime-libs.sh "$dst/lib" "$dst"/bin/*
 # Test data the GPU-side tests read (models, golden values, tokenizers, references).
