@@ -4,6 +4,7 @@
 // stories260K: the loss falls, and a model rebuilt from the base checkpoint + method_state is
 // bit-identical.
 #include <cmath>
+#include <cstring>
 
 #include "engine/methods/falqon/falqon_linear.h"
 #include "engine/methods/falqon/falqon_ops.h"
@@ -197,6 +198,35 @@ TEST(FalqonLinear, AfterStepFoldsTheTopRowsIntoTheBackbone) {
       }
     EXPECT_EQ(test::rel_error(l.merged_weight(), melded(l).slice(0, out)), 0.0);
   }
+}
+
+// The state holds exactly the changed rows' codes and Â's, whatever their spacing: neighbours,
+// rows a few apart (copied as one span with the rows between) and rows far apart, the first and
+// the last row included; loading it into a fresh projection gives the same melded codes.
+TEST(FalqonLinear, MethodStateHoldsTheChangedRowsAtAnySpacing) {
+  std::mt19937 rng(6);
+  const int64_t out = 300, in = 24;
+  const int r = 2;
+  const std::vector<int64_t> top = {0, 1, 2, 9, 40, 41, 120, 299};
+  const Tensor w = test::random_tensor({out, in}, rng, -0.5f, 0.5f);
+  FalqonLinear l("m", w, r, {.topk = int(top.size())});
+  Tensor b = test::random_tensor({out, r}, rng, -1e-3f, 1e-3f);
+  for (int64_t i : top) b.ptr<float>()[i * r] = 0.5f + 0.01f * float(i);
+  l.buffer().value.copy_from(b);
+  l.after_step();
+  const Tensor codes = l.melded_codes();
+  const auto st = l.method_state();
+  EXPECT_EQ(st.at("falqon_rows").to_int_vector(), std::vector<int64_t>(top.begin(), top.end()));
+  const Tensor& rows = st.at("falqon_row_codes");
+  ASSERT_EQ(rows.shape(), Shape({int64_t(top.size()), in}));
+  for (size_t t = 0; t < top.size(); ++t)
+    EXPECT_EQ(std::memcmp(rows.ptr<uint8_t>() + int64_t(t) * in, codes.ptr<uint8_t>() + top[t] * in, size_t(in)), 0)
+        << "row " << top[t];
+  EXPECT_EQ(std::memcmp(st.at("falqon_a_codes").data(), codes.ptr<uint8_t>() + out * in, size_t(r * in)), 0);
+  FalqonLinear fresh("m", w, r, {.topk = int(top.size())});
+  fresh.load_method_state(st);
+  const Tensor again = fresh.melded_codes();
+  EXPECT_EQ(std::memcmp(again.data(), codes.data(), size_t(codes.nbytes())), 0);
 }
 
 TEST(FalqonLinear, OptionsAndFactory) {
