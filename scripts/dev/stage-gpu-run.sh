@@ -5,7 +5,8 @@
 # glibc, and the test data files tests/data leaves out, from $LOFT_TEST_DATA or ../shared/data.
 # Then, on the GPU machine: scripts/dev/gpu-check.sh (with .gpurun carried). STAGE_DIR (default .gpurun)
 # stages a second build beside the first (BUILD_DIR=build-sm89 STAGE_DIR=.gpurun89), which
-# GPU_RUN_DIR=.gpurun89 scripts/dev/gpu-check.sh runs.
+# GPU_RUN_DIR=.gpurun89 scripts/dev/gpu-check.sh runs. STAGE_LOFT_BEFORE and STAGE_CUBLASLT_ALGOS
+# add binaries (below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD_DIR:-build-gpu}
@@ -19,6 +20,8 @@ for b in "$build"/loft "$build"/tests/loft_tests_*; do
   case "$b" in *.cmake) continue;; esac
   [ -x "$b" ] && strip -o "$dst/bin/$(basename "$b")" "$b"
 done
+# STAGE_LOFT_BEFORE=path: another build's loft, staged as bin/loft-before (bench-ab.sh's A).
+if [ -n "${STAGE_LOFT_BEFORE:-}" ]; then strip -o "$dst/bin/loft-before" "$STAGE_LOFT_BEFORE"; fi
 # STAGE_CUBLASLT_ALGOS=1: the survey of cuBLASLt's algorithms (scripts/dev/cublaslt_algos.cu).
 if [ -n "${STAGE_CUBLASLT_ALGOS:-}" ]; then
   nvcc -O2 -arch=sm_90 -o "$dst/bin/cublaslt_algos" scripts/dev/cublaslt_algos.cu -lcublasLt
