@@ -8,8 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 run=$PWD/${GPU_RUN_DIR:-.gpurun}
-[ -x "$run/bin/loft" ] || tar -C "$run" -xf "$run/gpurun.tar.xz"  # a fresh machine: unpack the staged run
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"  # unpacks it on a fresh machine
 loft=${LOFT:-$run/bin/loft}
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(32x512 8x2048 4x4096 1x16384)

@@ -8,8 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
-[ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"
 OUT=${OUT:-/tmp/loft-out}; mkdir -p "$OUT"
 items=${ITEMS:-"llama3-8b:2:4096:lora:64 llama3-8b:2:4096:falqon:64"}
 binaries="A=$run/bin/loft-before B=$run/bin/loft"

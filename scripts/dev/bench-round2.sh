@@ -7,8 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
-[ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"
 OUT=${OUT:-/tmp/loft-out}; mkdir -p "$OUT"
 methods=${METHODS:-lora,qlora,falqon,halo,halo:nf4}
 steps=${STEPS:-4}

@@ -12,11 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 run=$PWD/.gpurun
-if [ -z "${LOFT:-}" ]; then
-  [ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
-  LOFT=build/loft; [ -x "$run/bin/loft" ] && LOFT=$run/bin/loft
-fi
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"
+if [ -z "${LOFT:-}" ]; then LOFT=build/loft; [ -x "$run/bin/loft" ] && LOFT=$run/bin/loft; fi
 OUT=${OUT:-/tmp/loft-out}; mkdir -p "$OUT"
 shapes=${SHAPES:-"llama-7b:4:512"}
 methods=$(echo ${METHODS:-lora falqon} | tr ' ' ,)

@@ -11,8 +11,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 mkdir -p "$OUT"
 run=$PWD/${GPU_RUN_DIR:-.gpurun}
-[ -x "$run/bin/loft" ] || tar -C "$run" -xf "$run/gpurun.tar.xz"  # a fresh machine: unpack the staged run
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"  # unpacks it on a fresh machine
 loft=${LOFT:-$run/bin/loft}
 status=0
 for item in "$@"; do

@@ -19,8 +19,7 @@ OUT=${OUT:-/tmp/loft-out}
 res=$OUT/mgpu
 mkdir -p "$res"
 run=$PWD/.gpurun
-[ -f "$run/gpurun.tar.xz" ] && [ ! -x "$run/bin/loft" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"
 export LOFT_TEST_DATA=$run/data LOFT_SOURCE_DIR=$PWD NCCL_NVLS_ENABLE=0
 export LOFT=${LOFT:-$run/bin/loft}
 end=$(( $(date +%s) + ${MGPU_BUDGET:-540} ))
