@@ -24,6 +24,17 @@ using app::RunRequest;
 std::string stories() { return (source_dir() / "examples" / "stories260K").string(); }
 std::string demo() { return (source_dir() / "examples" / "demo.jsonl").string(); }
 
+// `finetune --model stories260K --data demo ... --plan` with `options` then `extra`: its JSON, or
+// an empty object (and a failure naming its error) when it does not exit 0.
+nlohmann::json plan_json(const std::vector<std::string>& options, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--plan"};
+  args.insert(args.end(), options.begin(), options.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliResult r = run_cli_captured(args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
 class RunPlanEveryMethod : public ::testing::TestWithParam<std::string> {};
 
 // Left out, every value is the method's default; the micro-batch is the whole batch on the CPU
@@ -199,17 +210,11 @@ TEST(RunPlan, ThePlanOfAShardedRunCountsEachGpusShare) {
                                             "cpu", "--shard-backbone", "--plan"});
   EXPECT_EQ(alone.code, 2);
   EXPECT_TRUE(contains(alone.err, "--shard-backbone spreads")) << alone.err;
-  auto plan = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--method", "qlora",
-                                     "--seq", "256", "--plan"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_cli_captured(args);
-  };
-  const CliResult whole = plan({"--gpus", "2"}), sharded = plan({"--gpus", "2", "--shard-backbone"});
-  ASSERT_EQ(whole.code, 0) << whole.err;
-  ASSERT_EQ(sharded.code, 0) << sharded.err;
-  const int64_t all = nlohmann::json::parse(whole.out)["memory_estimate"]["frozen_weights_bytes"];
-  const int64_t share = nlohmann::json::parse(sharded.out)["memory_estimate"]["frozen_weights_bytes"];
+  const std::vector<std::string> options = {"--method", "qlora", "--seq", "256", "--gpus", "2"};
+  const auto whole = plan_json(options), sharded = plan_json(options, {"--shard-backbone"});
+  ASSERT_TRUE(whole.contains("memory_estimate") && sharded.contains("memory_estimate"));
+  const int64_t all = whole["memory_estimate"]["frozen_weights_bytes"];
+  const int64_t share = sharded["memory_estimate"]["frozen_weights_bytes"];
   const int64_t layers = llama::load_llama_config(stories()).num_layers;
   EXPECT_LT(share, all);
   EXPECT_GE(share, all / 2) << "half, plus two layers' slots";
@@ -220,13 +225,8 @@ TEST(RunPlan, ThePlanOfAShardedRunCountsEachGpusShare) {
 // which no machine here has) still gives each GPU's estimate. Whether it fits is null without a
 // card to check against, and --gpu-memory-limit is that card; the model's limits still apply.
 TEST(RunPlan, APlanForGpusThisMachineLacksChecksAgainstTheCap) {
-  auto plan = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--method", "lora",
-                                     "--seq", "256", "--gpus", "62,63", "--plan"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult r = run_cli_captured(args);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  auto plan = [](const std::vector<std::string>& extra) {
+    return plan_json({"--method", "lora", "--seq", "256", "--gpus", "62,63"}, extra);
   };
   const auto open = plan({});
   EXPECT_EQ(open["device"], "cuda:62");
@@ -242,10 +242,7 @@ TEST(RunPlan, APlanForGpusThisMachineLacksChecksAgainstTheCap) {
   const auto tight = plan({"--gpu-memory-limit", "64MiB"});
   EXPECT_EQ(tight["fits"], false) << tight.dump();
   EXPECT_TRUE(contains(tight["fit_error"].get<std::string>(), "more than --gpu-memory-limit 64 MiB")) << tight["fit_error"];
-  const CliResult long_seq_run = run_cli_captured({"finetune", "--model", stories(), "--data", demo(), "--seq",
-                                                   "1000000", "--gpus", "62,63", "--plan"});
-  ASSERT_EQ(long_seq_run.code, 0) << long_seq_run.err;
-  const auto long_seq = nlohmann::json::parse(long_seq_run.out);
+  const auto long_seq = plan_json({"--seq", "1000000", "--gpus", "62,63"});
   EXPECT_EQ(long_seq["fits"], false) << long_seq.dump();
   EXPECT_TRUE(contains(long_seq["fit_error"].get<std::string>(), "max_position_embeddings")) << long_seq["fit_error"];
 }
@@ -253,13 +250,8 @@ TEST(RunPlan, APlanForGpusThisMachineLacksChecksAgainstTheCap) {
 // --falqon-transposed: auto stays per-step on the CPU (no GPU to fill); keep is carried, the
 // plan's estimate counts the kept copy (one byte a weight more than the scratch) and names it.
 TEST(RunPlan, FalqonTransposedCodesAreResolvedAndCounted) {
-  auto plan = [](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"finetune", "--model", stories(), "--data", demo(), "--device", "cpu",
-                                     "--method", "falqon", "--seq", "256", "--plan"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const CliResult r = run_cli_captured(args);
-    EXPECT_EQ(r.code, 0) << r.err;
-    return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  auto plan = [](const std::vector<std::string>& extra) {
+    return plan_json({"--device", "cpu", "--method", "falqon", "--seq", "256"}, extra);
   };
   const auto automatic = plan({}), keep = plan({"--falqon-transposed", "keep"}),
              per_step = plan({"--falqon-transposed", "per-step"});
