@@ -97,28 +97,24 @@ int main(int argc, char** argv) {
   cublasLtCreate(&lt);
   cudaMalloc(&workspace, workspace_bytes);
   const long H = 4096, KV = 1024, F = 14336, V = 128256;  // llama3-8b
+  struct Gemm {
+    const char* name;
+    long n, k;
+  };
+  // Forward y = x·Wᵀ (B transposed); the backward's dX = dy·W (bf16: B as stored; FP8: the
+  // transposed codes, so B transposed again). q and o, k and v, gate and up share their shapes.
+  const Gemm forward[] = {{"q/o fwd", H, H}, {"k/v fwd", KV, H}, {"gate/up fwd", F, H}, {"down fwd", H, F}};
+  const Gemm dx[] = {{"q/o dX", H, H}, {"k/v dX", H, KV}, {"gate/up dX", H, F}, {"down dX", F, H}};
   for (long T : tokens) {
     std::printf("tokens %ld\n", T);
-    // Forward y = x·Wᵀ; the backward's dX = dy·W (bf16) or dy·(Wᵀ codes)ᵀ (FP8, transposed codes).
-    survey("q/o fwd", T, H, H, true, false);
-    survey("k/v fwd", T, KV, H, true, false);
-    survey("gate/up fwd", T, F, H, true, false);
-    survey("down fwd", T, H, F, true, false);
-    survey("q/o dX", T, H, H, false, false);
-    survey("k/v dX", T, H, KV, false, false);
-    survey("gate/up dX", T, H, F, false, false);
-    survey("down dX", T, F, H, false, false);
-    for (long chunk : {512L, 2048L}) {  // the loss head's chunk (default_loss_chunk_tokens: 512 here)
-      survey("lm_head fwd", chunk, V, H, true, false);
-      survey("lm_head dX", chunk, H, V, false, false);
+    for (bool fp8 : {false, true}) {
+      for (const Gemm& g : forward) survey(g.name, T, g.n, g.k, true, fp8);
+      for (const Gemm& g : dx) survey(g.name, T, g.n, g.k, fp8, fp8);
     }
-    survey("q/o fwd", T, H, H, true, true);
-    survey("k/v fwd", T, KV, H, true, true);
-    survey("gate/up fwd", T, F, H, true, true);
-    survey("down fwd", T, H, F, true, true);
-    survey("k/v dX", T, H, KV, true, true);
-    survey("gate/up dX", T, H, F, true, true);
-    survey("down dX", T, F, H, true, true);
+  }
+  for (long chunk : {512L, 2048L}) {  // the loss head's chunk (default_loss_chunk_tokens: 512 here)
+    survey("lm_head fwd", chunk, V, H, true, false);
+    survey("lm_head dX", chunk, H, V, false, false);
   }
   return 0;
 }
