@@ -2,8 +2,10 @@
 // explicit mask, its backward against central finite differences of that implementation, and the
 // document-packing property.
 #include <cmath>
+#include <cstring>
 #include <functional>
 
+#include "engine/ops/cpu/attention_cpu.h"
 #include "engine/ops/ops.h"
 #include "tests/common/test_util.h"
 
@@ -174,6 +176,40 @@ TEST(AttentionCpu, BackwardMatchesFiniteDifferences) {
     EXPECT_LT(test::rel_error(dk.to_float_vector(), numeric_grad(k, loss)), 1e-5);
     EXPECT_LT(test::rel_error(dv.to_float_vector(), numeric_grad(v, loss)), 1e-5);
   }
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+// The forward's query blocks and the backward's KV heads spread over threads give the serial
+// loop's bits: every row, and every KV head's sums, keep their order.
+TEST(AttentionCpu, ThreadsDoNotChangeTheBits) {
+  std::mt19937 rng(9);
+  const Dims shapes[] = {{2, 33, 8, 4, 24}, {1, 70, 6, 1, 8}, {3, 17, 4, 4, 16}};
+  for (const Dims& n : shapes)
+    for (int64_t max_doc_len : {int64_t(0), int64_t(9)}) {
+      SCOPED_TRACE(dims_str(n, max_doc_len));
+      const Inputs in = random_inputs(n, max_doc_len, rng);
+      const Tensor dout = test::random_tensor(in.q.shape(), rng);
+      Tensor out[2], lse[2], dq[2], dk[2], dv[2];
+      const int threads[2] = {1, 3};
+      for (int i = 0; i < 2; ++i) {
+        out[i] = Tensor::empty(in.q.shape(), DType::F32);
+        lse[i] = Tensor::empty({in.q.size(0), in.q.size(1)}, DType::F32);
+        ops::cpu::attention_on_threads(in.q, in.k, in.v, in.doc_start, n.seq, in.scale, out[i], lse[i], threads[i]);
+        dq[i] = Tensor::empty(in.q.shape(), DType::F32);
+        dk[i] = Tensor::empty(in.k.shape(), DType::F32);
+        dv[i] = Tensor::empty(in.v.shape(), DType::F32);
+        ops::cpu::attention_backward_on_threads(dout, in.q, in.k, in.v, out[i], lse[i], in.doc_start, n.seq,
+                                                in.scale, dq[i], dk[i], dv[i], threads[i]);
+      }
+      EXPECT_TRUE(same_bits(out[0], out[1]));
+      EXPECT_TRUE(same_bits(lse[0], lse[1]));
+      EXPECT_TRUE(same_bits(dq[0], dq[1]));
+      EXPECT_TRUE(same_bits(dk[0], dk[1]));
+      EXPECT_TRUE(same_bits(dv[0], dv[1]));
+    }
 }
 
 TEST(AttentionCpu, PackedRowEqualsEachDocumentAlone) {
