@@ -68,10 +68,17 @@ void expect_within_10_percent(const Peak& r) {
   EXPECT_NEAR(double(r.estimated), double(r.measured), 0.10 * double(r.measured));
 }
 
+// Every method without checkpointing; with it, the methods whose backward the CPU runs as a GPU
+// does. FALQON's, HALO's and HOT's low-precision products run on the CPU through f32 copies of
+// their codes (quant::gemm_lowp's decoded operands, HALO's rotated dY), which the estimate (a
+// GPU's, in f32) leaves out: at this toy size, where a checkpointed step holds little else, they
+// were 9-18% of the peak (2026-11-30: falqon -17.5%, halo -17.5%, hot -8.6%); without
+// checkpointing -1.8%, -1.2%, -5.8%.
 TEST(MemoryPeak, EstimateWithinTenPercentOfTheCpuPeak) {
-  for (const char* method : {"lora", "qlora"})
+  for (const std::string& method : method_names())
     for (bool checkpointing : {false, true}) {
-      SCOPED_TRACE(std::string(method) + (checkpointing ? " with" : " without") + " checkpointing");
+      if (checkpointing && method != "lora" && method != "qlora") continue;
+      SCOPED_TRACE(method + (checkpointing ? " with" : " without") + " checkpointing");
       expect_within_10_percent(measure(method, checkpointing, 4, 256, 16));
     }
 }
