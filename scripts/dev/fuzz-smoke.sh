@@ -16,7 +16,7 @@ smoke() {
   "$BUILD/fuzz/fuzz_$t" -max_total_time="$SECONDS_EACH" $(fuzz_flags "$t" tests/fuzz) \
     -artifact_prefix="$BUILD/findings/$t/" "$BUILD/corpus/$t" >"$log" 2>&1 || rc=$?
   echo "fuzz $t (${SECONDS_EACH}s): $(grep -E '^#[0-9]+' "$log" | tail -1 | tr -s ' ' | cut -c1-100)"
-  found=$(fuzz_findings "$BUILD/findings/$t" | head -1)
+  found=$(fuzz_findings "$BUILD/findings/$t" | sed -n 1p)  # sed reads it all: no SIGPIPE under pipefail
   if [ "$rc" -ne 0 ] || [ -n "$found" ]; then
     grep -E "==[0-9]+==ERROR|^SUMMARY|runtime error" "$log" | head -5 >&2 || true
     echo "fuzz $t: exit $rc; findings in $BUILD/findings/$t, log $log" >&2
