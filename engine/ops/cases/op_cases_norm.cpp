@@ -74,7 +74,7 @@ OpCase rmsnorm_case() {
     call([&] { ops::rmsnorm(x, w, kEps, y, &rstd, amax_arg(amax)); });
     return Tensors{host_f32(y), host_f32(rstd), amax_out(amax)};
   };
-  c.tol_bf16_of = {1e-2, 1e-5, 1e-2};  // y; rstd (F32); max |y|
+  c.tol_bf16_of = {1e-2, 1e-5, 2e-2};  // y; rstd (F32); max |y| (one element: a rounding or two)
   c.layer_sizes = [](const LayerSizes& l) { return with_amax(one_layer(l, {0})); };
   c.cost = [](const Sizes& s, double act) { return io(s, act, 2); };
   return c;
@@ -170,7 +170,7 @@ OpCase rmsnorm_backward_add_case() {
     return dot(rmsnorm_cpu(in[1], in[2]), in[0]) + dot(in[1], in[3]) + dot(in[2], in[4]);
   };
   c.grad_of = {1, 2};
-  c.tol_bf16_of = {1e-2, 1e-5, 1e-2};  // dx; dweight; max |dx|
+  c.tol_bf16_of = {1e-2, 1e-5, 2e-2};  // dx; dweight; max |dx|
   c.layer_sizes = [](const LayerSizes& l) { return with_amax(one_layer(l, {0, 0, 0, 2})); };
   c.cost = [](const Sizes& s, double act) { return io(s, act, 4); };
   return c;
