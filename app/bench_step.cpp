@@ -284,6 +284,7 @@ MethodRun run_method(const StepBenchOptions& o, const Setup& s, const std::strin
   const BenchSchedule schedule{.warmup = o.warmup,
                                 .steps = o.steps,
                                 .profiled = o.profiled,
+                                .profile_ops = o.profile_ops,
                                 .lr = 2e-4,
                                 .max_grad_norm = r.max_grad_norm};
   const auto does_not_fit = [&](const std::string& why) {
@@ -327,6 +328,32 @@ nlohmann::ordered_json breakdown_json(const BenchTimes& t) {
   return j;
 }
 
+// --profile-ops: "part/op" and its time, the longest first.
+std::vector<std::pair<std::string, prof::OpTime>> ops_by_time(const BenchTimes& t) {
+  std::vector<std::pair<std::string, prof::OpTime>> v(t.op_breakdown.begin(), t.op_breakdown.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  return v;
+}
+
+nlohmann::ordered_json op_breakdown_json(const BenchTimes& t) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& [op, time] : ops_by_time(t)) j[op] = {{"s", time.seconds}, {"calls", time.calls}};
+  return j;
+}
+
+void print_op_breakdown(std::ostream& out, const MethodRun& r) {
+  constexpr size_t kShown = 30;
+  const auto ops = ops_by_time(r.times);
+  out << r.method << ": ms per profiled step by op within its part (part/- is the part's time "
+      << "outside any op), the " << std::min(kShown, ops.size()) << " longest of " << ops.size() << '\n';
+  for (size_t i = 0; i < ops.size() && i < kShown; ++i) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-42s %10.3f ms %7lld calls\n", ops[i].first.c_str(),
+                  ops[i].second.seconds * 1e3, (long long)ops[i].second.calls);
+    out << line;
+  }
+}
+
 nlohmann::ordered_json method_json(const StepBenchOptions& o, const Setup& s, const MethodRun& r) {
   nlohmann::ordered_json j{{"method", r.method},
                            {"options", r.options},
@@ -355,6 +382,7 @@ nlohmann::ordered_json method_json(const StepBenchOptions& o, const Setup& s, co
   if (o.profiled > 0) {
     j["profiled_step_s"] = t.profiled_step_s;
     j["breakdown_s"] = breakdown_json(t);
+    if (o.profile_ops) j["op_breakdown"] = op_breakdown_json(t);
   }
   if (!t.ranks.empty()) {
     j["ranks"] = nlohmann::ordered_json::array();
@@ -452,6 +480,9 @@ void print_table(std::ostream& out, const StepBenchOptions& o, const Setup& s,
   }
   out << "s/step = median of the timed steps; peak = device memory allocated by loft over the "
          "timed steps (weights included); est. = loft info's estimate of that peak\n";
+  if (o.profile_ops && o.profiled > 0)
+    for (const MethodRun& r : runs)
+      if (r.error.empty()) print_op_breakdown(out, r);
   for (const MethodRun& r : runs)
     if (r.error.empty() && r.times.allocator_returns > 0)
       out << r.method << ": the GPU allocator handed " << r.times.allocator_returns
@@ -496,8 +527,11 @@ void run_step_bench(const StepBenchOptions& in) {
   StepBenchOptions o = in;
   if (o.shard_backbone && o.gpus.empty())
     throw UsageError("--shard-backbone spreads the frozen codes over the GPUs of --gpus: give --gpus");
+  if (o.profile_ops && o.profiled == 0)
+    throw UsageError("--profile-ops times the ops of the profiled steps: give --profile-steps 1 or more");
   if (!o.gpus.empty()) {
     check_device_beside_ranks(o.device, "--gpus " + o.gpus);
+    if (o.profile_ops) throw UsageError("--profile-ops: a data-parallel bench (--gpus) has no profiled steps");
     o.profiled = 0;  // the profiler is one per process: the ranks' parts would mix
   }
   const llama::LlamaConfig config = check_options(o);

@@ -18,6 +18,7 @@ struct StepBenchOptions {
   int64_t grad_bucket_mib = 25;   // --grad-bucket-mib: the gradient sum's buckets (0: after the backward)
   MethodFlagValues method_flags;  // the methods' own options, as given
   int64_t batch = 4, seq = 512, steps = 8, warmup = 3, profiled = 2;
+  bool profile_ops = false;  // --profile-ops: the profiled steps also time each op in its part
   int rank = 64;
   float alpha = 16.0f;
   double max_grad_norm = -1;  // -1: the method's default, as finetune

@@ -61,6 +61,10 @@ void add_step_bench(CLI::App& bench) {
   cmd->add_option("--profile-steps", o->profiled,
                   "profiled steps after the timed ones, for the per-part breakdown (0: none)")
       ->capture_default_str()->transform(int_in(0, kMaxBenchSteps));
+  cmd->add_flag("--profile-ops", o->profile_ops,
+                "the profiled steps also time each op (every op of the op table and the quantization "
+                "kernels) within its part: where a part's time goes inside the real step (two more "
+                "events an op on a GPU, so the profiled steps run a little slower)");
   auto* rank = cmd->add_option("--lora-rank", o->rank, "LoRA rank")->capture_default_str()->transform(rank_bound());
   auto* alpha =
       cmd->add_option("--lora-alpha", o->alpha, "LoRA alpha")->capture_default_str()->check(positive_finite());

@@ -13,10 +13,16 @@ namespace loft::prof {
 
 namespace {
 
-// A boundary between two intervals: the part that ran up to it. On CUDA the time is read from
-// events after the final synchronisation; on the CPU directly from the clock.
+// What runs between two marks: a part, and the op inside it (null: none).
+struct Frame {
+  Part part;
+  const char* op = nullptr;
+};
+
+// A boundary between two intervals: what ran up to it. On CUDA the time is read from events after
+// the final synchronisation; on the CPU directly from the clock.
 struct Mark {
-  Part before;
+  Frame before;
   double cpu_s = 0;
 #ifdef LOFT_WITH_CUDA
   cudaEvent_t event = nullptr;
@@ -24,10 +30,11 @@ struct Mark {
 };
 
 struct State {
-  bool on = false;
+  bool on = false, ops = false;
   Device device;
-  std::vector<Part> stack;
+  std::vector<Frame> stack;
   std::vector<Mark> marks;
+  std::map<std::string, OpTime> op_times;  // the last stop()'s, when started with ops
 #ifdef LOFT_WITH_CUDA
   std::vector<cudaEvent_t> pool;  // events reused across start()/stop()
   size_t used = 0;
@@ -44,7 +51,7 @@ double now_s() {
       .count();
 }
 
-void mark(Part before) {
+void mark(Frame before) {
   State& s = state();
   Mark m{before};
   if (s.device.is_cuda()) {
@@ -73,25 +80,30 @@ const char* part_name(Part p) {
 }
 
 bool active() { return state().on; }
+bool active_ops() { return state().on && state().ops; }
 
-void start(Device device) {
+void start(Device device, bool ops) {
   State& s = state();
   LOFT_CHECK(!s.on, "profiler already started");
   synchronize(device);
   s.on = true;
+  s.ops = ops;
   s.device = device;
-  s.stack = {Part::Other};
+  s.stack = {{Part::Other}};
   s.marks.clear();
+  s.op_times.clear();
 #ifdef LOFT_WITH_CUDA
   s.used = 0;
 #endif
-  mark(Part::Other);  // the origin; its `before` is unused
+  mark({Part::Other});  // the origin; its `before` is unused
 }
+
+const std::map<std::string, OpTime>& op_times() { return state().op_times; }
 
 std::array<double, kParts> stop() {
   State& s = state();
   LOFT_CHECK(s.on, "profiler not started");
-  mark(Part::Other);
+  mark({Part::Other});
   synchronize(s.device);
   std::array<double, kParts> out{};
   for (size_t i = 1; i < s.marks.size(); ++i) {
@@ -105,7 +117,9 @@ std::array<double, kParts> stop() {
     } else {
       dt = s.marks[i].cpu_s - s.marks[i - 1].cpu_s;
     }
-    out[int(s.marks[i].before)] += dt;
+    const Frame& f = s.marks[i].before;
+    out[int(f.part)] += dt;
+    if (s.ops) s.op_times[cat(part_name(f.part), "/", f.op ? f.op : "-")].seconds += dt;
   }
   s.on = false;
   s.marks.clear();
@@ -116,10 +130,24 @@ std::array<double, kParts> stop() {
 void Scope::enter(Part p) {
   State& s = state();
   mark(s.stack.back());
-  s.stack.push_back(p);
+  s.stack.push_back({p});
 }
 
 void Scope::leave() {
+  State& s = state();
+  mark(s.stack.back());
+  s.stack.pop_back();
+}
+
+void OpScope::enter(const char* op) {
+  State& s = state();
+  mark(s.stack.back());
+  const Part part = s.stack.back().part;
+  s.stack.push_back({part, op});
+  ++s.op_times[cat(part_name(part), "/", op)].calls;
+}
+
+void OpScope::leave() {
   State& s = state();
   mark(s.stack.back());
   s.stack.pop_back();

@@ -3,8 +3,13 @@
 // runs, its part is charged, not the outer one's. Off by default; then a Scope costs one branch.
 // On CUDA each scope boundary records an event on loft's stream, so the breakdown measures GPU
 // time without synchronising inside the step; on the CPU it reads the clock.
+// Started with ops, it also charges each op (every op of op_list.def, through its dispatch, and
+// the quantization kernels: prof::OpScope) within its part: the kernels' own times inside the
+// real step, where `bench kernels` times each alone.
 #pragma once
 #include <array>
+#include <cstdint>
+#include <map>
 #include <string>
 
 #include "engine/tensor/device.h"
@@ -27,10 +32,22 @@ constexpr int kParts = int(Part::kCount);
 const char* part_name(Part p);  // "frozen_gemm", "adapter", ...
 
 // Starts collecting on `device`; everything until stop() not inside a Scope counts as Other.
-void start(Device device);
+// `ops`: OpScopes mark their ops too (two more events an op on CUDA).
+void start(Device device, bool ops = false);
 // Synchronises, stops collecting and returns the seconds charged to each part since start().
 std::array<double, kParts> stop();
 bool active();
+bool active_ops();
+
+// An op's time and calls within a part.
+struct OpTime {
+  double seconds = 0;
+  int64_t calls = 0;
+};
+// After a stop() of a start(device, true): "part/op" (e.g. "elementwise/swiglu_backward") for
+// every op that ran, and "part/-" for the part's time outside any op (other kernels, host gaps);
+// they sum to stop()'s parts. Empty after a start without ops.
+const std::map<std::string, OpTime>& op_times();
 
 class Scope {
  public:
@@ -45,6 +62,24 @@ class Scope {
 
  private:
   static void enter(Part p);
+  static void leave();
+  bool on_;
+};
+
+// Brackets one op (a static name) inside the current part, when the profiler runs with ops.
+class OpScope {
+ public:
+  explicit OpScope(const char* op) : on_(active_ops()) {
+    if (on_) enter(op);
+  }
+  ~OpScope() {
+    if (on_) leave();
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  static void enter(const char* op);
   static void leave();
   bool on_;
 };

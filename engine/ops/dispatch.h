@@ -1,6 +1,8 @@
 // dispatch::name(device, args...): every row of op_list.def run on `device`, by cpu::name or
 // cuda::name. Only the validating ops (ops.cpp, kv_cache_ops.cpp) call it, after their checks.
+// Each call is an op of the profiler's op breakdown (engine/device/profile.h: prof::OpScope).
 #pragma once
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 
 namespace loft::ops::dispatch {
@@ -12,12 +14,14 @@ namespace loft::ops::dispatch {
 #ifdef LOFT_WITH_CUDA
 #define LOFT_OP(ret, name, params, args)                          \
   inline ret name(Device device, LOFT_OP_PARAMS params) {         \
+    prof::OpScope op_scope(#name);                                \
     return device.is_cpu() ? cpu::name args : cuda::name args;    \
   }
 #else
 #define LOFT_OP(ret, name, params, args)                          \
   inline ret name(Device device, LOFT_OP_PARAMS params) {         \
     if (!device.is_cpu()) no_cuda(#name);                         \
+    prof::OpScope op_scope(#name);                                \
     return cpu::name args;                                        \
   }
 #endif

@@ -1,6 +1,7 @@
 // transpose_codes: validation, the CPU reference, dispatch to the CUDA kernel.
 #include "engine/quant/code_transpose.h"
 
+#include "engine/device/profile.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/quant/cuda/code_transpose_cuda.h"
 #endif
@@ -16,6 +17,7 @@ bool byte_codes(DType t) {
 }  // namespace
 
 void transpose_codes(const Tensor& src, Tensor& dst) {
+  prof::OpScope op_scope("transpose_codes");
   LOFT_CHECK(src.dim() == 2 && byte_codes(src.dtype()), "transpose_codes: src ", src.str(),
              " must be 2-D codes of one byte (U8, I8, F8_E4M3, F8_E5M2)");
   LOFT_CHECK(dst.dtype() == src.dtype() && dst.device() == src.device() &&

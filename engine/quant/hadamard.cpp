@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/device/profile.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/quant/cuda/hadamard_cuda.h"
 #endif
@@ -269,6 +270,7 @@ Tensor hadamard_dense(const HadamardPlan& plan) {
 }
 
 void hadamard_transform(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inverse) {
+  prof::OpScope op_scope("hadamard");
   check_operands(plan, x, y);
   if (x.numel() == 0) return;
   if (x.device().is_cpu()) return transform_cpu(plan, x, y, inverse);
@@ -303,6 +305,7 @@ HadamardPlan token_plan(int64_t tokens) {
 }
 
 void token_transform(const HadamardPlan& plan, const Tensor& x, const Tensor& y, bool inverse) {
+  prof::OpScope op_scope("token_transform");
   check_token_operands(plan, x, y);
   if (y.numel() == 0) return;
   if (x.device().is_cpu()) return token_transform_cpu(plan, x, y, inverse);

@@ -1,6 +1,7 @@
 // gemm_lowp: validation, the fast-path dispatch, and the portable decode + GEMM path.
 #include "engine/quant/lowp_gemm.h"
 
+#include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/quant/quantize.h"
 #ifdef LOFT_WITH_CUDA
@@ -52,6 +53,7 @@ Tensor decoded_product(const Tensor& a, const Tensor& b, DType dt) {
 
 void gemm_lowp(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor& sb, Tensor& c,
                const LowpGemmOptions& opt) {
+  prof::OpScope op_scope("gemm_lowp");
   validate(a, sa, b, sb, c);
   if (c.numel() == 0) return;
   if (a.device().is_cpu()) {

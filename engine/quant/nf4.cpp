@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/device/profile.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/quant/cuda/nf4_cuda.h"
 #endif
@@ -206,6 +207,7 @@ std::vector<float> nf4_block_absmax(const Nf4Tensor& q) {
 }
 
 void dequantize_nf4_into(const Nf4Tensor& q, Tensor& out) {
+  prof::OpScope op_scope("nf4_decode");
   check_nf4(q, "dequantize_nf4");
   if (out.dtype() != DType::F32 && out.dtype() != DType::BF16)
     throw Error(cat("dequantize_nf4: output ", out.str(), " must be F32 or BF16"));

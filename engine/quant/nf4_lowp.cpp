@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/device/profile.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/quant/cuda/nf4_cuda.h"
 #endif
@@ -39,6 +40,7 @@ float nf4_max_abs(const Nf4Tensor& q) {
 float nf4_lowp_scale(const Nf4Tensor& q, LowpFormat f) { return scale_for_amax(nf4_max_abs(q), f); }
 
 void nf4_to_lowp(const Nf4Tensor& q, float scale, bool transposed, Tensor& codes) {
+  prof::OpScope op_scope("nf4_to_lowp");
   const LowpFormat f = format_of(codes.dtype(), "nf4_to_lowp: codes");
   LOFT_CHECK(q.shape.size() == 2, "nf4_to_lowp: the NF4 weight must be 2-D, got ",
              shape_str(q.shape));

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engine/device/profile.h"
 #include "engine/quant/code_transpose.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/int8.h"
@@ -134,6 +135,7 @@ void encode_cpu(LowpFormat f, const float* x, int64_t n, float s, uint8_t* codes
 
 void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
                    const Tensor* amax) {
+  prof::OpScope op_scope("quantize");
   LOFT_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,
              "quantize: input must be F32 or BF16, got ", x.str());
   format_of(codes.dtype(), "quantize: codes");
@@ -172,6 +174,7 @@ QuantizedTensor quantize(const Tensor& x, LowpFormat format, bool also_transpose
 }
 
 void dequantize(const Tensor& codes, const Tensor* scale, Tensor& out) {
+  prof::OpScope op_scope("dequantize");
   format_of(codes.dtype(), "dequantize: codes");
   if (scale) check_scale(*scale, codes, "dequantize");
   LOFT_CHECK(out.dtype() == DType::F32 || out.dtype() == DType::BF16,

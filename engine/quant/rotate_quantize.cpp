@@ -1,6 +1,7 @@
 // rotate_quantize / token_rotate_quantize: the unfused CPU reference and the CUDA dispatch.
 #include "engine/quant/rotate_quantize.h"
 
+#include "engine/device/profile.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/quant/cuda/hadamard_cuda.h"
 #endif
@@ -22,6 +23,7 @@ QuantizedTensor empty_codes(const Shape& shape, LowpFormat format, Device device
 #endif
 
 QuantizedTensor rotate_quantize(const HadamardPlan& plan, const Tensor& x, LowpFormat format) {
+  prof::OpScope op_scope("rotate_quantize");
   LOFT_CHECK(x.defined() && x.dim() >= 1 && x.size(-1) == plan.n, "rotate_quantize: x ",
              x.defined() ? x.str() : std::string("(undefined)"), " must end in the plan's n=",
              plan.n);
@@ -41,6 +43,7 @@ QuantizedTensor rotate_quantize(const HadamardPlan& plan, const Tensor& x, LowpF
 
 QuantizedTensor token_rotate_quantize(const HadamardPlan& plan, const Tensor& x,
                                       LowpFormat format) {
+  prof::OpScope op_scope("token_rotate_quantize");
   LOFT_CHECK(x.defined() && x.dim() == 2 && x.size(0) <= plan.n, "token_rotate_quantize: x ",
              x.defined() ? x.str() : std::string("(undefined)"),
              " must be [tokens, N] with at most the plan's n=", plan.n, " rows");

@@ -84,7 +84,7 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Mo
   if (schedule.profiled == 0) return t;
 
   const auto start = Clock::now();
-  prof::start(device);
+  prof::start(device, schedule.profile_ops);
   try {
     for (int64_t i = 0; i < schedule.profiled; ++i, ++step)
       bench_step(model, optimizer, batch, schedule, step + 1);
@@ -99,6 +99,8 @@ BenchTimes time_training_steps(TrainableModel& model, AdamW& optimizer, const Mo
   const double n = double(schedule.profiled);
   t.profiled_step_s = std::chrono::duration<double>(Clock::now() - start).count() / n;
   for (int p = 0; p < prof::kParts; ++p) t.breakdown_s[size_t(p)] = parts[size_t(p)] / n;
+  for (const auto& [op, time] : prof::op_times())
+    t.op_breakdown[op] = {time.seconds / n, time.calls / schedule.profiled};
   return t;
 }
 

@@ -9,6 +9,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "engine/device/profile.h"
@@ -22,6 +24,7 @@ struct BenchSchedule {
   int64_t warmup = 3;  // steps run first and not timed (kernel selection, allocator warm-up)
   int64_t steps = 8;   // timed steps, >= 1
   int64_t profiled = 2;  // profiled steps after the timed ones, >= 0 (0: no breakdown)
+  bool profile_ops = false;  // the profiled steps also time each op within its part
   double lr = 2e-4;
   double max_grad_norm = 0.3;  // clip as finetune does (its default is the method's); <= 0: off
 };
@@ -52,6 +55,8 @@ struct BenchTimes {
   // claims), and the wall time per profiled step they add up to. Zero when none were profiled.
   std::array<double, prof::kParts> breakdown_s{};
   double profiled_step_s = 0;
+  // With profile_ops: per profiled step, each "part/op"'s seconds and calls (prof::op_times).
+  std::map<std::string, prof::OpTime> op_breakdown;
   std::vector<RankTimes> ranks;  // a data-parallel bench's, one per rank
 };
 

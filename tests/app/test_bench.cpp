@@ -164,6 +164,45 @@ TEST(BenchCommand, MethodListWithBreakdown) {
   EXPECT_EQ(j["methods"][0]["trainable_parameters"], j["methods"][2]["trainable_parameters"]);
 }
 
+// --profile-ops: each part's time by op inside the real step; the ops of a part sum to the
+// part, and the ops a method runs appear where they run (FALQON's quantizer in quant_hadamard,
+// its E4M3 products in frozen_gemm and adapter, its row update, the norms and SwiGLU in
+// elementwise, the attention). Without profiled steps, or with --gpus, it is a usage error.
+TEST(BenchCommand, ProfileOpsBreaksEachPartDownByOp) {
+  const auto m = only_method(bench_json({"--shape", "tiny", "--method", "falqon", "--batch", "2", "--seq", "64",
+                                         "--steps", "1", "--warmup", "1", "--profile-steps", "2", "--profile-ops"}));
+  ASSERT_TRUE(m.contains("op_breakdown")) << m.dump();
+  const auto& ops = m["op_breakdown"];
+  for (const char* op : {"quant_hadamard/quantize", "frozen_gemm/gemm_lowp", "adapter/gemm_lowp",
+                         "falqon_update/falqon_after_steps", "elementwise/rmsnorm", "elementwise/swiglu_backward",
+                         "attention/attention", "attention/attention_backward", "loss_head/cross_entropy"}) {
+    ASSERT_TRUE(ops.contains(op)) << op << " in " << ops.dump();
+    EXPECT_GT(double(ops[op]["s"]), 0) << op;
+    EXPECT_GE(int64_t(ops[op]["calls"]), 1) << op;
+  }
+  EXPECT_EQ(int64_t(ops["attention/attention"]["calls"]), 2) << "one a layer, per profiled step";
+  for (const auto& [part, seconds] : m["breakdown_s"].items()) {
+    double sum = 0;
+    for (const auto& [op, time] : ops.items())
+      if (op.rfind(part + "/", 0) == 0) sum += double(time["s"]);
+    EXPECT_NEAR(sum, double(seconds), 1e-6 + 1e-6 * double(seconds)) << part;
+  }
+  const CliResult text = test::run_cli_captured({"bench", "step", "--shape", "tiny", "--device", "cpu", "--method",
+                                                 "lora", "--batch", "1", "--seq", "32", "--steps", "1", "--warmup",
+                                                 "0", "--profile-steps", "1", "--profile-ops"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "lora: ms per profiled step by op")) << text.out;
+  EXPECT_TRUE(contains(text.out, "frozen_gemm/gemm")) << text.out;
+  for (const auto& args : {std::vector<std::string>{"--profile-steps", "0", "--profile-ops"},
+                           std::vector<std::string>{"--gpus", "1", "--profile-ops"}}) {
+    std::vector<std::string> all = {"bench", "step", "--shape", "tiny", "--steps", "1"};
+    all.insert(all.end(), args.begin(), args.end());
+    const CliResult r = test::run_cli_captured(all);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "--profile-ops")) << r.err;
+  }
+}
+
 // The previous method's model is freed before the next is built and the peak is reset per
 // method, so the same method twice reports the same peak, not the sum.
 TEST(BenchCommand, PeaksDoNotAddAcrossMethods) {

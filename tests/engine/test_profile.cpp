@@ -4,6 +4,8 @@
 
 #include <array>
 #include <chrono>
+#include <map>
+#include <string>
 #include <thread>
 
 #include "engine/device/profile.h"
@@ -48,6 +50,57 @@ TEST(Profile, NestedScopesChargeExclusiveTime) {
   EXPECT_GE(q, 0.020);
   EXPECT_GE(t[int(prof::Part::Other)], 0.004);
   EXPECT_EQ(t[int(prof::Part::FrozenGemm)], 0.0);
+}
+
+// Started with ops, each op's exclusive time is charged to "part/op" within the part it ran in
+// (an op inside an op to the inner one), the part's other time to "part/-", and the ops' times
+// sum to the parts'. Started without, OpScopes record nothing.
+TEST(Profile, OpsAreChargedWithinTheirPart) {
+  std::array<double, prof::kParts> t{};
+  std::map<std::string, prof::OpTime> ops;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    prof::start(Device::cpu(), /*ops=*/true);
+    {
+      prof::Scope part(prof::Part::Elementwise);
+      busy_for(0.004);  // elementwise/-
+      for (int i = 0; i < 2; ++i) {
+        prof::OpScope op("swiglu");
+        busy_for(0.005);
+      }
+      prof::OpScope outer("gemm_lowp");
+      busy_for(0.003);
+      prof::OpScope inner("dequantize");
+      busy_for(0.006);
+    }
+    { prof::OpScope op("rmsnorm"); }  // outside any part: other/rmsnorm
+    t = prof::stop();
+    ops = prof::op_times();
+    if (ops["elementwise/swiglu"].seconds < 0.010 + 0.008) break;
+  }
+  EXPECT_EQ(ops.at("elementwise/swiglu").calls, 2);
+  EXPECT_GE(ops.at("elementwise/swiglu").seconds, 0.010);
+  EXPECT_LT(ops.at("elementwise/swiglu").seconds, 0.010 + 0.008);
+  EXPECT_EQ(ops.at("elementwise/dequantize").calls, 1);
+  EXPECT_GE(ops.at("elementwise/dequantize").seconds, 0.006);
+  EXPECT_GE(ops.at("elementwise/gemm_lowp").seconds, 0.003);
+  EXPECT_LT(ops.at("elementwise/gemm_lowp").seconds, 0.006) << "the inner op's time is not the outer's";
+  EXPECT_GE(ops.at("elementwise/-").seconds, 0.004);
+  EXPECT_EQ(ops.at("other/rmsnorm").calls, 1);
+  double elementwise = 0, all = 0;
+  for (const auto& [name, time] : ops) {
+    all += time.seconds;
+    if (name.rfind("elementwise/", 0) == 0) elementwise += time.seconds;
+  }
+  EXPECT_NEAR(elementwise, t[int(prof::Part::Elementwise)], 1e-9);
+  double parts = 0;
+  for (double v : t) parts += v;
+  EXPECT_NEAR(all, parts, 1e-9);
+
+  prof::start(Device::cpu());  // without ops
+  { prof::OpScope op("swiglu"); }
+  prof::stop();
+  EXPECT_TRUE(prof::op_times().empty());
+  EXPECT_FALSE(prof::active_ops());
 }
 
 TEST(Profile, ScopesAreFreeWhenOff) {

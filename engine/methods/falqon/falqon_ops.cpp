@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/device/profile.h"
 #include "engine/quant/fp8.h"
 #include "engine/quant/scaled_fp8.h"
 #ifdef LOFT_WITH_CUDA
@@ -174,6 +175,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
 }
 
 void after_steps(std::vector<AfterStep>& steps) {
+  prof::OpScope op_scope("falqon_after_steps");
   if (steps.empty()) return;
   if (cuda_dispatch(steps[0].update.b, "after_steps")) {
 #ifdef LOFT_WITH_CUDA

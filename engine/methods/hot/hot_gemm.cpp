@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/core/parallel.h"
+#include "engine/device/profile.h"
 #include "engine/methods/hot/hot_numerics.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/methods/hot/cuda/hot_cuda.h"
@@ -120,6 +121,7 @@ Tensor hot_pack_s4(const Tensor& codes) {
 }
 
 Tensor hot_igemm(const HotCodes& a, const HotCodes& b, HotGemmPath path) {
+  prof::OpScope op_scope("hot_igemm");
   check_pair(a, b);
   const Device dev = a.device();
   path = hot_resolve_path(path, dev);

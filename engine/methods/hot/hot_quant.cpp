@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/core/parallel.h"
+#include "engine/device/profile.h"
 #include "engine/methods/hot/hot_numerics.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/methods/hot/cuda/hot_cuda.h"
@@ -165,6 +166,7 @@ HotCodes hot_codes_empty(int64_t rows, int64_t cols, int bits, Device device) {
 
 void hot_quantize_dy_into(const Tensor& dy, const HotQuantOptions& opt, HotCodes& out,
                           Tensor* overflow) {
+  prof::OpScope op_scope("hot_quantize_dy");
   check_matrix(dy, "hot_quantize_dy: dY");
   check_bits(opt.bits);
   LOFT_CHECK(out.rows == dy.size(0) && out.cols == dy.size(1) && out.bits == opt.bits &&
