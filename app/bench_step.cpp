@@ -348,7 +348,7 @@ void print_op_breakdown(std::ostream& out, const MethodRun& r) {
       << "outside any op), the " << std::min(kShown, ops.size()) << " longest of " << ops.size() << '\n';
   for (size_t i = 0; i < ops.size() && i < kShown; ++i) {
     char line[200];
-    std::snprintf(line, sizeof line, "  %-42s %10.3f ms %7lld calls\n", ops[i].first.c_str(),
+    std::snprintf(line, sizeof line, "  %-56s %10.3f ms %7lld calls\n", ops[i].first.c_str(),
                   ops[i].second.seconds * 1e3, (long long)ops[i].second.calls);
     out << line;
   }

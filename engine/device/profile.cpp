@@ -1,6 +1,8 @@
 #include "engine/device/profile.h"
 
 #include <chrono>
+#include <cstring>
+#include <set>
 #include <vector>
 
 #include "engine/core/error.h"
@@ -35,6 +37,7 @@ struct State {
   std::vector<Frame> stack;
   std::vector<Mark> marks;
   std::map<std::string, OpTime> op_times;  // the last stop()'s, when started with ops
+  std::set<std::string> labels;            // intern()'s, whose addresses frames and marks hold
 #ifdef LOFT_WITH_CUDA
   std::vector<cudaEvent_t> pool;  // events reused across start()/stop()
   size_t used = 0;
@@ -92,6 +95,7 @@ void start(Device device, bool ops) {
   s.stack = {{Part::Other}};
   s.marks.clear();
   s.op_times.clear();
+  s.labels.clear();
 #ifdef LOFT_WITH_CUDA
   s.used = 0;
 #endif
@@ -137,6 +141,15 @@ void Scope::leave() {
   State& s = state();
   mark(s.stack.back());
   s.stack.pop_back();
+}
+
+const char* intern(const std::string& label) { return state().labels.insert(label).first->c_str(); }
+
+bool OpScope::refined(const char* op) {
+  const char* current = state().stack.back().op;
+  if (!current) return false;
+  const size_t n = std::strlen(op);
+  return std::strncmp(current, op, n) == 0 && current[n] == ' ';
 }
 
 void OpScope::enter(const char* op) {

@@ -66,10 +66,12 @@ class Scope {
   bool on_;
 };
 
-// Brackets one op (a static name) inside the current part, when the profiler runs with ops.
+// Brackets one op inside the current part, when the profiler runs with ops. `op` is a static
+// name, or an interned label (below); null brackets nothing. Inside a label that refines an op's
+// name ("gemm 8192x4096x4096 tb" around the dispatch's "gemm"), that op's own scope is the label's.
 class OpScope {
  public:
-  explicit OpScope(const char* op) : on_(active_ops()) {
+  explicit OpScope(const char* op) : on_(op && active_ops() && !refined(op)) {
     if (on_) enter(op);
   }
   ~OpScope() {
@@ -79,9 +81,14 @@ class OpScope {
   OpScope& operator=(const OpScope&) = delete;
 
  private:
+  static bool refined(const char* op);
   static void enter(const char* op);
   static void leave();
   bool on_;
 };
+
+// A label's stable copy for an OpScope (e.g. a GEMM's name and shape), kept until the next start.
+// Call it only while active_ops(): a label costs a string.
+const char* intern(const std::string& label);
 
 }  // namespace loft::prof

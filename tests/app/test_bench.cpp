@@ -166,20 +166,27 @@ TEST(BenchCommand, MethodListWithBreakdown) {
 
 // --profile-ops: each part's time by op inside the real step; the ops of a part sum to the
 // part, and the ops a method runs appear where they run (FALQON's quantizer in quant_hadamard,
-// its E4M3 products in frozen_gemm and adapter, its row update, the norms and SwiGLU in
-// elementwise, the attention). Without profiled steps, or with --gpus, it is a usage error.
+// its E4M3 products in frozen_gemm and adapter, named by shape and code types, its row update,
+// the norms and SwiGLU in elementwise, the attention). Without profiled steps, or with --gpus, it
+// is a usage error.
 TEST(BenchCommand, ProfileOpsBreaksEachPartDownByOp) {
   const auto m = only_method(bench_json({"--shape", "tiny", "--method", "falqon", "--batch", "2", "--seq", "64",
                                          "--steps", "1", "--warmup", "1", "--profile-steps", "2", "--profile-ops"}));
   ASSERT_TRUE(m.contains("op_breakdown")) << m.dump();
   const auto& ops = m["op_breakdown"];
-  for (const char* op : {"quant_hadamard/quantize", "frozen_gemm/gemm_lowp", "adapter/gemm_lowp",
-                         "falqon_update/falqon_after_steps", "elementwise/rmsnorm", "elementwise/swiglu_backward",
-                         "attention/attention", "attention/attention_backward", "loss_head/cross_entropy"}) {
+  for (const char* op : {"quant_hadamard/quantize", "falqon_update/falqon_after_steps", "elementwise/rmsnorm",
+                         "elementwise/swiglu_backward", "attention/attention", "attention/attention_backward",
+                         "loss_head/cross_entropy"}) {
     ASSERT_TRUE(ops.contains(op)) << op << " in " << ops.dump();
     EXPECT_GT(double(ops[op]["s"]), 0) << op;
     EXPECT_GE(int64_t(ops[op]["calls"]), 1) << op;
   }
+  // tiny: hidden 64, intermediate 172; 2 x 64 tokens. The products by shape: gate/up's forward.
+  ASSERT_TRUE(ops.contains("frozen_gemm/gemm_lowp 128x172x64 F8_E4M3xF8_E4M3")) << ops.dump();
+  EXPECT_EQ(int64_t(ops["frozen_gemm/gemm_lowp 128x172x64 F8_E4M3xF8_E4M3"]["calls"]), 4) << "gate and up, 2 layers";
+  EXPECT_TRUE(std::any_of(ops.items().begin(), ops.items().end(),
+                          [](const auto& kv) { return kv.key().rfind("adapter/gemm_lowp ", 0) == 0; }))
+      << ops.dump();
   EXPECT_EQ(int64_t(ops["attention/attention"]["calls"]), 2) << "one a layer, per profiled step";
   for (const auto& [part, seconds] : m["breakdown_s"].items()) {
     double sum = 0;
@@ -192,7 +199,7 @@ TEST(BenchCommand, ProfileOpsBreaksEachPartDownByOp) {
                                                  "0", "--profile-steps", "1", "--profile-ops"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, "lora: ms per profiled step by op")) << text.out;
-  EXPECT_TRUE(contains(text.out, "frozen_gemm/gemm")) << text.out;
+  EXPECT_TRUE(contains(text.out, "frozen_gemm/gemm 32x172x64 tb")) << text.out;  // 1 x 32 tokens, gate/up
   for (const auto& args : {std::vector<std::string>{"--profile-steps", "0", "--profile-ops"},
                            std::vector<std::string>{"--gpus", "1", "--profile-ops"}}) {
     std::vector<std::string> all = {"bench", "step", "--shape", "tiny", "--steps", "1"};

@@ -96,6 +96,19 @@ TEST(Profile, OpsAreChargedWithinTheirPart) {
   for (double v : t) parts += v;
   EXPECT_NEAR(all, parts, 1e-9);
 
+  // A label refining an op's name takes that op's own scope inside it; another op stays its own.
+  prof::start(Device::cpu(), true);
+  {
+    prof::OpScope shaped(prof::intern("gemm 8x16x32 tb"));
+    prof::OpScope generic("gemm");
+    prof::OpScope other("gemm_lowp");
+  }
+  { prof::OpScope none(nullptr); }
+  prof::stop();
+  EXPECT_EQ(prof::op_times().at("other/gemm 8x16x32 tb").calls, 1);
+  EXPECT_EQ(prof::op_times().count("other/gemm"), 0u);
+  EXPECT_EQ(prof::op_times().at("other/gemm_lowp").calls, 1);
+
   prof::start(Device::cpu());  // without ops
   { prof::OpScope op("swiglu"); }
   prof::stop();
