@@ -1,8 +1,10 @@
 // Validation, the CPU reference quantizer, and dispatch to the CUDA kernels.
 #include "engine/quant/quantize.h"
 
+#include <array>
 #include <cmath>
 
+#include "engine/core/max_abs.h"
 #include "engine/device/profile.h"
 #include "engine/quant/code_transpose.h"
 #include "engine/quant/fp8.h"
@@ -77,11 +79,7 @@ void quantize_cpu(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale
   const LowpFormat f = format_of(codes.dtype(), "quantize");
   const std::vector<float> xf = x.to_float_vector();  // exact for F32 and BF16
   const int64_t n = x.numel();
-  float amax = 0.0f;
-  if (given_amax)
-    amax = *given_amax->ptr<float>();
-  else
-    for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(xf[size_t(i)]));  // skips NaN
+  const float amax = given_amax ? *given_amax->ptr<float>() : max_abs(xf.data(), n);  // NaN skipped
   const float s = scale_for_amax(amax, f);
   auto* out = codes.ptr<uint8_t>();
   encode_cpu(f, xf.data(), n, s, out);
@@ -101,17 +99,28 @@ float decode_cpu(LowpFormat f, uint8_t code) {
   return NAN;
 }
 
+// Each code's value, for a format: a table of its 256 (decode_cpu's values exactly).
+const std::array<float, 256>& decode_table(LowpFormat f) {
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 3> t{};
+    for (LowpFormat g : {LowpFormat::E4M3, LowpFormat::E5M2, LowpFormat::INT8})
+      for (int c = 0; c < 256; ++c) t[size_t(g)][size_t(c)] = decode_cpu(g, uint8_t(c));
+    return t;
+  }();
+  return tables[size_t(f)];
+}
+
 void dequantize_cpu(const Tensor& codes, const Tensor* scale, Tensor& out) {
-  const LowpFormat f = format_of(codes.dtype(), "dequantize");
+  const std::array<float, 256>& value = decode_table(format_of(codes.dtype(), "dequantize"));
   const float s = scale ? *scale->ptr<float>() : 1.0f;
   const auto* in = codes.ptr<uint8_t>();
   const int64_t n = codes.numel();
   if (out.dtype() == DType::F32) {
     float* o = out.ptr<float>();
-    for (int64_t i = 0; i < n; ++i) o[i] = decode_cpu(f, in[i]) * s;
+    for (int64_t i = 0; i < n; ++i) o[i] = value[in[i]] * s;
   } else {
     auto* o = out.ptr<uint16_t>();
-    for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(decode_cpu(f, in[i]) * s);
+    for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(value[in[i]] * s);
   }
 }
 
