@@ -6,6 +6,7 @@
 #include "engine/ops/ops.h"
 #include "engine/peft/method_spec.h"
 #include "engine/peft/method_state.h"
+#include "engine/quant/quantize.h"
 #include "models/llama/fp8_checkpoint.h"
 #include "models/llama/loading.h"
 #include "models/llama/weights.h"
@@ -34,7 +35,7 @@ TensorRole role_of(const std::string& name) {
 Tensor f32_copy(const Tensor& t) {
   if (t.dtype() == DType::F32) return t.clone();
   if (t.dtype() == DType::F8_E4M3) {
-    const auto& table = quant::e4m3_values();
+    const auto& table = quant::code_values(quant::LowpFormat::E4M3);
     Tensor out = Tensor::empty(t.shape(), DType::F32);
     for (int64_t i = 0; i < t.numel(); ++i) out.ptr<float>()[i] = table[t.ptr<uint8_t>()[i]];
     return out;

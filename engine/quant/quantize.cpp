@@ -99,19 +99,8 @@ float decode_cpu(LowpFormat f, uint8_t code) {
   return NAN;
 }
 
-// Each code's value, for a format: a table of its 256 (decode_cpu's values exactly).
-const std::array<float, 256>& decode_table(LowpFormat f) {
-  static const auto tables = [] {
-    std::array<std::array<float, 256>, 3> t{};
-    for (LowpFormat g : {LowpFormat::E4M3, LowpFormat::E5M2, LowpFormat::INT8})
-      for (int c = 0; c < 256; ++c) t[size_t(g)][size_t(c)] = decode_cpu(g, uint8_t(c));
-    return t;
-  }();
-  return tables[size_t(f)];
-}
-
 void dequantize_cpu(const Tensor& codes, const Tensor* scale, Tensor& out) {
-  const std::array<float, 256>& value = decode_table(format_of(codes.dtype(), "dequantize"));
+  const std::array<float, 256>& value = code_values(format_of(codes.dtype(), "dequantize"));
   const float s = scale ? *scale->ptr<float>() : 1.0f;
   const auto* in = codes.ptr<uint8_t>();
   const int64_t n = codes.numel();
@@ -125,6 +114,16 @@ void dequantize_cpu(const Tensor& codes, const Tensor* scale, Tensor& out) {
 }
 
 }  // namespace
+
+const std::array<float, 256>& code_values(LowpFormat f) {
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 3> t{};
+    for (LowpFormat g : {LowpFormat::E4M3, LowpFormat::E5M2, LowpFormat::INT8})
+      for (int c = 0; c < 256; ++c) t[size_t(g)][size_t(c)] = decode_cpu(g, uint8_t(c));
+    return t;
+  }();
+  return tables[size_t(f)];
+}
 
 float scale_for_amax(float amax, LowpFormat f) { return amax == 0.0f ? 1.0f : amax / qmax(f); }
 

@@ -5,6 +5,7 @@
 // amax ignores NaN elements (they get the NaN code, or 0 in INT8); an infinite element makes the
 // scale inf, which callers can test for overflow.
 #pragma once
+#include <array>
 #include <string_view>
 
 #include "engine/tensor/tensor.h"
@@ -14,6 +15,8 @@ namespace loft::quant {
 enum class LowpFormat : uint8_t { E4M3, E5M2, INT8 };
 
 float qmax(LowpFormat f);                 // 448, 57344, 127
+// Each code's value (unscaled) in a format, for the CPU loops that decode millions of codes.
+const std::array<float, 256>& code_values(LowpFormat f);
 DType code_dtype(LowpFormat f);           // F8_E4M3, F8_E5M2, I8
 std::string_view format_name(LowpFormat f);  // "e4m3", "e5m2", "int8"
 // The format whose codes a tensor of this dtype holds; throws naming `what` otherwise.

@@ -14,15 +14,6 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-const std::array<float, 256>& e4m3_values() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> v{};
-    for (int c = 0; c < 256; ++c) v[size_t(c)] = fp8_e4m3_to_f32(uint8_t(c));
-    return v;
-  }();
-  return t;
-}
-
 Shape scale_grid(int64_t out, int64_t in, int64_t block_rows, int64_t block_cols) {
   return {ceil_div(out, block_rows), ceil_div(in, block_cols)};
 }
@@ -51,7 +42,7 @@ void dequantize(const ScaledFp8& w, Tensor& out) {
                  (out.dtype() == DType::F32 || out.dtype() == DType::BF16),
              "dequantize: output ", out.str(), " must be F32 or BF16 ", shape_str(w.codes.shape()),
              " on the CPU");
-  const auto& table = e4m3_values();
+  const auto& table = code_values(LowpFormat::E4M3);
   const int64_t rows = w.out_features(), cols = w.in_features(), grid_cols = w.scales.size(1);
   const auto* codes = w.codes.ptr<uint8_t>();
   const float* scales = w.scales.ptr<float>();

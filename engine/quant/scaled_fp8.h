@@ -23,9 +23,6 @@ struct ScaledFp8 {
   int64_t in_features() const { return codes.size(1); }
 };
 
-// decode(code) of every E4M3 code, for CPU loops that decode millions of them.
-const std::array<float, 256>& e4m3_values();
-
 // The scale grid [ceil(out / block_rows), ceil(in / block_cols)] for a weight [out, in].
 Shape scale_grid(int64_t out, int64_t in, int64_t block_rows, int64_t block_cols);
 

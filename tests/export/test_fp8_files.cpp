@@ -142,7 +142,7 @@ TEST(Fp8Files, DecodedWeightsAreTheMergedOnesWithinE4M3Rounding) {
     for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(w[size_t(r * cols + c)]));
     EXPECT_EQ(s[size_t(r)], amax / 448.0f) << "row " << r;
     for (int64_t c = 0; c < cols; ++c) {
-      const float v = quant::e4m3_values()[codes.ptr<uint8_t>()[r * cols + c]] * s[size_t(r)];
+      const float v = quant::code_values(quant::LowpFormat::E4M3)[codes.ptr<uint8_t>()[r * cols + c]] * s[size_t(r)];
       EXPECT_LE(std::fabs(v - w[size_t(r * cols + c)]), amax / 16.0f + 1e-12f);
     }
   }

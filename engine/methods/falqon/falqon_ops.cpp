@@ -7,6 +7,7 @@
 
 #include "engine/device/profile.h"
 #include "engine/quant/fp8.h"
+#include "engine/quant/quantize.h"
 #include "engine/quant/scaled_fp8.h"
 #ifdef LOFT_WITH_CUDA
 #include "engine/methods/falqon/cuda/falqon_cuda.h"
@@ -141,7 +142,7 @@ void apply_rows(RowUpdate& u, bool zero_all) {
     return cuda::apply_rows(u, zero_all);
 #endif
   }
-  const auto& dec = quant::e4m3_values();  // the CPU update decodes millions of codes
+  const auto& dec = quant::code_values(quant::LowpFormat::E4M3);  // the CPU update decodes millions of codes
   const float s = *u.scale.ptr<float>(), lim = 448.0f * s;
   const int32_t* idx = u.idx.ptr<int32_t>();
   float* b = u.b.ptr<float>();
