@@ -68,7 +68,9 @@ std::vector<OpCase> attention_pair() {
     return in;
   };
   b.run = [](const Tensors& in, Device d, DType dt, const Call& call) {
-    auto [out, lse] = attend(in, 1, d, dt, [](const std::function<void()>& op) { op(); });
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const auto forward = attend(in, 1, d, dt, [](const std::function<void()>& op) { op(); });
+    const Tensor &out = forward.first, &lse = forward.second;
     const Tensor& q = in[1];
     const Tensor dout = on(in[0], d, dt), qd = on(q, d, dt), k = on(in[2], d, dt), v = on(in[3], d, dt);
     const Tensor doc = on(in[4], d, dt);
