@@ -36,7 +36,7 @@ int64_t first_key(const int32_t* doc_start, int64_t t, int64_t seq) {
   return row0 + ds;
 }
 
-// Threads for `flops` of work: one below ~4 MFLOP (a thread costs tens of microseconds to start),
+// Threads for L's work: one below ~4 MFLOP (a thread costs tens of microseconds to start),
 // else every hardware thread.
 int threads_for(const Layout& L) {
   const double flops = 4.0 * double(L.tokens) * double(std::min(L.seq, L.tokens)) * double(L.hq * L.d);

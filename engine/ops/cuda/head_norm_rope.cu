@@ -39,7 +39,6 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
   const int64_t t = blockIdx.x;
   rope_angles(table, positions[t], inv_freq, half, false);
   const int lane = threadIdx.x & 31, d = 2 * half;
-  float m = 0.0f;
   for (int h = threadIdx.x >> 5; h < heads; h += kWarps) {
     const int64_t row = t * heads + h;
     const T* xr = x + row * d;
@@ -62,8 +61,8 @@ __global__ void head_norm_rope_kernel(const T* x, const TW* w, const int32_t* po
 }
 
 // g = dy rotated back (rounded to T), then dx = rs·w⊙g − rs³·x·mean(x⊙w⊙g). Each lane reads and
-// writes only its own pairs, after the row's dot is reduced: dx may alias dy. amax (when not
-// kAmax: amax takes max |dx| (ops.h: dx_amax).
+// writes only its own pairs, after the row's dot is reduced: dx may alias dy. kAmax: amax takes
+// max |dx| (ops.h: dx_amax).
 template <typename T, typename TW, bool kAmax>
 __global__ void head_norm_rope_backward_kernel(const T* dy, const T* x, const TW* w,
                                                const float* rstd, const int32_t* positions,
