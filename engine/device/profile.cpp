@@ -82,6 +82,26 @@ const char* part_name(Part p) {
   return names[int(p)];
 }
 
+namespace {
+
+// A boundary, then `f` runs until the matching pop().
+void push(Frame f) {
+  State& s = state();
+  mark(s.stack.back());
+  s.stack.push_back(f);
+}
+
+void pop() {
+  State& s = state();
+  mark(s.stack.back());
+  s.stack.pop_back();
+}
+
+// op_times()' key: "part/op", "part/-" outside any op.
+std::string op_key(Part part, const char* op) { return cat(part_name(part), "/", op ? op : "-"); }
+
+}  // namespace
+
 bool active() { return state().on; }
 bool active_ops() { return state().on && state().ops; }
 
@@ -123,7 +143,7 @@ std::array<double, kParts> stop() {
     }
     const Frame& f = s.marks[i].before;
     out[int(f.part)] += dt;
-    if (s.ops) s.op_times[cat(part_name(f.part), "/", f.op ? f.op : "-")].seconds += dt;
+    if (s.ops) s.op_times[op_key(f.part, f.op)].seconds += dt;
   }
   s.on = false;
   s.marks.clear();
@@ -131,17 +151,9 @@ std::array<double, kParts> stop() {
   return out;
 }
 
-void Scope::enter(Part p) {
-  State& s = state();
-  mark(s.stack.back());
-  s.stack.push_back({p});
-}
+void Scope::enter(Part p) { push({p}); }
 
-void Scope::leave() {
-  State& s = state();
-  mark(s.stack.back());
-  s.stack.pop_back();
-}
+void Scope::leave() { pop(); }
 
 const char* intern(const std::string& label) { return state().labels.insert(label).first->c_str(); }
 
@@ -153,17 +165,11 @@ bool OpScope::refined(const char* op) {
 }
 
 void OpScope::enter(const char* op) {
-  State& s = state();
-  mark(s.stack.back());
-  const Part part = s.stack.back().part;
-  s.stack.push_back({part, op});
-  ++s.op_times[cat(part_name(part), "/", op)].calls;
+  const Part part = state().stack.back().part;
+  push({part, op});
+  ++state().op_times[op_key(part, op)].calls;
 }
 
-void OpScope::leave() {
-  State& s = state();
-  mark(s.stack.back());
-  s.stack.pop_back();
-}
+void OpScope::leave() { pop(); }
 
 }  // namespace loft::prof
