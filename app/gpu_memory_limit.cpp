@@ -46,7 +46,7 @@ GpuRoom gpu_room(Device device) {
   if (!device.is_cuda()) return {};
   if (device.index >= cuda_device_count()) {
     const int64_t cap = gpu_memory_limit();
-    return cap > 0 ? GpuRoom{cap, kRuntimeAllowance} : GpuRoom{};
+    return cap > 0 ? GpuRoom{cap, kRuntimeAllowance, true} : GpuRoom{0, 0, true};
   }
   return {device_info(device).total_bytes, held_on_gpu(device)};
 }
@@ -64,7 +64,7 @@ void check_fits_gpu_memory_limit(const llama::MethodMemory& e, int64_t micro, in
       " by loft's estimate (frozen weights ", gib_text(e.frozen_weights), ", lm_head/embeddings ",
       gib_text(e.embeddings), ", adapter+AdamW ", gib_text(e.adapter), ", activations ",
       gib_text(e.activations), ", step working set ", gib_text(e.working), ") beside ", gib_text(already),
-      device.index < cuda_device_count() ? " already held on " : " that a process holds on ", device.str(),
+      room.absent ? " that a process holds on " : " already held on ", device.str(),
       " (CUDA context, libraries): more than ", kOption, " ",
       format_byte_size(cap), card < cap ? cat(" (this card has ", gib_text(card), ")") : std::string(),
       "; lower --micro-batch or --seq", grad_checkpointing ? "" : ", or add --grad-checkpointing"));

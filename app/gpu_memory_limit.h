@@ -26,6 +26,7 @@ int64_t held_on_gpu(Device device);
 // cap, nothing known (card 0): then nothing is checked against it.
 struct GpuRoom {
   int64_t card = 0, held = 0;
+  bool absent = false;  // a GPU this machine lacks: card and held stand for a capped card's
   bool known() const { return card > 0; }
 };
 GpuRoom gpu_room(Device device);
