@@ -201,7 +201,7 @@ class LlamaModel : public TrainableModel {
     if (shards_) shards_->use(l, next);
   }
   // The batch's rows of the embedding table [T, H] on the device: a lookup there, or, for a table
-  // in host memory (embedding_in_host_memory), a gather on the host and one upload.
+  // in host memory (embedding_in_host_memory), the same lookup reading it over PCIe.
   Tensor embed(const ModelBatch& b);
   // Embedding and every block without saving anything: the last hidden state [T, H].
   Tensor forward_hidden(const ModelBatch& b, const Attend* attend = nullptr);
@@ -213,7 +213,7 @@ class LlamaModel : public TrainableModel {
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<std::pair<std::string, AdaptedLinear*>> named_;
   Tensor inv_freq_;
-  std::shared_ptr<Storage> staging_;  // pinned host rows of the last gathered batch, reused
+  Tensor table_mapped_;  // a host table's page-locked copy as the GPU addresses it (embed)
   bool checkpointing_ = false;
   bool offload_on_ = true;
   int host_share_ = 1;

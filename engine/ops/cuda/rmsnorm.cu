@@ -21,20 +21,22 @@ __device__ __forceinline__ void load_chunk_any(const T* p, float (&v)[kChunk]) {
   for (int e = 0; e < kChunk; ++e) v[e] = to_f32(p[e]);
 }
 
-__device__ __forceinline__ void copy_chunk(const float (&from)[kChunk], float (&to)[kChunk]) {
-#pragma unroll
-  for (int e = 0; e < kChunk; ++e) to[e] = from[e];
-}
+// Chunks of 8 a thread keeps in registers between a kernel's two passes. A row's block has a
+// quarter as many threads as it has chunks (128 at Llama's 4,096), so each thread issues kKeep
+// 16-byte loads before it waits on any: with one chunk a thread (512 threads a row) the kernels
+// waited on each load and reached 2.7 TB/s of the H200's ~4. Chunks past kKeep · blockDim (rows
+// over 16,384 wide) are read again in the second pass.
+constexpr int kKeep = 4;
+constexpr int kNormThreads = 512;  // the most a row's block takes (the kernels' launch bound)
 
 // kAdd (add_rmsnorm): x's row first becomes residual + x, rounded to TX as axpy rounds it, and is
 // normalised from those stored values; otherwise x is only read. The vectorisation and the
 // summation order depend on x, y and w alone, so both forms give the same y and rstd for the same
-// stored x. Each thread's first chunk stays in registers between the two passes (at Llama widths
-// a thread has one chunk), so the second pass reads only w.
-// kAmax: amax takes max |y| (ops.h: y_amax); the kernel without it is as it was before amaxes.
+// stored x. kAmax: amax takes max |y| (ops.h: y_amax); the kernel without it is as it was before
+// amaxes.
 template <typename TX, typename TW, bool kAdd, bool kAmax>
-__global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x, const TW* w, TX* y, float* rstd,
-                               int64_t d, float eps, unsigned* amax) {
+__global__ void __launch_bounds__(kNormThreads) rmsnorm_kernel(const TX* residual, TX* x, const TW* w, TX* y,
+                                                        float* rstd, int64_t d, float eps, unsigned* amax) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   TX* xr = x + row * d;
@@ -42,10 +44,33 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
   const TX* rr = kAdd ? residual + row * d : nullptr;
   const bool vec = aligned16(xr) && aligned16(yr) && aligned16(w);
   const int64_t chunks = vec ? d / kChunk : 0;
+  const int64_t step = blockDim.x;
 
-  float keep[kChunk];
+  float keep[kKeep][kChunk];
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (threadIdx.x + k * step < chunks) load_chunk(xr + (threadIdx.x + k * step) * kChunk, keep[k]);
+  if constexpr (kAdd) {  // every load before the first store, which the compiler cannot move them past
+    float a[kKeep][kChunk];
+#pragma unroll
+    for (int k = 0; k < kKeep; ++k)
+      if (threadIdx.x + k * step < chunks) load_chunk_any(rr + (threadIdx.x + k * step) * kChunk, a[k]);
+#pragma unroll
+    for (int k = 0; k < kKeep; ++k) {
+      const int64_t c = threadIdx.x + k * step;
+      if (c >= chunks) continue;
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) keep[k][e] = round_to<TX>(a[k][e] + keep[k][e]);
+      store_chunk(xr + c * kChunk, keep[k]);
+    }
+  }
   float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (threadIdx.x + k * step < chunks)
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) ss += keep[k][e] * keep[k][e];
+  for (int64_t c = threadIdx.x + kKeep * step; c < chunks; c += step) {
     float v[kChunk];
     load_chunk(xr + c * kChunk, v);
     if constexpr (kAdd) {
@@ -57,9 +82,8 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
     }
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) ss += v[e] * v[e];
-    if (c == threadIdx.x) copy_chunk(v, keep);
   }
-  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += step) {
     float v = to_f32(xr[j]);
     if constexpr (kAdd) {
       const TX sum = from_f32<TX>(to_f32(rr[j]) + v);
@@ -73,12 +97,8 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
   if (rstd && threadIdx.x == 0) rstd[row] = r;
   float m = 0.0f;  // max |y| of this thread's elements (amax)
 
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    float v[kChunk], wv[kChunk];
-    if (c == threadIdx.x)
-      copy_chunk(keep, v);
-    else
-      load_chunk(xr + c * kChunk, v);
+  auto normalise = [&](int64_t c, float (&v)[kChunk]) {
+    float wv[kChunk];
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) {
@@ -86,8 +106,16 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
       if constexpr (kAmax) m = fmaxf(m, fabsf(v[e]));
     }
     store_chunk(yr + c * kChunk, v);
+  };
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (threadIdx.x + k * step < chunks) normalise(threadIdx.x + k * step, keep[k]);
+  for (int64_t c = threadIdx.x + kKeep * step; c < chunks; c += step) {
+    float v[kChunk];
+    load_chunk(xr + c * kChunk, v);
+    normalise(c, v);
   }
-  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += step) {
     const float v = to_f32(w[j]) * (to_f32(xr[j]) * r);
     yr[j] = from_f32<TX>(v);
     if constexpr (kAmax) m = fmaxf(m, fabsf(v));
@@ -97,11 +125,12 @@ __global__ void __launch_bounds__(1024) rmsnorm_kernel(const TX* residual, TX* x
 
 // dx = r·dy·w − (r³/D)·x·Σ(dy·w·x); kAdd: dx = that rounded to TX, + add (rmsnorm_backward then
 // axpy, in one pass). Each element is read before it is written by the same thread, so dx may
-// alias dy, x or add. As in the forward, each thread's first chunk of dy and x stays in registers.
-// kAmax: amax takes max |dx| (ops.h: dx_amax).
+// alias dy, x or add. As in the forward, each thread keeps its first kKeep chunks of dy and x in
+// registers. kAmax: amax takes max |dx| (ops.h: dx_amax).
 template <typename TX, typename TW, bool kAdd, bool kAmax>
-__global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w, const float* rstd,
-                                        const TX* add, TX* dx, int64_t d, unsigned* amax) {
+__global__ void __launch_bounds__(kNormThreads) rmsnorm_backward_kernel(const TX* dy, const TX* x, const TW* w,
+                                                                 const float* rstd, const TX* add, TX* dx,
+                                                                 int64_t d, unsigned* amax) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const TX* dyr = dy + row * d;
@@ -110,43 +139,49 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
   TX* dxr = dx + row * d;
   const bool vec = aligned16(dyr) && aligned16(xr) && aligned16(dxr) && aligned16(w);
   const int64_t chunks = vec ? d / kChunk : 0;
+  const int64_t step = blockDim.x;
   const float r = rstd[row];
 
-  float keep_g[kChunk], keep_v[kChunk];
+  // With add, its kept chunks are read here too: a store of dx in the second pass would keep the
+  // compiler from moving the next chunk's read of add before it.
+  float keep_g[kKeep][kChunk], keep_v[kKeep][kChunk], keep_a[kAdd ? kKeep : 1][kChunk];
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k) {
+    const int64_t c = threadIdx.x + k * step;
+    if (c >= chunks) continue;
+    load_chunk(dyr + c * kChunk, keep_g[k]);
+    load_chunk(xr + c * kChunk, keep_v[k]);
+    if constexpr (kAdd) load_chunk_any(ar + c * kChunk, keep_a[k]);
+  }
   float dot = 0.0f;
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    float g[kChunk], v[kChunk], wv[kChunk];
-    load_chunk(dyr + c * kChunk, g);
-    load_chunk(xr + c * kChunk, v);
+  auto add_dot = [&](int64_t c, const float (&g)[kChunk], const float (&v)[kChunk]) {
+    float wv[kChunk];
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) dot += g[e] * wv[e] * v[e];
-    if (c == threadIdx.x) {
-      copy_chunk(g, keep_g);
-      copy_chunk(v, keep_v);
-    }
+  };
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (threadIdx.x + k * step < chunks) add_dot(threadIdx.x + k * step, keep_g[k], keep_v[k]);
+  for (int64_t c = threadIdx.x + kKeep * step; c < chunks; c += step) {
+    float g[kChunk], v[kChunk];
+    load_chunk(dyr + c * kChunk, g);
+    load_chunk(xr + c * kChunk, v);
+    add_dot(c, g, v);
   }
-  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x)
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += step)
     dot += to_f32(dyr[j]) * to_f32(w[j]) * to_f32(xr[j]);
   dot = block_sum(dot, scratch);
   const float coef = r * r * r * dot / float(d);
   float m = 0.0f;  // max |dx| of this thread's elements (amax)
 
-  for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-    float g[kChunk], v[kChunk], wv[kChunk];
-    if (c == threadIdx.x) {
-      copy_chunk(keep_g, g);
-      copy_chunk(keep_v, v);
-    } else {
-      load_chunk(dyr + c * kChunk, g);
-      load_chunk(xr + c * kChunk, v);
-    }
+  // a: add's chunk c (kAdd).
+  auto write_dx = [&](int64_t c, float (&g)[kChunk], const float (&v)[kChunk], const float (&a)[kChunk]) {
+    float wv[kChunk];
     load_chunk(w + c * kChunk, wv);
 #pragma unroll
     for (int e = 0; e < kChunk; ++e) g[e] = r * g[e] * wv[e] - coef * v[e];
     if constexpr (kAdd) {
-      float a[kChunk];
-      load_chunk_any(ar + c * kChunk, a);
 #pragma unroll
       for (int e = 0; e < kChunk; ++e) g[e] = round_to<TX>(g[e]) + a[e];
     }
@@ -154,8 +189,19 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
     for (int e = 0; e < kChunk; ++e)
       if constexpr (kAmax) m = fmaxf(m, fabsf(g[e]));
     store_chunk(dxr + c * kChunk, g);
+  };
+#pragma unroll
+  for (int k = 0; k < kKeep; ++k)
+    if (threadIdx.x + k * step < chunks)
+      write_dx(threadIdx.x + k * step, keep_g[k], keep_v[k], keep_a[kAdd ? k : 0]);
+  for (int64_t c = threadIdx.x + kKeep * step; c < chunks; c += step) {
+    float g[kChunk], v[kChunk], a[kChunk];
+    load_chunk(dyr + c * kChunk, g);
+    load_chunk(xr + c * kChunk, v);
+    if constexpr (kAdd) load_chunk_any(ar + c * kChunk, a);
+    write_dx(c, g, v, a);
   }
-  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += blockDim.x) {
+  for (int64_t j = chunks * kChunk + threadIdx.x; j < d; j += step) {
     const float g = to_f32(dyr[j]), v = to_f32(xr[j]);
     float o = r * g * to_f32(w[j]) - coef * v;
     if constexpr (kAdd) o = round_to<TX>(o) + to_f32(ar[j]);
@@ -163,6 +209,11 @@ __global__ void __launch_bounds__(1024) rmsnorm_backward_kernel(const TX* dy, co
     if constexpr (kAmax) m = fmaxf(m, fabsf(o));
   }
   if constexpr (kAmax) warp_amax(stored_abs_max<TX>(m), amax);
+}
+
+// A row's block: a thread for every kKeep chunks (at least a warp, at most kNormThreads).
+unsigned norm_threads(int64_t d) {
+  return unsigned(row_threads((d + kKeep - 1) / kKeep, kNormThreads));
 }
 
 // dweight[j] += Σ_rows dy[row, j]·x[row, j]·rstd[row]. Block (32, 8): 32 columns × a chunk of
@@ -203,7 +254,7 @@ void launch_rmsnorm(const char* op, const Tensor* residual, const Tensor& x, con
     using TX = typename decltype(xt)::type;
     dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
-      const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
+      const dim3 grid{unsigned(rows)}, block{norm_threads(d)};
       cudaStream_t stream = loft::cuda::stream(dev);
       const TX* res = residual ? residual->ptr<const TX>() : nullptr;
       auto launch = [&](auto add, auto with_amax) {
@@ -244,7 +295,7 @@ void launch_rmsnorm_backward(const char* op, const Tensor& dy, const Tensor& x,
     }
     dispatch_activation(weight.dtype(), op, [&](auto wt) {
       using TW = typename decltype(wt)::type;
-      const dim3 grid{unsigned(rows)}, block{unsigned(row_threads(d))};
+      const dim3 grid{unsigned(rows)}, block{norm_threads(d)};
       const TX* add_ptr = add ? add->ptr<const TX>() : nullptr;
       auto launch = [&](auto with_add, auto with_amax) {
         rmsnorm_backward_kernel<TX, TW, decltype(with_add)::value, decltype(with_amax)::value>
