@@ -1,5 +1,5 @@
 // gemm_lowp on the GPU against the CPU reference (decode + F32 GEMM) on identical codes: the
-// cuBLASLt FP8/INT8 fast path (asserted taken at 256×512×384, and with N of 8 and 24 padded), the
+// cuBLASLt FP8/INT8 fast path (asserted taken at 256×512×384, and with N of 8, 24, 12 and 4), the
 // portable decode + bf16 path (172: M and K not multiples of 16), F32 and BF16 outputs, and the dX = dY·W case through W's
 // transposed codes.
 #include <gtest/gtest.h>
@@ -51,10 +51,12 @@ struct Dims {
 TEST_P(LowpGemmCuda, MatchesCpuReference) {
   LOFT_REQUIRE_GPU();
   std::mt19937 rng(41);
-  // N of 8 and 24 (LoRA ranks: FALQON's O_A and dB products) take the fast path padded.
+  // N of 8, 24, 12 and 4 (LoRA ranks: FALQON's O_A and dB products) take the fast path: as they
+  // are where C's rows stay 16-byte aligned and cuBLASLt has an algorithm, else padded (4 always,
+  // 12 for BF16 C).
   for (const Dims& d : {Dims{256, 512, 384, true}, Dims{172, 172, 172, false},
                         Dims{16, 48, 32, true}, Dims{7, 5, 3, false}, Dims{256, 8, 384, true},
-                        Dims{64, 24, 128, true}}) {
+                        Dims{64, 24, 128, true}, Dims{64, 12, 128, true}, Dims{64, 4, 128, true}}) {
     const std::string what = cat(d.m, "x", d.n, "x", d.k);
     const auto a = quant::quantize(test::random_tensor({d.m, d.k}, rng, -2.0f, 2.0f), GetParam().a);
     const auto b = quant::quantize(test::random_tensor({d.n, d.k}, rng, -0.1f, 0.1f), GetParam().b);
