@@ -414,6 +414,7 @@ nlohmann::ordered_json report_json(const StepBenchOptions& o, const Setup& s,
       {"shard_backbone", o.shard_backbone},
       {"world_size", s.devices.size()},
       {"device_name", s.info.name},
+      {"device_uuid", s.info.uuid.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.info.uuid)},
       {"device_memory_bytes", s.info.total_bytes > 0 ? nlohmann::ordered_json(s.info.total_bytes)
                                                      : nlohmann::ordered_json()},
       {"base_parameters", s.base_parameters},

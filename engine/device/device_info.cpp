@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 
 #ifdef LOFT_WITH_CUDA
 #include "engine/device/cuda_context.h"
@@ -21,15 +23,30 @@ DeviceInfo capped_device_info(const DeviceInfo& card, int64_t cap, int64_t held)
   return d;
 }
 
+std::string gpu_uuid_text(const unsigned char (&bytes)[16]) {
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", unsigned(bytes[i]));
+    s += hex;
+  }
+  return s;
+}
+
 DeviceInfo device_info(Device device) {
-  if (device.is_cpu()) return {"cpu", 0, 0};
+  if (device.is_cpu()) return {"cpu", 0, 0, ""};
 #ifdef LOFT_WITH_CUDA
   cudaDeviceProp prop{};
   LOFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device.index));
   cuda::stream(device.index);  // loft's context first, so what it holds is measured (and counted)
   const cuda::DeviceMemory m = cuda::memory_info(device.index);
   const int64_t held = int64_t(memory_stats(device).reserved + memory_outside(device).bytes);
-  return capped_device_info({prop.name, int64_t(m.total), int64_t(m.free)}, gpu_memory_limit(), held);
+  unsigned char uuid[16];
+  std::copy(std::begin(prop.uuid.bytes), std::end(prop.uuid.bytes), uuid);
+  DeviceInfo d = capped_device_info({prop.name, int64_t(m.total), int64_t(m.free), ""}, gpu_memory_limit(), held);
+  d.uuid = gpu_uuid_text(uuid);
+  return d;
 #else
   throw Error(cat("device ", device.str(), ": this loft was built without the CUDA backend"));
 #endif

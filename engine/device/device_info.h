@@ -13,7 +13,13 @@ struct DeviceInfo {
   std::string name;         // "NVIDIA H100 80GB HBM3"; "cpu" for the host
   int64_t total_bytes = 0;  // the device's memory (or the cap); 0 when not known (the CPU)
   int64_t free_bytes = 0;   // free now, as the driver reports it (or the cap leaves); 0 when not known
+  // The GPU's UUID as nvidia-smi prints it ("GPU-6f1a…"); empty for the host. Which physical card
+  // ran a benchmark: GPUs of one model differ by a few percent under their power cap.
+  std::string uuid;
 };
+
+// 16 UUID bytes as nvidia-smi prints them: "GPU-" and 8-4-4-4-12 lowercase hex digits.
+std::string gpu_uuid_text(const unsigned char (&bytes)[16]);
 
 DeviceInfo device_info(Device device);
 

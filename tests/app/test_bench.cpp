@@ -66,6 +66,7 @@ TEST(BenchCommand, TinyShapeJson) {
   EXPECT_EQ(j["profiled_steps"], 2);
   EXPECT_EQ(j["device"], "cpu");
   EXPECT_EQ(j["device_name"], "cpu");
+  EXPECT_TRUE(j["device_uuid"].is_null());  // a GPU's as nvidia-smi prints it
   EXPECT_TRUE(j["device_memory_bytes"].is_null());  // the CPU has no fixed memory to fit into
   EXPECT_EQ(j["grad_checkpointing"], false);
   EXPECT_EQ(j["base_parameters"], llama::llama_parameter_count(c));

@@ -210,7 +210,7 @@ TEST(CachingPool, NoCapAsksTheDriver) {
 
 TEST(CappedDeviceInfo, ReportsTheCapAsTheCard) {
   const int64_t GiB = int64_t(1) << 30;
-  const DeviceInfo h100{"NVIDIA H100 80GB HBM3", 80 * GiB, 79 * GiB};
+  const DeviceInfo h100{"NVIDIA H100 80GB HBM3", 80 * GiB, 79 * GiB, ""};
   int64_t held = 2 * GiB + GiB / 2;  // reserved + outside
   const DeviceInfo d = capped_device_info(h100, 24 * GiB, held);
   EXPECT_EQ(d.name, h100.name);
@@ -220,12 +220,19 @@ TEST(CappedDeviceInfo, ReportsTheCapAsTheCard) {
   EXPECT_EQ(same.total_bytes, h100.total_bytes);
   EXPECT_EQ(same.free_bytes, h100.free_bytes);
   // A cap above the card: the card; free never more than the card has.
-  const DeviceInfo small{"card", 16 * GiB, 3 * GiB};
+  const DeviceInfo small{"card", 16 * GiB, 3 * GiB, ""};
   const DeviceInfo over = capped_device_info(small, 24 * GiB, held);
   EXPECT_EQ(over.total_bytes, 16 * GiB);
   EXPECT_EQ(over.free_bytes, 3 * GiB);
   held = 30 * GiB;
   EXPECT_EQ(capped_device_info(h100, 24 * GiB, held).free_bytes, 0);
+}
+
+// A GPU's UUID as nvidia-smi prints it (bench's device_uuid: which card ran a benchmark).
+TEST(DeviceInfo, GpuUuidTextIsNvidiaSmis) {
+  const unsigned char bytes[16] = {0x6f, 0x1a, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+                                   0x08, 0x09, 0x0a, 0xbc, 0x0c, 0x0d, 0x0e, 0xff};
+  EXPECT_EQ(gpu_uuid_text(bytes), "GPU-6f1a0203-0405-0607-0809-0abc0c0d0eff");
 }
 
 }  // namespace
