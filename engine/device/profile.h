@@ -90,5 +90,11 @@ class OpScope {
 // A label's stable copy for an OpScope (e.g. a GEMM's name and shape), kept until the next start.
 // Call it only while active_ops(): a label costs a string.
 const char* intern(const std::string& label);
+// OpScope's argument for a label: `make()` interned while ops are profiled, else null (then no
+// string is built and the scope brackets nothing).
+template <typename Make>
+const char* label(Make&& make) {
+  return active_ops() ? intern(make()) : nullptr;
+}
 
 }  // namespace loft::prof

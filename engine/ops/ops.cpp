@@ -76,9 +76,10 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmOptions& opt) {
              " -> ", dtype_name(c.dtype()));
   // The profiler's op breakdown names each GEMM by its shape (M×N×K, ta/tb: A/B transposed, +C:
   // beta adds C), to set beside bench kernels' and scripts/dev/cublaslt_algos.cu's figures.
-  prof::OpScope shaped(!prof::active_ops() ? nullptr
-                                           : prof::intern(cat("gemm ", m, "x", n, "x", k, opt.trans_a ? " ta" : "",
-                                                              opt.trans_b ? " tb" : "", opt.beta != 0.0f ? " +C" : "")));
+  prof::OpScope shaped(prof::label([&] {
+    return cat("gemm ", m, "x", n, "x", k, opt.trans_a ? " ta" : "", opt.trans_b ? " tb" : "",
+               opt.beta != 0.0f ? " +C" : "");
+  }));
   dispatch::gemm(c.device(), a, b, c, opt);
 }
 

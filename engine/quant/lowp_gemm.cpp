@@ -56,10 +56,10 @@ void gemm_lowp(const Tensor& a, const Tensor& sa, const Tensor& b, const Tensor&
   validate(a, sa, b, sb, c);
   if (c.numel() == 0) return;
   // Named by shape and code types in the profiler's op breakdown, as ops::gemm is.
-  prof::OpScope shaped(!prof::active_ops() ? nullptr
-                                           : prof::intern(cat("gemm_lowp ", c.size(0), "x", c.size(1), "x", a.size(1), " ",
-                                                              dtype_name(a.dtype()), "x", dtype_name(b.dtype()),
-                                                              opt.beta != 0.0f ? " +C" : "")));
+  prof::OpScope shaped(prof::label([&] {
+    return cat("gemm_lowp ", c.size(0), "x", c.size(1), "x", a.size(1), " ", dtype_name(a.dtype()), "x",
+               dtype_name(b.dtype()), opt.beta != 0.0f ? " +C" : "");
+  }));
   if (a.device().is_cpu()) {
     const Tensor acc = decoded_product(a, b, DType::F32);
     const float f = opt.alpha * *sa.ptr<float>() * *sb.ptr<float>();

@@ -144,10 +144,10 @@ void encode_cpu(LowpFormat f, const float* x, int64_t n, float s, uint8_t* codes
 void quantize_into(const Tensor& x, Tensor& codes, Tensor* codes_t, Tensor& scale,
                    const Tensor* amax) {
   // Named by shape, code type and what it skips or adds, as the GEMMs are (FALQON's 18 a layer).
-  prof::OpScope op_scope(!prof::active_ops() ? nullptr
-                                             : prof::intern(cat("quantize ", shape_str(x.shape()), " ",
-                                                                dtype_name(codes.dtype()), codes_t ? " +t" : "",
-                                                                amax ? " amax given" : "")));
+  prof::OpScope op_scope(prof::label([&] {
+    return cat("quantize ", shape_str(x.shape()), " ", dtype_name(codes.dtype()), codes_t ? " +t" : "",
+               amax ? " amax given" : "");
+  }));
   LOFT_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,
              "quantize: input must be F32 or BF16, got ", x.str());
   format_of(codes.dtype(), "quantize: codes");
