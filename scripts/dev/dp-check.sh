@@ -20,9 +20,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 STEPS=${STEPS:-12}
 if [ -z "${LOFT:-}" ]; then
-  if [ -f .gpurun/gpurun.tar.xz ] && [ ! -x .gpurun/bin/loft ]; then tar -C .gpurun -xf .gpurun/gpurun.tar.xz; fi
+  source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$PWD/.gpurun"
   LOFT=build/loft; [ -x .gpurun/bin/loft ] && LOFT=.gpurun/bin/loft
-  source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$PWD/.gpurun"
 fi
 res=$OUT/dp-check
 work=$(mktemp -d)

@@ -7,10 +7,9 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/loft-out}
 mkdir -p "$OUT"
 run=$PWD/${GPU_RUN_DIR:-.gpurun}
-[ -f "$run/gpurun.tar.xz" ] && tar -C "$run" -xf "$run/gpurun.tar.xz"
+source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$run"
 export LOFT_TEST_DATA=$run/data
 export LOFT_SOURCE_DIR=$PWD
-source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$run"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/gpu.txt"
 status=0
 # GPU_SHARDS=N (N > 1, and no GTEST_FILTER) runs each binary as N gtest shards side by side on the

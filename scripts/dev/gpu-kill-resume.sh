@@ -23,9 +23,8 @@ OUT=${OUT:-/tmp/loft-out}
 DEVICE=${DEVICE:-cuda} STEPS=${STEPS:-120} SAVE_EVERY=${SAVE_EVERY:-4} KILLS=${KILLS:-9}
 RANDOM=${SEED:-1}
 if [ -z "${LOFT:-}" ]; then
-  if [ -f .gpurun/gpurun.tar.xz ] && [ ! -x .gpurun/bin/loft ]; then tar -C .gpurun -xf .gpurun/gpurun.tar.xz; fi
+  source "$(dirname "${BASH_SOURCE[0]}")/gpu-staged.sh" "$PWD/.gpurun"
   LOFT=build/loft; [ -x .gpurun/bin/loft ] && LOFT=.gpurun/bin/loft
-  source "$(dirname "${BASH_SOURCE[0]}")/gpu-libpath.sh" "$PWD/.gpurun"
 fi
 res=$OUT/gpu-kill-resume
 work=$(mktemp -d)
