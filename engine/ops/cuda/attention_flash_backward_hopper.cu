@@ -10,24 +10,29 @@
 // (attention_flash_backward.cu): one block per (key tile of 128, kv head × split, batch row), which
 // accumulates the tile's dK and dV in registers over every query head of its share of the group
 // and every step of 64 queries that can see the tile; dQ goes to an fp32 buffer by atomics.
-// Two warpgroups; warpgroup w owns keys 64w..64w + 63 of the tile, and FlashAttention-3's
-// transposed products keep each warpgroup's work to its own keys:
+// Three warpgroups, as FlashAttention-3 splits the work:
+// - warpgroup 0 is the producer: after lowering its registers, one thread loads K and V once and
+//   each step's Q and dO with TMA (hopper_async.cuh), and one warp copies the step's lse, D and doc
+//   starts, into double buffers, each with a "full" barrier (bytes landed, stats stored) and an
+//   "empty" one (both consumers are done with it);
+// - warpgroups 1 and 2 are the consumers; consumer w owns keys 64w..64w + 63 of the tile, and
+//   FlashAttention-3's transposed products keep each one's work to its own keys:
 //   1. Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ [64 keys × 64 queries]: 8 SS MMAs each over head dim 128.
 //   2. Pᵀ = exp(Sᵀ − lse) and dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale in registers; rows are keys, so both,
 //      rounded to bf16, are the register A operands of
 //   3. dV += Pᵀ·dO and dK += dSᵀ·Q [64 keys × 128]: 4 RS MMAs each (dO and Q read transposed).
-//   4. dSᵀ to shared memory; after a barrier, dQ = dS·K [64 queries × 128], warpgroup w taking
-//      head-dim columns 64w..: 8 SS MMAs over the tile's 128 keys (dS and K read transposed), added
-//      into the fp32 buffer.
-// K and V stay in shared memory for the whole block; Q, dO and the step's lse, D and doc starts are
-// double-buffered and filled by cp.async a step ahead. All tiles use the 128-byte swizzle
-// (wgmma.cuh). Steps crossing the diagonal (or every step, when some query's document starts
-// inside or after the tile) are masked element by element.
+//   4. dSᵀ to shared memory (double-buffered); after the consumers meet at a named barrier,
+//      dQ = dS·K [64 queries × 128], consumer w taking head-dim columns 64w..: 8 SS MMAs over the
+//      tile's 128 keys (dS and K read transposed), added into the fp32 buffer by atomics.
+// All tiles use the 128-byte swizzle (wgmma.cuh). Steps crossing the diagonal (or every step, when
+// some query's document starts inside or after the tile) are masked element by element.
 #include <atomic>
 
 #include "engine/ops/cuda/attention_flash_backward.cuh"
 #include "engine/ops/cuda/attention_hopper.cuh"
 #include "engine/ops/cuda/attention_paths.h"
+#include "engine/ops/cuda/head_tile_map.h"
+#include "engine/ops/cuda/hopper_async.cuh"
 
 namespace loft::ops::cuda_attention {
 
@@ -37,18 +42,27 @@ using namespace flash;
 using hopper::head_dim_step;
 using hopper::row_step;
 
+namespace sync = hopper_async;
+
 constexpr int kD = 128;
-constexpr int kKeys = 128;                     // keys per block, 64 per warpgroup
+constexpr int kKeys = 128;                     // keys per block, 64 per consumer warpgroup
 constexpr int kQueries = 64;                   // queries per step
-constexpr int kThreads = 256;                  // two warpgroups
+constexpr int kThreads = 384;                  // the producer warpgroup and two consumers
 constexpr int kKHalf = kKeys * 128;            // one 64-column half of the K (or V) tile: 16 KiB
 constexpr int kKTile = 2 * kKHalf;             // K or V: 32 KiB
 constexpr int kQHalf = kQueries * 128;         // one half of a Q (or dO) buffer: 8 KiB
 constexpr int kQTile = 2 * kQHalf;             // one Q or dO buffer: 16 KiB
-constexpr int kDsBytes = kKeys * kQueries * 2; // dSᵀ [key][query] bf16: 16 KiB
+constexpr int kDsBytes = kKeys * kQueries * 2; // one dSᵀ buffer [key][query] bf16: 16 KiB
 constexpr int kStatsBytes = 2 * kQueries * 3 * 4;  // lse, D, doc start per query and buffer
-// K, V, Q ×2, dO ×2, dSᵀ, the stats, and slack to align the tiles to 1024.
-constexpr size_t kSmemBytes = 2 * kKTile + 4 * kQTile + kDsBytes + kStatsBytes + 1024;
+// Registers a thread after the split (128·40 + 256·232 fits the 64K a block of 384 holds at 168;
+// the producer spills at 24).
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// Barriers (8 bytes each): K and V landed; full ×2 (the TMA thread and the stats warp's 32 lanes
+// arrive), empty ×2 (lane 0 of each consumer warp arrives).
+constexpr int kBarriers = 5, kFullArrivals = 1 + 32, kEmptyArrivals = 8;
+// K, V, Q ×2, dO ×2, dSᵀ ×2, the stats, the barriers, and slack to align the tiles to 1024.
+constexpr size_t kSmemBytes = 2 * kKTile + 4 * kQTile + 2 * kDsBytes + kStatsBytes + 8 * kBarriers + 1024;
+constexpr int kDsBarrier = 1;  // named: both consumers' dSᵀ rows of a step are in
 
 #ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
 // Issues X·Yᵀ for the warpgroup's 64 rows of a K or V tile (x_desc) against the 64 rows of a Q or
@@ -73,64 +87,127 @@ __device__ __forceinline__ void add_dq(const BackwardArgs& a, const float (&dq)[
     for (int i = 0; i < 8; ++i) atomic_add2(dst + 8 * i, dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
   }
 }
+// A block's steps in order (producer and consumers walk them alike): `steps` steps of kQueries
+// queries per query head, each head's from k0.
+struct StepWalk {
+  int h, q0;
+  __device__ __forceinline__ void next(int k0, int steps) {
+    if (q0 + kQueries >= k0 + steps * kQueries) ++h, q0 = k0;
+    else q0 += kQueries;
+  }
+};
+
+// The producer's TMA thread: K and V once, then each step's Q and dO into buffer n % 2 once both
+// consumers have emptied it (the n-th fill of a buffer, n / 2, waits for the empty phase of parity
+// (n / 2 − 1) & 1: the first fill passes at once).
+__device__ void produce_tiles(const CUtensorMap* qm, const CUtensorMap* km, const CUtensorMap* vm,
+                              const CUtensorMap* dom, uint32_t sk, uint32_t sv, uint32_t sq, uint32_t sdo,
+                              uint32_t kv_full, uint32_t full, uint32_t empty, int kvh, int k0, int row, int h0,
+                              int steps, int total) {
+  sync::arrive_expect_bytes(kv_full, 2 * kKTile);
+  for (int half = 0; half < 2; ++half) {
+    sync::load_box(sk + half * kKHalf, km, 64 * half, kvh, k0, row, kv_full);
+    sync::load_box(sv + half * kKHalf, vm, 64 * half, kvh, k0, row, kv_full);
+  }
+  StepWalk at{h0, k0};
+  for (int n = 0; n < total; ++n, at.next(k0, steps)) {
+    const int b = n & 1;
+    sync::wait(empty + 8 * b, (n / 2 & 1) ^ 1);
+    sync::arrive_expect_bytes(full + 8 * b, 2 * kQTile);
+    for (int half = 0; half < 2; ++half) {
+      sync::load_box(sq + b * kQTile + half * kQHalf, qm, 64 * half, at.h, at.q0, row, full + 8 * b);
+      sync::load_box(sdo + b * kQTile + half * kQHalf, dom, 64 * half, at.h, at.q0, row, full + 8 * b);
+    }
+  }
+}
+
+// The producer's stats warp: each step's lse, D and raw doc start per query (zeros past seq) into
+// buffer n % 2, then one arrival per lane on its full barrier (the arrival orders the stores
+// before the consumers' wait).
+__device__ void produce_stats(const BackwardArgs& a, const StepBuffers& st, uint32_t full, uint32_t empty,
+                              int64_t row0, int k0, int h0, int steps, int total, int lane) {
+  StepWalk at{h0, k0};
+  for (int n = 0; n < total; ++n, at.next(k0, steps)) {
+    const int b = n & 1;
+    sync::wait(empty + 8 * b, (n / 2 & 1) ^ 1);
+#pragma unroll
+    for (int e = 0; e < kQueries / 32; ++e) {
+      const int i = at.q0 + lane + 32 * e, slot = b * kQueries + lane + 32 * e;
+      const bool in = i < a.seq;
+      const int64_t t = row0 + (in ? i : 0), th = t * a.hq + at.h;
+      st.lse[slot] = in ? a.lse[th] : 0.0f;
+      st.drow[slot] = in ? a.drow[th] : 0.0f;
+      st.doc[slot] = in ? a.doc_start[t] : 0;
+    }
+    sync::arrive(full + 8 * b);
+  }
+}
+
 #endif  // LOFT_WGMMA
 
-__global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(BackwardArgs a) {
+__global__ void __launch_bounds__(kThreads, 1)
+    flash_backward_hopper_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                                 const __grid_constant__ CUtensorMap v_map,
+                                 const __grid_constant__ CUtensorMap do_map, BackwardArgs a) {
 #ifdef LOFT_WGMMA
   extern __shared__ __align__(16) uint8_t smem_raw[];
   uint8_t* const base = hopper::align_1024(smem_raw);
-  // Buffer b of Q at sq + b·kQTile, of dO at sdo + b·kQTile.
+  // Buffer b of Q at sq + b·kQTile, of dO at sdo + b·kQTile, of dSᵀ at ds + b·kDsBytes.
   const uint32_t sk = smem_address(base), sv = sk + kKTile, sq = sv + kKTile, sdo = sq + 2 * kQTile;
-  uint8_t* const ds_tile = base + 2 * kKTile + 4 * kQTile;  // dSᵀ: 128 rows (keys) of 64 queries
-  float* const s_lse = reinterpret_cast<float*>(ds_tile + kDsBytes);  // [2][kQueries], natural log
-  float* const s_drow = s_lse + 2 * kQueries;                               // [2][kQueries]
-  int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);         // [2][kQueries], raw doc_start
+  uint8_t* const ds_tiles = base + 2 * kKTile + 4 * kQTile;  // dSᵀ: 128 rows (keys) of 64 queries
+  float* const s_lse = reinterpret_cast<float*>(ds_tiles + 2 * kDsBytes);  // [2][kQueries], natural log
+  float* const s_drow = s_lse + 2 * kQueries;                                // [2][kQueries]
+  int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);          // [2][kQueries], raw doc_start
+  const uint32_t kv_full = smem_address(s_doc + 2 * kQueries), full = kv_full + 8, empty = kv_full + 24;
   __shared__ int s_q_end;
 
   const auto [k0, kvh, split, h0, heads, row0] = key_tile_block<kKeys>(a);
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, c = lane % 4;
 
-  hopper::load_tile<kKeys, kThreads>(sk, a.k, row0, k0, a.seq, a.hkv, kvh);
-  hopper::load_tile<kKeys, kThreads>(sv, a.v, row0, k0, a.seq, a.hkv, kvh);
-  cp_async_commit();
-  const StepBuffers stats{nullptr, nullptr, s_lse, s_drow, s_doc};
-  const auto issue = [&](int buf, int h, int q0) {
-    hopper::load_tile<kQueries, kThreads>(sq + buf * kQTile, a.q, row0, q0, a.seq, a.hq, h);
-    hopper::load_tile<kQueries, kThreads>(sdo + buf * kQTile, a.dout, row0, q0, a.seq, a.hq, h);
-    copy_step_stats_async<kQueries>(a, stats, row0, buf, h, q0);
-  };
-  issue(0, h0, k0);  // the first step: the block's first head, queries from k0
-  cp_async_commit();
-
-  bool docs_cut;
+  if (threadIdx.x == 0) {
+    sync::barrier_init(kv_full, 1);
+    for (int b = 0; b < 2; ++b) {
+      sync::barrier_init(full + 8 * b, kFullArrivals);
+      sync::barrier_init(empty + 8 * b, kEmptyArrivals);
+    }
+    sync::barriers_initialised();
+  }
+  bool docs_cut;  // (its barriers also publish the initialised mbarriers)
   const int steps = steps_per_head<kThreads, kKeys, kQueries>(a, row0, k0, s_q_end, docs_cut);
   const int total = steps * heads;
+  const StepBuffers stats{nullptr, nullptr, s_lse, s_drow, s_doc};
+
+  if (wg == 0) {
+    sync::lower_registers<kProducerRegs>();
+    if (total > 0 && threadIdx.x == 0)
+      produce_tiles(&q_map, &k_map, &v_map, &do_map, sk, sv, sq, sdo, kv_full, full, empty, kvh, k0,
+                    int(blockIdx.y), h0, steps, total);
+    else if (warp == 1)
+      produce_stats(a, stats, full, empty, row0, k0, h0, steps, total, lane);
+    return;
+  }
+  sync::raise_registers<kConsumerRegs>();
+  const int w = wg - 1;  // consumer 0 or 1: keys 64w..64w + 63 of the tile
 
   // This thread's keys (block-local): accumulator rows g and g + 8 of its warp's 16.
-  const int key_lo = wg * 64 + warp * 16 + g;
-  const uint64_t k_rows = wgmma::descriptor(sk + wg * 64 * 128, 16);  // K-major A of Sᵀ
-  const uint64_t v_rows = wgmma::descriptor(sv + wg * 64 * 128, 16);  // K-major A of dPᵀ
+  const int key_lo = w * 64 + warp * 16 + g;
+  const uint64_t k_rows = wgmma::descriptor(sk + w * 64 * 128, 16);  // K-major A of Sᵀ
+  const uint64_t v_rows = wgmma::descriptor(sv + w * 64 * 128, 16);  // K-major A of dPᵀ
   const uint64_t q_kmajor = wgmma::descriptor(sq, 16), do_kmajor = wgmma::descriptor(sdo, 16);
   const uint64_t q_mn = wgmma::descriptor(sq, kQHalf), do_mn = wgmma::descriptor(sdo, kQHalf);
-  const uint64_t ds_mn = wgmma::descriptor(smem_address(ds_tile), 16);  // A of dQ (one 64-query atom)
-  const uint64_t k_cols = wgmma::descriptor(sk + wg * kKHalf, 16);       // B of dQ: head-dim half wg
-  constexpr uint32_t kBufStep = kQTile >> 4;  // one Q or dO buffer on, in descriptor units
+  const uint64_t ds_mn = wgmma::descriptor(smem_address(ds_tiles), 16);  // A of dQ (one 64-query atom)
+  const uint64_t k_cols = wgmma::descriptor(sk + w * kKHalf, 16);        // B of dQ: head-dim half w
+  constexpr uint32_t kBufStep = kQTile >> 4, kDsStep = kDsBytes >> 4;  // one buffer on, in descriptor units
 
   float dk[64] = {}, dv[64] = {};
+  if (total > 0) sync::wait(kv_full, 0);
   // Step n: query head h, queries from q0 (h0 + n / steps and k0 + (n % steps)·kQueries), buffer
   // n % 2.
-  int h = h0, q0 = k0;
-  for (int n = 0; n < total; ++n) {
-    hopper::copies_landed<0>();  // step n's copies (and K, V) are in; step n − 1 is done everywhere
-    const bool last_query_step = q0 + kQueries >= k0 + steps * kQueries;
-    const int h_next = last_query_step ? h + 1 : h, q0_next = last_query_step ? k0 : q0 + kQueries;
-    // Step n + 1's buffers were last read by step n − 1's MMAs, all waited for before the barrier.
-    if (n + 1 < total) {
-      issue((n + 1) & 1, h_next, q0_next);
-      cp_async_commit();
-    }
-    const int buf = n & 1;
+  StepWalk at{h0, k0};
+  for (int n = 0; n < total; ++n, at.next(k0, steps)) {
+    const int buf = n & 1, q0 = at.q0;
+    sync::wait(full + 8 * buf, n / 2 & 1);
 
     // 1. Sᵀ and dPᵀ.
     float s[32], dp[32];
@@ -176,17 +253,18 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
       for (int e = 0; e < 2; ++e)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const int at = 4 * i + 2 * r + e;
-          dp[at] = s[at] * (dp[at] - (e ? drow.y : drow.x)) * a.scale;
+          const int at_ = 4 * i + 2 * r + e;
+          dp[at_] = s[at_] * (dp[at_] - (e ? drow.y : drow.x)) * a.scale;
         }
     }
 
-    // 3. dSᵀ (bf16, as rounded for dK) into its swizzled tile (last read by step n − 1's dQ, done
-    // everywhere at the barrier above): row = key, 16-byte chunk i (queries 8i..8i + 7) at chunk
-    // i ^ (row % 8).
+    // 3. dSᵀ (bf16, as rounded for dK) into buffer n % 2 of its swizzled tiles: row = key, 16-byte
+    // chunk i (queries 8i..8i + 7) at chunk i ^ (row % 8). Its last reader, step n − 2's dQ, was
+    // waited for by both consumers before they met at step n − 1's barrier.
     uint32_t pa[kQueries / 16][4], dsa[kQueries / 16][4];
     hopper::accumulator_to_a(pa, s);
     hopper::accumulator_to_a(dsa, dp);
+    uint8_t* const ds_tile = ds_tiles + buf * kDsBytes;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int row = key_lo + 8 * r;
@@ -195,15 +273,15 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
         *reinterpret_cast<uint32_t*>(ds_tile + row * 128 + ((i ^ (row & 7)) << 4) + 4 * c) = dsa[i / 2][2 * (i % 2) + r];
     }
     wgmma::fence_proxy_async();
-    __syncthreads();  // both warpgroups' dSᵀ rows are in
+    sync::named_sync(kDsBarrier, 256);  // both consumers' dSᵀ rows are in
 
-    // 4. dQ for head-dim columns 64·wg.. over all 128 keys; then dV += Pᵀ·dO and dK += dSᵀ·Q, which
+    // 4. dQ for head-dim columns 64·w.. over all 128 keys; then dV += Pᵀ·dO and dK += dSᵀ·Q, which
     // run while dQ goes out to the fp32 buffer.
     float dq[32];
     wgmma::fence();
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk)
-      wgmma::mma_ss_n64<1, 1>(dq, ds_mn + row_step(kk), k_cols + row_step(kk), kk > 0);
+      wgmma::mma_ss_n64<1, 1>(dq, ds_mn + buf * kDsStep + row_step(kk), k_cols + row_step(kk), kk > 0);
     wgmma::commit();
 #pragma unroll
     for (int kk = 0; kk < kQueries / 16; ++kk) wgmma::mma_rs_mn(dv, pa[kk], do_mn + buf * kBufStep + row_step(kk));
@@ -212,11 +290,11 @@ __global__ void __launch_bounds__(kThreads, 1) flash_backward_hopper_kernel(Back
     wgmma::commit();
     wgmma::wait<1>();
     wgmma::fence_operands(dq);
-    add_dq(a, dq, row0, h, q0, wg, warp, g, c);
+    add_dq(a, dq, row0, at.h, q0, w, warp, g, c);
     wgmma::wait<0>();  // dV and dK read this step's Q and dO buffers
     wgmma::fence_operands(dv);
     wgmma::fence_operands(dk);
-    h = h_next, q0 = q0_next;
+    if (lane == 0) sync::arrive(empty + 8 * buf);
   }
 
   // dk/dv rows: keys k0 + key_lo + 8r; the m64n128 accumulator is store_dk_dv's 16 n-tiles of 4.
@@ -236,14 +314,20 @@ std::atomic<bool> hopper_allowed{true};
 bool flash_set_hopper_backward(bool allowed) { return hopper_allowed.exchange(allowed); }
 
 bool hopper_backward_supports(const Tensor& q) {
-  return hopper_allowed.load() && q.size(2) == kD && hopper_kernel_runs_on(q.device().index, kSmemBytes);
+  return hopper_allowed.load() && q.size(2) == kD && head_tile_map_fits(q) &&
+         hopper_kernel_runs_on(q.device().index, kSmemBytes);
 }
 
 namespace flash {
 
 void launch_backward_hopper(const BackwardArgs& a, dim3 grid, int device) {
-  launch_backward(flash_backward_hopper_kernel, kSmemBytes, grid, kThreads, a, device,
-                  "attention flash_backward_hopper");
+  const int64_t rows = grid.y;
+  const CUtensorMap qm = head_tile_map(a.q, rows, a.seq, a.hq, kQueries),
+                    dom = head_tile_map(a.dout, rows, a.seq, a.hq, kQueries),
+                    km = head_tile_map(a.k, rows, a.seq, a.hkv, kKeys), vm = head_tile_map(a.v, rows, a.seq, a.hkv, kKeys);
+  cuda_kernels::allow_dynamic_smem(flash_backward_hopper_kernel, kSmemBytes, device);
+  flash_backward_hopper_kernel<<<grid, kThreads, kSmemBytes, loft::cuda::stream(device)>>>(qm, km, vm, dom, a);
+  loft::cuda::check_launch("attention flash_backward_hopper");
 }
 
 }  // namespace flash

@@ -35,17 +35,21 @@ bool head_tile_map_fits(const Tensor& x) {
 CUtensorMap head_tile_map(const Tensor& x, int64_t seq, int box_tokens) {
   LOFT_CHECK(head_tile_map_fits(x) && seq > 0 && x.size(0) % seq == 0,
              "attention: no tile map for ", x.str(), " at seq ", seq);
-  const uint64_t heads = uint64_t(x.size(1)), d = 128;
-  const cuuint64_t dims[4] = {d, heads, uint64_t(seq), uint64_t(x.size(0) / seq)};
-  const cuuint64_t strides[3] = {d * 2, heads * d * 2, uint64_t(seq) * heads * d * 2};  // bytes, dims 1..3
+  return head_tile_map(x.data(), x.size(0) / seq, seq, x.size(1), box_tokens);
+}
+
+CUtensorMap head_tile_map(const void* data, int64_t rows, int64_t seq, int64_t heads, int box_tokens) {
+  const uint64_t d = 128;
+  const cuuint64_t dims[4] = {d, uint64_t(heads), uint64_t(seq), uint64_t(rows)};
+  const cuuint64_t strides[3] = {d * 2, uint64_t(heads) * d * 2, uint64_t(seq * heads) * d * 2};  // bytes, dims 1..3
   const cuuint32_t box[4] = {64, 1, cuuint32_t(box_tokens), 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   CUtensorMap map;
-  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(x.data()), dims,
-                                 strides, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+  const CUresult r = encode_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(data), dims, strides,
+                                 box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  LOFT_CHECK(r == CUDA_SUCCESS, "attention: the driver refused a tile map for ", x.str(), " at seq ", seq,
-             " (CUresult ", int(r), ")");
+  LOFT_CHECK(r == CUDA_SUCCESS, "attention: the driver refused a tile map for [", rows * seq, ", ", heads,
+             ", 128] at seq ", seq, " (CUresult ", int(r), ")");
   return map;
 }
 

@@ -18,5 +18,7 @@ namespace loft::ops::cuda_attention {
 bool head_tile_map_fits(const Tensor& x);
 // The map of x; Error (naming x's shape) where the driver refuses it.
 CUtensorMap head_tile_map(const Tensor& x, int64_t seq, int box_tokens);
+// The same from a kernel's arguments: `data` is [rows · seq, heads, 128] BF16, 16-byte aligned.
+CUtensorMap head_tile_map(const void* data, int64_t rows, int64_t seq, int64_t heads, int box_tokens);
 
 }  // namespace loft::ops::cuda_attention
