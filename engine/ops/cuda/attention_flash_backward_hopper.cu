@@ -23,7 +23,9 @@
 //   3. dV += Pᵀ·dO and dK += dSᵀ·Q [64 keys × 128]: 4 RS MMAs each (dO and Q read transposed).
 //   4. dSᵀ to shared memory (double-buffered); after the consumers meet at a named barrier,
 //      dQ = dS·K [64 queries × 128], consumer w taking head-dim columns 64w..: 8 SS MMAs over the
-//      tile's 128 keys (dS and K read transposed), added into the fp32 buffer by atomics.
+//      tile's 128 keys (dS and K read transposed), handed through shared memory to
+// - a third producer warp, which adds each step's dQ into the fp32 buffer with bulk reductions
+//   (one 512-byte row a lane at a time) instead of 4,096 atomics a step from the consumers.
 // All tiles use the 128-byte swizzle (wgmma.cuh). Steps crossing the diagonal (or every step, when
 // some query's document starts inside or after the tile) are masked element by element.
 #include <atomic>
@@ -53,15 +55,19 @@ constexpr int kKTile = 2 * kKHalf;             // K or V: 32 KiB
 constexpr int kQHalf = kQueries * 128;         // one half of a Q (or dO) buffer: 8 KiB
 constexpr int kQTile = 2 * kQHalf;             // one Q or dO buffer: 16 KiB
 constexpr int kDsBytes = kKeys * kQueries * 2; // one dSᵀ buffer [key][query] bf16: 16 KiB
+constexpr int kDqStride = kD + 4;              // floats per row of the dQ hand-off (bank shift, 16-byte rows)
+constexpr int kDqBytes = kQueries * kDqStride * 4;
 constexpr int kStatsBytes = 2 * kQueries * 3 * 4;  // lse, D, doc start per query and buffer
 // Registers a thread after the split (128·40 + 256·232 fits the 64K a block of 384 holds at 168;
 // the producer spills at 24).
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // Barriers (8 bytes each): K and V landed; full ×2 (the TMA thread and the stats warp's 32 lanes
-// arrive), empty ×2 (lane 0 of each consumer warp arrives).
-constexpr int kBarriers = 5, kFullArrivals = 1 + 32, kEmptyArrivals = 8;
-// K, V, Q ×2, dO ×2, dSᵀ ×2, the stats, the barriers, and slack to align the tiles to 1024.
-constexpr size_t kSmemBytes = 2 * kKTile + 4 * kQTile + 2 * kDsBytes + kStatsBytes + 8 * kBarriers + 1024;
+// arrive), empty ×2 (lane 0 of each consumer warp arrives); dQ handed over (lane 0 of each
+// consumer warp), dQ read out (the writer warp's lane 0).
+constexpr int kBarriers = 7, kFullArrivals = 1 + 32, kEmptyArrivals = 8;
+// K, V, Q ×2, dO ×2, dSᵀ ×2, dQ, the stats, the barriers, and slack to align the tiles to 1024.
+constexpr size_t kSmemBytes =
+    2 * kKTile + 4 * kQTile + 2 * kDsBytes + kDqBytes + kStatsBytes + 8 * kBarriers + 1024;
 constexpr int kDsBarrier = 1;  // named: both consumers' dSᵀ rows of a step are in
 
 #ifdef LOFT_WGMMA  // the helpers exist only where the kernel has a body (sm_90a code)
@@ -73,20 +79,6 @@ __device__ __forceinline__ void issue_transposed_scores(float (&acc)[32], uint64
     wgmma::mma_ss_n64<0, 0>(acc, x_desc + head_dim_step(ks, kKHalf), y_desc + head_dim_step(ks, kQHalf), ks > 0);
 }
 
-// dQ of one step (the warpgroup's accumulator: queries q0 + 16·warp + g + 8r, head-dim columns
-// 64·wg + 8i + 2c) added into the fp32 buffer; queries past seq are not written. (Four floats an
-// atomic, lanes swapping pairs by shuffles, measured slower: 379 → 356 TFLOP/s at 4 × 4096.)
-__device__ __forceinline__ void add_dq(const BackwardArgs& a, const float (&dq)[32], int64_t row0, int h, int q0,
-                                       int wg, int warp, int g, int c) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int query = q0 + warp * 16 + g + 8 * r;
-    if (query >= a.seq) continue;
-    float* dst = a.dq + ((row0 + query) * a.hq + h) * kD + wg * 64 + 2 * c;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) atomic_add2(dst + 8 * i, dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
-  }
-}
 // A block's steps in order (producer and consumers walk them alike): `steps` steps of kQueries
 // queries per query head, each head's from k0.
 struct StepWalk {
@@ -143,6 +135,28 @@ __device__ void produce_stats(const BackwardArgs& a, const StepBuffers& st, uint
   }
 }
 
+// The producer's dQ warp: each step's dQ [kQueries × 128] from the hand-off tile into the fp32
+// buffer, lane l adding rows l and l + 32 (queries past seq are not written), then the tile is
+// handed back once the bulk operations have read it.
+__device__ void write_dq(const BackwardArgs& a, uint32_t sdq, uint32_t dq_full, uint32_t dq_empty, int64_t row0,
+                         int k0, int h0, int steps, int total, int lane) {
+  StepWalk at{h0, k0};
+  for (int n = 0; n < total; ++n, at.next(k0, steps)) {
+    sync::wait(dq_full, n & 1);
+#pragma unroll
+    for (int e = 0; e < kQueries / 32; ++e) {
+      const int r = lane + 32 * e;
+      if (at.q0 + r < a.seq)
+        sync::reduce_add_bulk(a.dq + ((row0 + at.q0 + r) * a.hq + at.h) * kD, sdq + r * kDqStride * 4, kD * 4);
+    }
+    sync::bulk_commit();
+    sync::bulk_wait<0, true>();
+    __syncwarp();
+    if (lane == 0) sync::arrive(dq_empty);
+  }
+  sync::bulk_wait<0, false>();
+}
+
 #endif  // LOFT_WGMMA
 
 __global__ void __launch_bounds__(kThreads, 1)
@@ -155,10 +169,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Buffer b of Q at sq + b·kQTile, of dO at sdo + b·kQTile, of dSᵀ at ds + b·kDsBytes.
   const uint32_t sk = smem_address(base), sv = sk + kKTile, sq = sv + kKTile, sdo = sq + 2 * kQTile;
   uint8_t* const ds_tiles = base + 2 * kKTile + 4 * kQTile;  // dSᵀ: 128 rows (keys) of 64 queries
-  float* const s_lse = reinterpret_cast<float*>(ds_tiles + 2 * kDsBytes);  // [2][kQueries], natural log
+  float* const s_dq = reinterpret_cast<float*>(ds_tiles + 2 * kDsBytes);  // [kQueries][kDqStride]
+  float* const s_lse = s_dq + kQueries * kDqStride;                         // [2][kQueries], natural log
   float* const s_drow = s_lse + 2 * kQueries;                                // [2][kQueries]
   int* const s_doc = reinterpret_cast<int*>(s_drow + 2 * kQueries);          // [2][kQueries], raw doc_start
-  const uint32_t kv_full = smem_address(s_doc + 2 * kQueries), full = kv_full + 8, empty = kv_full + 24;
+  const uint32_t kv_full = smem_address(s_doc + 2 * kQueries), full = kv_full + 8, empty = kv_full + 24,
+                 dq_full = kv_full + 40, dq_empty = kv_full + 48;
   __shared__ int s_q_end;
 
   const auto [k0, kvh, split, h0, heads, row0] = key_tile_block<kKeys>(a);
@@ -171,6 +187,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       sync::barrier_init(full + 8 * b, kFullArrivals);
       sync::barrier_init(empty + 8 * b, kEmptyArrivals);
     }
+    sync::barrier_init(dq_full, kEmptyArrivals);
+    sync::barrier_init(dq_empty, 1);
     sync::barriers_initialised();
   }
   bool docs_cut;  // (its barriers also publish the initialised mbarriers)
@@ -185,6 +203,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                     int(blockIdx.y), h0, steps, total);
     else if (warp == 1)
       produce_stats(a, stats, full, empty, row0, k0, h0, steps, total, lane);
+    else if (warp == 2)
+      write_dq(a, smem_address(s_dq), dq_full, dq_empty, row0, k0, h0, steps, total, lane);
     return;
   }
   sync::raise_registers<kConsumerRegs>();
@@ -276,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     sync::named_sync(kDsBarrier, 256);  // both consumers' dSᵀ rows are in
 
     // 4. dQ for head-dim columns 64·w.. over all 128 keys; then dV += Pᵀ·dO and dK += dSᵀ·Q, which
-    // run while dQ goes out to the fp32 buffer.
+    // run while dQ goes to the hand-off tile (once the writer has read the previous step's).
     float dq[32];
     wgmma::fence();
 #pragma unroll
@@ -290,7 +310,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma::commit();
     wgmma::wait<1>();
     wgmma::fence_operands(dq);
-    add_dq(a, dq, row0, at.h, q0, w, warp, g, c);
+    sync::wait(dq_empty, (n & 1) ^ 1);
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        *reinterpret_cast<float2*>(s_dq + (warp * 16 + g + 8 * r) * kDqStride + w * 64 + 8 * i + 2 * c) =
+            make_float2(dq[4 * i + 2 * r], dq[4 * i + 2 * r + 1]);
+    wgmma::fence_proxy_async();  // the bulk reductions read it through the async proxy
+    __syncwarp();
+    if (lane == 0) sync::arrive(dq_full);
     wgmma::wait<0>();  // dV and dK read this step's Q and dO buffers
     wgmma::fence_operands(dv);
     wgmma::fence_operands(dk);

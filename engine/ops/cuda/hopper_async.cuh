@@ -71,6 +71,32 @@ __device__ __forceinline__ void load_box(uint32_t dst, const void* map, int c0, 
 #endif
 }
 
+// dst[0..bytes / 4) += the floats at shared address `src` (16-byte aligned, bytes a multiple of 16),
+// element by element in L2 as atomics would be, but one bulk operation; grouped by bulk_commit.
+__device__ __forceinline__ void reduce_add_bulk(float* dst, uint32_t src, uint32_t bytes) {
+#ifdef LOFT_WGMMA
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void bulk_commit() {
+#ifdef LOFT_WGMMA
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most n of this thread's bulk groups still read their shared source (reads_only)
+// or are unfinished at all.
+template <int n, bool reads_only>
+__device__ __forceinline__ void bulk_wait() {
+#ifdef LOFT_WGMMA
+  if constexpr (reads_only)
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(n) : "memory");
+  else
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(n) : "memory");
+#endif
+}
+
 // Named barrier `id` (1..15; 0 is __syncthreads') over `threads` threads: sync waits for all of
 // them, arrive counts this thread without waiting.
 __device__ __forceinline__ void named_sync(int id, int threads) {
