@@ -43,7 +43,7 @@ size_t set_scratch_budget(size_t bytes) { return gemm_set_scratch_budget(bytes);
 size_t set_flash_shared_limit(size_t bytes) { return flash_set_shared_limit(bytes); }
 
 bool uses_hopper_forward(const Tensor& q, const Tensor& k, int64_t seq) {
-  return flash_supports(q, k, seq) && hopper_forward_supports(q, k, seq);
+  return flash_supports(q, k, seq) && hopper_forward_supports(q, seq);
 }
 
 bool set_hopper_forward(bool allowed) { return flash_set_hopper_forward(allowed); }

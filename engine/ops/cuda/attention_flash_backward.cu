@@ -35,7 +35,6 @@
 
 #include "engine/ops/cuda/attention_flash_backward.cuh"
 #include "engine/ops/cuda/attention_paths.h"
-#include "engine/ops/cuda/head_tile_map.h"
 #include "engine/ops/ops.h"
 
 namespace loft::ops::cuda_attention {
@@ -308,10 +307,7 @@ void flash_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const 
                           scale,
                           scale * kLog2e};
   const int rows = int(q.size(0) / seq), d = int(q.size(2));
-  FlashBackwardKernel kernel = flash_backward_kernel_for(q);
-  // The wgmma kernel's tile maps need k, v and dout 16-byte aligned too (q is checked above).
-  if (kernel == FlashBackwardKernel::hopper && !(head_tile_map_fits(k) && head_tile_map_fits(v) && head_tile_map_fits(dout)))
-    kernel = FlashBackwardKernel::keys128;
+  const FlashBackwardKernel kernel = flash_backward_kernel_for(q);
   if (kernel != FlashBackwardKernel::keys64) {
     // Key tiles in z (at most 65535: flash_supports), heaviest first.
     const int64_t tiles = (seq + kKeys - 1) / kKeys, hkv = k.size(1);

@@ -343,8 +343,7 @@ std::atomic<bool> hopper_allowed{true};
 bool flash_set_hopper_backward(bool allowed) { return hopper_allowed.exchange(allowed); }
 
 bool hopper_backward_supports(const Tensor& q) {
-  return hopper_allowed.load() && q.size(2) == kD && head_tile_map_fits(q) &&
-         hopper_kernel_runs_on(q.device().index, kSmemBytes);
+  return hopper_allowed.load() && q.size(2) == kD && hopper_kernel_runs_on(q.device().index, kSmemBytes);
 }
 
 namespace flash {

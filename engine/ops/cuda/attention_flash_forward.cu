@@ -19,7 +19,6 @@
 
 #include "engine/ops/cuda/attention_flash.cuh"
 #include "engine/ops/cuda/attention_paths.h"
-#include "engine/ops/cuda/head_tile_map.h"
 
 namespace loft::ops::cuda_attention {
 
@@ -230,7 +229,7 @@ bool flash_supports(const Tensor& q, const Tensor& k, int64_t seq) {
 
 void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
                    int64_t seq, float scale, Tensor& out, Tensor& lse) {
-  if (hopper_forward_supports(q, k, seq) && head_tile_map_fits(v)) return flash_forward_hopper(q, k, v, doc_start, seq, scale, out, lse);
+  if (hopper_forward_supports(q, seq)) return flash_forward_hopper(q, k, v, doc_start, seq, scale, out, lse);
   const int device = cuda_kernels::use_device(q);
   const ForwardArgs args{q.ptr<bf16>(),
                          k.ptr<bf16>(),

@@ -27,9 +27,8 @@ void flash_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
 // capability 9.0 and lets a block take `shared_bytes`: where the wgmma kernels run.
 bool hopper_kernel_runs_on(int device, size_t shared_bytes);
 // The forward on Hopper's warpgroup MMA (attention_flash_forward_hopper.cu): head dim 128 on a
-// compute capability 9.0 device when the build has sm_90a code, q and k at 16-byte aligned
-// addresses (its TMA tile maps need it; flash_forward checks v too); flash_forward takes it there.
-bool hopper_forward_supports(const Tensor& q, const Tensor& k, int64_t seq);
+// compute capability 9.0 device when the build has sm_90a code; flash_forward takes it there.
+bool hopper_forward_supports(const Tensor& q, int64_t seq);
 void flash_forward_hopper(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& doc_start,
                           int64_t seq, float scale, Tensor& out, Tensor& lse);
 bool flash_set_hopper_forward(bool allowed);

@@ -25,15 +25,15 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
-}  // namespace
-
-bool head_tile_map_fits(const Tensor& x) {
+bool fits(const Tensor& x) {
   return x.dim() == 3 && x.dtype() == DType::BF16 && x.size(2) == 128 &&
          reinterpret_cast<uintptr_t>(x.data()) % 16 == 0;
 }
 
+}  // namespace
+
 CUtensorMap head_tile_map(const Tensor& x, int64_t seq, int box_tokens) {
-  LOFT_CHECK(head_tile_map_fits(x) && seq > 0 && x.size(0) % seq == 0,
+  LOFT_CHECK(fits(x) && seq > 0 && x.size(0) % seq == 0,
              "attention: no tile map for ", x.str(), " at seq ", seq);
   return head_tile_map(x.data(), x.size(0) / seq, seq, x.size(1), box_tokens);
 }

@@ -13,10 +13,9 @@
 
 namespace loft::ops::cuda_attention {
 
-// Whether x (contiguous [rows · seq, heads, 128] BF16) can be described by a map: its address and
-// strides must be multiples of 16 bytes.
-bool head_tile_map_fits(const Tensor& x);
-// The map of x; Error (naming x's shape) where the driver refuses it.
+// The map of x (contiguous [rows · seq, heads, 128] BF16 at a 16-byte aligned address, as
+// flash_supports requires of every attention operand); Error (naming x's shape) otherwise, or
+// where the driver refuses it.
 CUtensorMap head_tile_map(const Tensor& x, int64_t seq, int box_tokens);
 // The same from a kernel's arguments: `data` is [rows · seq, heads, 128] BF16, 16-byte aligned.
 CUtensorMap head_tile_map(const void* data, int64_t rows, int64_t seq, int64_t heads, int box_tokens);
