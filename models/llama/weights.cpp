@@ -1,10 +1,12 @@
 #include "models/llama/weights.h"
 
+#include <array>
 #include <set>
 
 #include "engine/core/error.h"
 #include "engine/tensor/finite.h"
 #include "engine/peft/weight_source.h"
+#include "engine/quant/quantize.h"
 #include "models/llama/fp8_checkpoint.h"
 
 namespace loft::llama {
@@ -36,11 +38,11 @@ std::vector<float> host_floats(const Tensor& t) {
   switch (t.dtype()) {
     case DType::F8_E4M3:
     case DType::F8_E5M2: {
-      const bool e4m3 = t.dtype() == DType::F8_E4M3;
+      const std::array<float, 256>& value = quant::code_values(
+          t.dtype() == DType::F8_E4M3 ? quant::LowpFormat::E4M3 : quant::LowpFormat::E5M2);
       std::vector<float> out(size_t(t.numel()));
       const auto* b = t.ptr<uint8_t>();
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = e4m3 ? fp8_e4m3_to_f32(b[i]) : fp8_e5m2_to_f32(b[i]);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = value[b[i]];
       return out;
     }
     default:
