@@ -9,7 +9,7 @@
 // The grid, the steps and the split of a kv head's group are the 128-key kernel's
 // (attention_flash_backward.cu): one block per (key tile of 128, kv head × split, batch row), which
 // accumulates the tile's dK and dV in registers over every query head of its share of the group
-// and every step of 64 queries that can see the tile; dQ goes to an fp32 buffer by atomics.
+// and every step of 64 queries that can see the tile; dQ is added into an fp32 buffer.
 // Three warpgroups, as FlashAttention-3 splits the work:
 // - warpgroup 0 is the producer: after lowering its registers, one thread loads K and V once and
 //   each step's Q and dO with TMA (hopper_async.cuh), and one warp copies the step's lse, D and doc
