@@ -3,6 +3,7 @@
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
 #include "engine/peft/shared_input.h"
+#include "engine/quant/code_transpose.h"
 #include "engine/quant/hadamard.h"
 #include "engine/quant/lowp_gemm.h"
 #include "engine/quant/nf4_lowp.h"
@@ -27,7 +28,7 @@ class HaloWeight final : public FrozenWeight {
     const bool direct = opt.level == 0 && opt.format == quant::LowpFormat::E4M3 && !nf4();
     if (auto q = direct ? src.e4m3_codes() : std::nullopt) {
       q_ = std::move(*q);
-      scratch_ = quant::TransposeScratch::of(device());
+      keep_or_share_transpose();
       return;
     }
     const Tensor w = src.values();  // FP8 checkpoints: exact fp32, rotated and quantized from there
@@ -44,7 +45,7 @@ class HaloWeight final : public FrozenWeight {
       nf4_scale_ = s;
     } else {
       q_ = quant::quantize(wr, opt.format);
-      scratch_ = quant::TransposeScratch::of(device());
+      keep_or_share_transpose();
     }
     q_.format = opt.format;
   }
@@ -54,10 +55,11 @@ class HaloWeight final : public FrozenWeight {
   Device device() const override { return q_.scale.device(); }
   size_t stored_bytes() const override {
     return nf4() ? nf4_.nbytes() + q_.scale.nbytes()
-                 : q_.codes.nbytes() + q_.scale.nbytes();
+                 : q_.codes.nbytes() + q_.scale.nbytes() + (wt_.defined() ? wt_.nbytes() : 0);
   }
   std::vector<Tensor*> stored_tensors() override {
     if (nf4()) return {&nf4_.codes, &nf4_.absmax_codes, &nf4_.absmax_scale, &q_.scale};
+    if (wt_.defined()) return {&q_.codes, &q_.scale, &wt_};
     return {&q_.codes, &q_.scale};
   }
 
@@ -124,10 +126,18 @@ class HaloWeight final : public FrozenWeight {
  private:
   bool nf4() const { return opt_.backbone == HaloBackbone::Nf4; }
 
+  // Dense codes: their transpose kept (--halo-transposed keep) or made per backward in the device's
+  // shared scratch.
+  void keep_or_share_transpose() {
+    if (opt_.transposed == TransposedCodes::keep) wt_ = quant::transpose_codes(q_.codes);
+    else scratch_ = quant::TransposeScratch::of(device());
+  }
+
   // W·H codes [out, in], or their transpose: resident (the transpose made in the shared scratch
   // now, valid until the next one), or decoded from NF4 now (a temporary).
   Tensor weight_codes(bool transposed) const {
     if (!nf4() && !transposed) return q_.codes;
+    if (wt_.defined()) return wt_;
     prof::Scope s(Part::QuantHadamard);
     if (!nf4()) return scratch_->transposed(q_.codes);
     Tensor c = Tensor::empty(transposed ? Shape{in_, out_} : Shape{out_, in_},
@@ -141,7 +151,8 @@ class HaloWeight final : public FrozenWeight {
   int64_t out_, in_;
   quant::HadamardPlan plan_;
   quant::QuantizedTensor q_;  // dense: codes and scale; nf4: the fixed scale only
-  std::shared_ptr<quant::TransposeScratch> scratch_;  // dense: W·H's codes transposed for dX
+  std::shared_ptr<quant::TransposeScratch> scratch_;  // dense, per step: W·H's codes transposed for dX
+  Tensor wt_;                                         // dense, kept: W·H's codes transposed [in, out]
   Nf4Tensor nf4_;
   float nf4_scale_ = 1.0f;
 };

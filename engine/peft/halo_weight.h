@@ -6,9 +6,9 @@
 //   level 2: as 1                      dX = H_Tᵀ·[Q(H_T·dY)·Q(W·H)]·Hᵀ
 // H_T rotates along the token dimension (quant::token_plan: blocks of up to 256 tokens, the count
 // zero-padded to a block multiple when it has no such split). The rotated weight is kept either
-// as codes (backbone dense; the dX GEMM's transposed codes are made just before it in the
-// device's shared scratch, quant::TransposeScratch), or NF4-DQ and decoded straight into the codes
-// each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
+// as codes (backbone dense; the dX GEMM's transposed codes are kept beside them, or made just
+// before it in the device's shared scratch, quant::TransposeScratch: --halo-transposed), or NF4-DQ
+// and decoded straight into the codes each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
 // dtype, unrotated and unquantized (LoraLinear).
 // Shared, so it lives here rather than in engine/methods/halo/: HOT's --backbone fp8 is this store
 // at level 0 in E4M3 (engine/methods/hot/hot_weight.cpp).
@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/peft/frozen_weight.h"
+#include "engine/peft/transposed_codes.h"
 #include "engine/peft/weight_source.h"
 #include "engine/quant/quantize.h"
 
@@ -27,6 +28,9 @@ struct HaloOptions {
   int level = 2;                                       // 0, 1 or 2
   quant::LowpFormat format = quant::LowpFormat::E4M3;  // E4M3 (HALO "fp8") or INT8
   HaloBackbone backbone = HaloBackbone::Dense;
+  // --halo-transposed, dense backbones only (NF4 decodes each GEMM's codes as it needs them);
+  // unresolved auto (HOT's fp8 backbone, evaluation, export) transposes per step.
+  TransposedCodes transposed = TransposedCodes::auto_choice;
 };
 
 // --halo-format: "fp8" (E4M3 for X, W and dY, as HALO does) or "int8". UsageError otherwise.

@@ -1,7 +1,8 @@
 // Byte transpose of quantized codes: dst [cols, rows] = src [rows, cols]ᵀ. A dX GEMM needs the
 // frozen weight's codes the other way round (dX = dY·W has K = out, and FP8/INT8 tensor-core GEMMs
-// take both operands K-major), so the methods transpose W's codes just before it instead of
-// keeping a second, transposed copy of every weight (transpose_scratch.h). A pure copy of bytes:
+// take both operands K-major), so the methods transpose W's codes just before it
+// (transpose_scratch.h) or keep a second, transposed copy where memory allows
+// (engine/peft/transposed_codes.h). A pure copy of bytes:
 // the CPU reference and the CUDA kernel are bit-identical.
 #pragma once
 #include "engine/tensor/tensor.h"

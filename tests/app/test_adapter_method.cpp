@@ -134,7 +134,7 @@ TEST(AdapterMethod, InitAdapterContinuesWithTheRecordedMethod) {
   args.insert(args.end(), {"--init-adapter", (dir / "halo").string()});
   const auto r = test::run_cli_captured(args);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(test::contains(r.out, "method     halo (level 1, int8, backbone dense) r=4")) << r.out;
+  EXPECT_TRUE(test::contains(r.out, "method     halo (level 1, int8, backbone dense, transposed codes per-step) r=4")) << r.out;
   const PeftAdapter out = load_peft_adapter(dir / "run" / "adapter");
   ASSERT_TRUE(out.method.has_value());
   EXPECT_EQ(out.method->method, "halo");

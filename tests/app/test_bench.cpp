@@ -160,7 +160,7 @@ TEST(BenchCommand, MethodListWithBreakdown) {
   EXPECT_EQ(j["methods"][1]["options"], nlohmann::json({{"rank", 64}, {"alpha", 16.0}}));
   EXPECT_EQ(j["methods"][2]["options"],
             nlohmann::json(
-                {{"rank", 64}, {"alpha", 16.0}, {"halo_level", 0}, {"halo_format", "int8"}, {"backbone", "dense"}}));
+                {{"rank", 64}, {"alpha", 16.0}, {"halo_level", 0}, {"halo_format", "int8"}, {"backbone", "dense"}, {"halo_transposed", "per-step"}}));
   // Same adapter shapes whatever stores the frozen weight.
   EXPECT_EQ(j["methods"][0]["trainable_parameters"], j["methods"][2]["trainable_parameters"]);
 }
@@ -280,7 +280,7 @@ TEST(BenchCommand, TextReportHasPlanAndTable) {
   for (const char* part : {"bench    tiny: 2 layers, hidden 64, intermediate 172, 8 heads / 4 KV",
                            "methods  lora, halo, each on a fresh model",
                            "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down",
-                           "method   halo r=64 alpha=16 halo_level=2 halo_format=fp8 backbone=dense on",
+                           "method   halo r=64 alpha=16 halo_level=2 halo_format=fp8 backbone=dense halo_transposed=per-step on",
                            "batch    1 x 16 = 16 tokens/step",
                            "0 warm-up + 1 timed + 2 profiled steps", "device   cpu (cpu), F32",
                            "tiny, batch 1 x seq 16", "ms per profiled step", "s/step",
@@ -315,7 +315,7 @@ TEST(BenchCommand, ClipsTheGradNormAsFinetune) {
        "1", "--warmup", "0", "--profile-steps", "0", "--method", "lora,halo"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "method   lora r=64 alpha=16 on q,k,v,o,gate,up,down, grad-norm clip 0.3\n"));
-  EXPECT_TRUE(contains(r.out, "backbone=dense on q,k,v,o,gate,up,down, grad-norm clip off\n"));
+  EXPECT_TRUE(contains(r.out, "backbone=dense halo_transposed=per-step on q,k,v,o,gate,up,down, grad-norm clip off\n"));
 }
 
 TEST(BenchCommand, RealCheckpointFolder) {

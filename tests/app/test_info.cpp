@@ -50,7 +50,7 @@ TEST(InfoCommand, JsonForWideRandom) {
     EXPECT_GT(m["host_embeddings_bytes"].get<int64_t>(), 0);  // untied: the input table on the host
   }
   EXPECT_EQ(names, (std::vector<std::string>{"lora-bf16", "qlora-nf4", "falqon-fp8", "falqon-fp8-kept", "halo-fp8",
-                                             "halo-int8", "halo-nf4", "hot-dense", "hot-fp8", "hot-nf4"}));
+                                             "halo-fp8-kept", "halo-int8", "halo-nf4", "hot-dense", "hot-fp8", "hot-nf4"}));
 }
 
 TEST(InfoCommand, JsonOptionsReachTheEstimate) {

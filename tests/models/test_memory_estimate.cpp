@@ -28,7 +28,7 @@ const MethodMemory& find(const std::vector<MethodMemory>& ms, const std::string&
 
 TEST(MemoryEstimate, Llama2_7BByHand) {
   const auto ms = estimate_training_memory(llama2_7b(), {.batch = 1, .seq = 512, .lora_rank = 64});
-  ASSERT_EQ(ms.size(), 10u);
+  ASSERT_EQ(ms.size(), 11u);
   // 4·4096² + 3·4096·11008 per layer, 32 layers.
   const int64_t P = 6'476'005'376;
   const int64_t norms = 2 * 65 * 4096;
@@ -85,6 +85,9 @@ TEST(MemoryEstimate, Llama2_7BByHand) {
 
   for (const char* halo : {"halo-fp8", "halo-int8"})
     EXPECT_EQ(find(ms, halo).frozen_weights, P + scratch + norms) << halo;
+  // --halo-transposed keep: the rotated codes transposed beside them instead of the one scratch.
+  EXPECT_EQ(find(ms, "halo-fp8-kept").frozen_weights, P + P + norms);
+  EXPECT_EQ(find(ms, "halo-fp8-kept").activations, find(ms, "halo-fp8").activations);
   EXPECT_EQ(find(ms, "hot-fp8").frozen_weights,
             find(ms, "hot-dense").frozen_weights - P + scratch) << "bf16 W -> E4M3 W + scratch";
   // HALO's NF4 backbone decodes one projection's FP8 codes (1 byte each) at a time.

@@ -18,19 +18,16 @@
 
 #include "engine/methods/falqon/falqon_ops.h"
 #include "engine/peft/adapted_linear.h"
+#include "engine/peft/transposed_codes.h"
 #include "engine/quant/transpose_scratch.h"
 
 namespace loft {
 
 struct FalqonOptions {
   enum class Buffer { reset, accumulate };
-  // --falqon-transposed: where the dX GEMM's transposed backbone codes [in, out] come from (an
-  // FP8 GEMM takes both operands K-major). keep: each projection holds them (+1 byte a weight),
-  // patched by the row update; per_step: each backward transposes W's codes into one scratch the
-  // projections share (~135 us a llama3-8b layer); auto: RunPlan picks keep where the run's
-  // estimate with the copies leaves room on every device, per_step otherwise (and where no plan
-  // resolves it: evaluation, export). Bit-identical either way.
-  enum class Transposed { auto_choice, keep, per_step };
+  // --falqon-transposed (engine/peft/transposed_codes.h): kept codes are patched by the row
+  // update; per_step transposes ~135 us a llama3-8b layer.
+  using Transposed = TransposedCodes;
   int topk = 0;                    // rows updated per step; 0 = the rank (the reference's k = r)
   // --falqon-buffer. accumulate by default, not the reference code's reset: docs/methods.md.
   Buffer buffer = Buffer::accumulate;
@@ -41,9 +38,6 @@ struct FalqonOptions {
 // --falqon-buffer: "reset" or "accumulate"; UsageError naming the option otherwise.
 FalqonOptions::Buffer parse_falqon_buffer(const std::string& name);
 const char* falqon_buffer_name(FalqonOptions::Buffer buffer);  // "reset", "accumulate"
-// --falqon-transposed: "auto", "keep" or "per-step"; UsageError naming the option otherwise.
-FalqonOptions::Transposed parse_falqon_transposed(const std::string& name);
-const char* falqon_transposed_name(FalqonOptions::Transposed t);
 
 class FalqonLinear : public AdaptedLinear {
  public:

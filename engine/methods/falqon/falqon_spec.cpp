@@ -19,21 +19,6 @@ const char* falqon_buffer_name(FalqonOptions::Buffer buffer) {
   return buffer == FalqonOptions::Buffer::accumulate ? "accumulate" : "reset";
 }
 
-FalqonOptions::Transposed parse_falqon_transposed(const std::string& name) {
-  if (name == "auto") return FalqonOptions::Transposed::auto_choice;
-  if (name == "keep") return FalqonOptions::Transposed::keep;
-  if (name == "per-step") return FalqonOptions::Transposed::per_step;
-  throw UsageError(cat("--falqon-transposed: '", name, "' is not auto, keep or per-step"));
-}
-
-const char* falqon_transposed_name(FalqonOptions::Transposed t) {
-  switch (t) {
-    case FalqonOptions::Transposed::keep: return "keep";
-    case FalqonOptions::Transposed::per_step: return "per-step";
-    default: return "auto";
-  }
-}
-
 namespace {
 
 constexpr int kMaxTopk = 1 << 16;
@@ -61,8 +46,9 @@ class FalqonSpec : public MethodSpec {
                 "FALQON's transposed backbone codes for the dX GEMM: keep (+1 byte a weight, no "
                 "transpose per step), per-step (transposed into one shared scratch in each "
                 "backward) or auto (keep when the estimate leaves room on the device)",
-                "auto", &FalqonOptions::transposed, parse_falqon_transposed,
-                [](FalqonOptions::Transposed t) { return std::string(falqon_transposed_name(t)); })};
+                "auto", &FalqonOptions::transposed,
+                [](const std::string& v) { return parse_transposed_codes("--falqon-transposed", v); },
+                [](FalqonOptions::Transposed t) { return std::string(transposed_codes_name(t)); })};
   }
   // auto: keep the transposed codes where the run's estimate with them leaves room (RunPlan).
   void resolve_memory_choices(MethodOptions& m, const MemoryFits& fits) const override {
@@ -74,7 +60,7 @@ class FalqonSpec : public MethodSpec {
   }
   std::string plan_detail(const MethodOptions& m) const override {
     const FalqonOptions& f = m.get<FalqonOptions>();
-    return cat("buffer ", falqon_buffer_name(f.buffer), ", transposed codes ", falqon_transposed_name(f.transposed));
+    return cat("buffer ", falqon_buffer_name(f.buffer), ", transposed codes ", transposed_codes_name(f.transposed));
   }
   bool apply_variant(MethodOptions& m, const std::string& v) const override {
     if (v != "reset" && v != "accumulate") return false;
@@ -108,7 +94,7 @@ class FalqonSpec : public MethodSpec {
     const FalqonOptions& f = m.get<FalqonOptions>();
     j["falqon_topk"] = f.topk ? f.topk : m.lora.rank;
     j["falqon_buffer"] = falqon_buffer_name(f.buffer);
-    j["falqon_transposed"] = falqon_transposed_name(f.transposed);
+    j["falqon_transposed"] = transposed_codes_name(f.transposed);
   }
 
   MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {

@@ -73,7 +73,28 @@ class HaloSpec : public MethodSpec {
         "--backbone", "HALO weight store: dense codes, or nf4 (decoded per GEMM)", "dense",
         &HaloOptions::backbone, parse_halo_backbone, [](HaloBackbone b) { return std::string(backbone_name(b)); });
     backbone.refused_elsewhere = true;  // NF4 storage is HALO's; QLoRA is NF4 by definition
-    return {level, format, backbone};
+    MethodFlag transposed = method_flag<HaloOptions, TransposedCodes>(
+        "--halo-transposed",
+        "HALO's transposed weight codes for the dX GEMM (dense backbone): keep (+1 byte a weight, no "
+        "transpose per step), per-step (transposed into one shared scratch in each backward) or auto "
+        "(keep when the estimate leaves room on the device)",
+        "auto", &HaloOptions::transposed,
+        [](const std::string& v) { return parse_transposed_codes("--halo-transposed", v); },
+        [](TransposedCodes t) { return std::string(transposed_codes_name(t)); });
+    return {level, format, backbone, transposed};
+  }
+  // auto: keep the dense backbone's transposed codes where the run's estimate with them leaves
+  // room (RunPlan); an NF4 backbone has none to keep.
+  void resolve_memory_choices(MethodOptions& m, const MemoryFits& fits) const override {
+    HaloOptions& h = m.get<HaloOptions>();
+    if (h.transposed != TransposedCodes::auto_choice) return;
+    if (h.backbone == HaloBackbone::Nf4) {
+      h.transposed = TransposedCodes::per_step;
+      return;
+    }
+    MethodOptions keep = m;
+    keep.get<HaloOptions>().transposed = TransposedCodes::keep;
+    h.transposed = fits(keep) ? TransposedCodes::keep : TransposedCodes::per_step;
   }
   bool apply_variant(MethodOptions& m, const std::string& v) const override {
     HaloOptions& h = m.get<HaloOptions>();
@@ -91,6 +112,9 @@ class HaloSpec : public MethodSpec {
     const int level = m.get<HaloOptions>().level;
     if (level < 0 || level > kMaxLevel)
       throw UsageError(cat("--halo-level ", level, " is not one of 0, 1, 2"));
+    const HaloOptions& h = m.get<HaloOptions>();
+    if (h.backbone == HaloBackbone::Nf4 && h.transposed == TransposedCodes::keep)
+      throw UsageError("--halo-transposed keep needs --backbone dense: an NF4 backbone decodes each GEMM's codes as it needs them");
   }
 
   void write_record(const MethodOptions& m, nlohmann::json& loft) const override {
@@ -116,7 +140,8 @@ class HaloSpec : public MethodSpec {
 
   std::string plan_detail(const MethodOptions& m) const override {
     const HaloOptions& h = m.get<HaloOptions>();
-    return cat(brief_detail(m), ", backbone ", backbone_name(h.backbone));
+    if (h.backbone == HaloBackbone::Nf4) return cat(brief_detail(m), ", backbone nf4");
+    return cat(brief_detail(m), ", backbone dense, transposed codes ", transposed_codes_name(h.transposed));
   }
   std::string brief_detail(const MethodOptions& m) const override {
     const HaloOptions& h = m.get<HaloOptions>();
@@ -127,27 +152,37 @@ class HaloSpec : public MethodSpec {
     j["halo_level"] = h.level;
     j["halo_format"] = halo_format_name(h.format);
     j["backbone"] = backbone_name(h.backbone);
+    if (h.backbone == HaloBackbone::Dense) j["halo_transposed"] = transposed_codes_name(h.transposed);
   }
 
   MethodMemoryRow memory_row(const ProjectionSizes& s, const MethodOptions& m) const override {
     const HaloOptions& h = m.get<HaloOptions>();
     // Q(W·H) rotated once at load: NF4, or 1 byte each. The scratch, as large as the largest
     // projection: NF4's codes (W or its transpose) decoded just before each GEMM, or the dense
-    // codes transposed for each dX GEMM. LoRA in bf16 beside it.
-    MethodMemoryRow row = h.backbone == HaloBackbone::Nf4
-        ? MethodMemoryRow{"halo-nf4", "NF4 rotated W + one projection's FP8 decode", s.nf4_bytes, s.lora()}
-        : h.format == quant::LowpFormat::INT8
-        ? MethodMemoryRow{"halo-int8", "INT8 rotated W + one projection's transpose scratch", s.weights, s.lora()}
-        : MethodMemoryRow{"halo-fp8", "E4M3 rotated W + one projection's transpose scratch", s.weights, s.lora()};
-    row.scratch_bytes = s.largest_projection;
+    // codes transposed for each dX GEMM; or, kept, the dense codes' transpose beside them (1 byte
+    // each more) and no scratch. An unresolved auto counts the scratch (what runs where no plan
+    // resolves it). LoRA in bf16 beside it.
+    if (h.backbone == HaloBackbone::Nf4) {
+      MethodMemoryRow row{"halo-nf4", "NF4 rotated W + one projection's FP8 decode", s.nf4_bytes, s.lora()};
+      row.scratch_bytes = s.largest_projection;
+      return row;
+    }
+    const bool keep = h.transposed == TransposedCodes::keep;
+    const std::string format = h.format == quant::LowpFormat::INT8 ? "int8" : "fp8";
+    MethodMemoryRow row{cat("halo-", format, keep ? "-kept" : ""),
+                        cat(h.format == quant::LowpFormat::INT8 ? "INT8" : "E4M3",
+                            keep ? " rotated W + its codes transposed, kept" : " rotated W + one projection's transpose scratch"),
+                        memory_add(s.weights, keep ? s.weights : 0), s.lora()};
+    row.scratch_bytes = keep ? 0 : s.largest_projection;
     return row;
   }
   std::vector<MethodMemoryRow> memory_rows(const ProjectionSizes& s) const override {
-    MethodOptions fp8, int8, nf4;
+    MethodOptions fp8, int8, nf4, fp8_kept;
     fp8.get<HaloOptions>().format = quant::LowpFormat::E4M3;
     int8.get<HaloOptions>().format = quant::LowpFormat::INT8;
     nf4.get<HaloOptions>().backbone = HaloBackbone::Nf4;
-    return {memory_row(s, fp8), memory_row(s, int8), memory_row(s, nf4)};
+    fp8_kept.get<HaloOptions>().transposed = TransposedCodes::keep;
+    return {memory_row(s, fp8), memory_row(s, fp8_kept), memory_row(s, int8), memory_row(s, nf4)};
   }
 
   LinearFactory linear_factory(const MethodOptions& m, std::mt19937_64& rng) const override {

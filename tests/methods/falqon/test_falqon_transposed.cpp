@@ -95,11 +95,20 @@ TEST(FalqonTransposed, AutoKeepsOnlyWhereThePlanSaysItFits) {
 }
 
 TEST(FalqonTransposed, TheOptionNamesItsValues) {
-  EXPECT_EQ(parse_falqon_transposed("per-step"), Transposed::per_step);
-  EXPECT_STREQ(falqon_transposed_name(parse_falqon_transposed("keep")), "keep");
-  EXPECT_STREQ(falqon_transposed_name(parse_falqon_transposed("auto")), "auto");
+  const std::vector<MethodFlag> flags = method_spec("falqon").flags();
+  const MethodFlag* flag = nullptr;
+  for (const MethodFlag& f : flags)
+    if (f.name == "--falqon-transposed") flag = &f;
+  ASSERT_NE(flag, nullptr);
+  MethodOptions m;
+  m.method = "falqon";
+  for (const char* v : {"per-step", "keep", "auto"}) {
+    flag->set(m, v);
+    EXPECT_EQ(flag->get(m), v);
+  }
+  EXPECT_EQ(m.get<FalqonOptions>().transposed, Transposed::auto_choice);
   try {
-    parse_falqon_transposed("always");
+    flag->set(m, "always");
     FAIL() << "accepted 'always'";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("--falqon-transposed"), std::string::npos) << e.what();
