@@ -35,9 +35,8 @@ TensorRole role_of(const std::string& name) {
 Tensor f32_copy(const Tensor& t) {
   if (t.dtype() == DType::F32) return t.clone();
   if (t.dtype() == DType::F8_E4M3) {
-    const auto& table = quant::code_values(quant::LowpFormat::E4M3);
     Tensor out = Tensor::empty(t.shape(), DType::F32);
-    for (int64_t i = 0; i < t.numel(); ++i) out.ptr<float>()[i] = table[t.ptr<uint8_t>()[i]];
+    quant::dequantize(t, nullptr, out);  // each code's value: no scale
     return out;
   }
   return Tensor::from_vector(t.to_float_vector(), t.shape());

@@ -1,6 +1,5 @@
 #include "models/llama/weights.h"
 
-#include <array>
 #include <set>
 
 #include "engine/core/error.h"
@@ -31,23 +30,6 @@ const char* hf_proj_suffix(Proj p) {
       return "mlp.down_proj";
   }
   throw Error("unknown projection");
-}
-
-// Stored float values (F32/F16/BF16/F8) widened to fp32 on the host.
-std::vector<float> host_floats(const Tensor& t) {
-  switch (t.dtype()) {
-    case DType::F8_E4M3:
-    case DType::F8_E5M2: {
-      const std::array<float, 256>& value = quant::code_values(
-          t.dtype() == DType::F8_E4M3 ? quant::LowpFormat::E4M3 : quant::LowpFormat::E5M2);
-      std::vector<float> out(size_t(t.numel()));
-      const auto* b = t.ptr<uint8_t>();
-      for (size_t i = 0; i < out.size(); ++i) out[i] = value[b[i]];
-      return out;
-    }
-    default:
-      return t.to_float_vector();
-  }
 }
 
 void check_present(const SafetensorsCheckpoint& ckpt, const WeightSlot& w) {
@@ -85,16 +67,22 @@ void check_nothing_dropped(const SafetensorsCheckpoint& ckpt, const LlamaConfig&
 
 Tensor convert_weight(const Tensor& src, DType dtype, Device device) {
   if (src.dtype() == dtype) return src.to(device);
-  const std::vector<float> f = host_floats(src);
   Tensor host;
-  if (dtype == DType::F32) {
-    host = Tensor::from_vector(f, src.shape());
+  if (src.dtype() == DType::F8_E4M3 || src.dtype() == DType::F8_E5M2) {
+    // Each code's value (no scale), rounded to dtype as the quantizer's decode does.
+    host = Tensor::empty(src.shape(), dtype, src.device());
+    quant::dequantize(src, nullptr, host);
   } else {
-    std::vector<uint16_t> h(f.size());
-    for (size_t i = 0; i < f.size(); ++i) h[i] = f32_to_bf16(f[i]);
-    host = Tensor::from_host(h.data(), src.shape(), DType::BF16);
+    const std::vector<float> f = src.to_float_vector();  // F32/F16/BF16 widened on the host
+    if (dtype == DType::F32) {
+      host = Tensor::from_vector(f, src.shape());
+    } else {
+      std::vector<uint16_t> h(f.size());
+      for (size_t i = 0; i < f.size(); ++i) h[i] = f32_to_bf16(f[i]);
+      host = Tensor::from_host(h.data(), src.shape(), DType::BF16);
+    }
   }
-  return device.is_cpu() ? host : host.to(device);
+  return host.device() == device ? host : host.to(device);
 }
 
 Tensor& LlamaLayerWeights::proj(Proj p) {
