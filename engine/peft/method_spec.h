@@ -13,6 +13,7 @@
 
 #include "engine/peft/frozen_weight.h"
 #include "engine/peft/method.h"
+#include "engine/peft/transposed_codes.h"
 
 namespace loft {
 
@@ -197,6 +198,24 @@ MethodFlag int_method_flag(std::string name, std::string help, std::string defau
       [](int v) { return std::to_string(v); });
   f.int_range = std::pair<int64_t, int64_t>{lo, hi};
   return f;
+}
+// A transposed-codes flag (--falqon-transposed, --halo-transposed): auto, keep or per-step.
+template <class T>
+MethodFlag transposed_codes_flag(std::string name, std::string help, TransposedCodes T::*field) {
+  const std::string flag = name;
+  return method_flag<T, TransposedCodes>(
+      std::move(name), std::move(help), "auto", field,
+      [flag](const std::string& v) { return parse_transposed_codes(flag, v); },
+      [](TransposedCodes t) { return std::string(transposed_codes_name(t)); });
+}
+// Resolves an auto transposed-codes choice for the run (MethodSpec::resolve_memory_choices): keep
+// where the run's estimate with the kept copies fits, per_step otherwise; a given choice stays.
+template <class T>
+void keep_transposed_where_it_fits(MethodOptions& m, const MethodSpec::MemoryFits& fits, TransposedCodes T::*field) {
+  if (m.get<T>().*field != TransposedCodes::auto_choice) return;
+  MethodOptions keep = m;
+  keep.get<T>().*field = TransposedCodes::keep;
+  m.get<T>().*field = fits(keep) ? TransposedCodes::keep : TransposedCodes::per_step;
 }
 
 }  // namespace loft

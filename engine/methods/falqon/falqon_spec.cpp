@@ -41,22 +41,16 @@ class FalqonSpec : public MethodSpec {
                 "unapplied rows)",
                 "accumulate", &FalqonOptions::buffer, parse_falqon_buffer,
                 [](FalqonOptions::Buffer b) { return std::string(falqon_buffer_name(b)); }),
-            method_flag<FalqonOptions, FalqonOptions::Transposed>(
+            transposed_codes_flag<FalqonOptions>(
                 "--falqon-transposed",
                 "FALQON's transposed backbone codes for the dX GEMM: keep (+1 byte a weight, no "
                 "transpose per step), per-step (transposed into one shared scratch in each "
                 "backward) or auto (keep when the estimate leaves room on the device)",
-                "auto", &FalqonOptions::transposed,
-                [](const std::string& v) { return parse_transposed_codes("--falqon-transposed", v); },
-                [](FalqonOptions::Transposed t) { return std::string(transposed_codes_name(t)); })};
+                &FalqonOptions::transposed)};
   }
   // auto: keep the transposed codes where the run's estimate with them leaves room (RunPlan).
   void resolve_memory_choices(MethodOptions& m, const MemoryFits& fits) const override {
-    FalqonOptions& f = m.get<FalqonOptions>();
-    if (f.transposed != FalqonOptions::Transposed::auto_choice) return;
-    MethodOptions keep = m;
-    keep.get<FalqonOptions>().transposed = FalqonOptions::Transposed::keep;
-    f.transposed = fits(keep) ? FalqonOptions::Transposed::keep : FalqonOptions::Transposed::per_step;
+    keep_transposed_where_it_fits(m, fits, &FalqonOptions::transposed);
   }
   std::string plan_detail(const MethodOptions& m) const override {
     const FalqonOptions& f = m.get<FalqonOptions>();

@@ -73,28 +73,21 @@ class HaloSpec : public MethodSpec {
         "--backbone", "HALO weight store: dense codes, or nf4 (decoded per GEMM)", "dense",
         &HaloOptions::backbone, parse_halo_backbone, [](HaloBackbone b) { return std::string(backbone_name(b)); });
     backbone.refused_elsewhere = true;  // NF4 storage is HALO's; QLoRA is NF4 by definition
-    MethodFlag transposed = method_flag<HaloOptions, TransposedCodes>(
+    MethodFlag transposed = transposed_codes_flag<HaloOptions>(
         "--halo-transposed",
         "HALO's transposed weight codes for the dX GEMM (dense backbone): keep (+1 byte a weight, no "
         "transpose per step), per-step (transposed into one shared scratch in each backward) or auto "
         "(keep when the estimate leaves room on the device)",
-        "auto", &HaloOptions::transposed,
-        [](const std::string& v) { return parse_transposed_codes("--halo-transposed", v); },
-        [](TransposedCodes t) { return std::string(transposed_codes_name(t)); });
+        &HaloOptions::transposed);
     return {level, format, backbone, transposed};
   }
   // auto: keep the dense backbone's transposed codes where the run's estimate with them leaves
   // room (RunPlan); an NF4 backbone has none to keep.
   void resolve_memory_choices(MethodOptions& m, const MemoryFits& fits) const override {
     HaloOptions& h = m.get<HaloOptions>();
-    if (h.transposed != TransposedCodes::auto_choice) return;
-    if (h.backbone == HaloBackbone::Nf4) {
+    if (h.backbone == HaloBackbone::Nf4 && h.transposed == TransposedCodes::auto_choice)
       h.transposed = TransposedCodes::per_step;
-      return;
-    }
-    MethodOptions keep = m;
-    keep.get<HaloOptions>().transposed = TransposedCodes::keep;
-    h.transposed = fits(keep) ? TransposedCodes::keep : TransposedCodes::per_step;
+    keep_transposed_where_it_fits(m, fits, &HaloOptions::transposed);
   }
   bool apply_variant(MethodOptions& m, const std::string& v) const override {
     HaloOptions& h = m.get<HaloOptions>();

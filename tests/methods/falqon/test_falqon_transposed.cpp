@@ -6,6 +6,7 @@
 #include "engine/optim/adamw.h"
 #include "engine/peft/method_spec.h"
 #include "tests/common/test_util.h"
+#include "tests/common/transposed_codes_checks.h"
 #include "tests/engine/test_quant_fp8_reference.h"
 
 namespace loft {
@@ -70,35 +71,12 @@ TEST(FalqonTransposed, KeptCodesFollowARestoredMethodState) {
 }
 
 TEST(FalqonTransposed, AutoKeepsOnlyWhereThePlanSaysItFits) {
-  const MethodSpec& spec = method_spec("falqon");
-  for (bool room : {true, false}) {
-    MethodOptions m;
-    m.method = "falqon";
-    bool asked_keep = false;
-    spec.resolve_memory_choices(m, [&](const MethodOptions& with) {
-      asked_keep = with.get<FalqonOptions>().transposed == Transposed::keep;
-      return room;
-    });
-    EXPECT_TRUE(asked_keep) << "the plan is asked about the run with the kept copies";
-    EXPECT_EQ(m.get<FalqonOptions>().transposed, room ? Transposed::keep : Transposed::per_step);
-  }
-  for (Transposed given : {Transposed::keep, Transposed::per_step}) {
-    MethodOptions m;
-    m.method = "falqon";
-    m.get<FalqonOptions>().transposed = given;
-    spec.resolve_memory_choices(m, [](const MethodOptions&) -> bool {
-      ADD_FAILURE() << "a choice given on the command line is not revisited";
-      return true;
-    });
-    EXPECT_EQ(m.get<FalqonOptions>().transposed, given);
-  }
+  test::expect_auto_keeps_only_where_it_fits("falqon", &FalqonOptions::transposed);
 }
 
 TEST(FalqonTransposed, TheOptionNamesItsValues) {
   const std::vector<MethodFlag> flags = method_spec("falqon").flags();
-  const MethodFlag* flag = nullptr;
-  for (const MethodFlag& f : flags)
-    if (f.name == "--falqon-transposed") flag = &f;
+  const MethodFlag* flag = test::method_flag_named(flags, "--falqon-transposed");
   ASSERT_NE(flag, nullptr);
   MethodOptions m;
   m.method = "falqon";

@@ -7,6 +7,7 @@
 #include "engine/peft/method.h"
 #include "engine/peft/method_spec.h"
 #include "tests/common/test_util.h"
+#include "tests/common/transposed_codes_checks.h"
 
 namespace loft {
 namespace {
@@ -38,44 +39,20 @@ TEST(HaloTransposed, KeptCodesGiveThePerStepProductsBitForBit) {
 }
 
 TEST(HaloTransposed, AutoKeepsOnlyWhereThePlanSaysItFits) {
-  const MethodSpec& spec = method_spec("halo");
-  for (bool room : {true, false}) {
-    MethodOptions m;
-    m.method = "halo";
-    bool asked_keep = false;
-    spec.resolve_memory_choices(m, [&](const MethodOptions& with) {
-      asked_keep = with.get<HaloOptions>().transposed == TransposedCodes::keep;
-      return room;
-    });
-    EXPECT_TRUE(asked_keep) << "the plan is asked about the run with the kept copies";
-    EXPECT_EQ(m.get<HaloOptions>().transposed, room ? TransposedCodes::keep : TransposedCodes::per_step);
-  }
+  test::expect_auto_keeps_only_where_it_fits("halo", &HaloOptions::transposed);
   MethodOptions nf4;
   nf4.method = "halo";
   nf4.get<HaloOptions>().backbone = HaloBackbone::Nf4;
-  spec.resolve_memory_choices(nf4, [](const MethodOptions&) -> bool {
+  method_spec("halo").resolve_memory_choices(nf4, [](const MethodOptions&) -> bool {
     ADD_FAILURE() << "an NF4 backbone has no transposed codes to keep";
     return true;
   });
   EXPECT_EQ(nf4.get<HaloOptions>().transposed, TransposedCodes::per_step);
-  for (TransposedCodes given : {TransposedCodes::keep, TransposedCodes::per_step}) {
-    MethodOptions m;
-    m.method = "halo";
-    m.get<HaloOptions>().transposed = given;
-    spec.resolve_memory_choices(m, [](const MethodOptions&) -> bool {
-      ADD_FAILURE() << "a choice given on the command line is not revisited";
-      return true;
-    });
-    EXPECT_EQ(m.get<HaloOptions>().transposed, given);
-  }
 }
 
 TEST(HaloTransposed, BadValuesAndKeepWithNf4AreRefusedByName) {
-  const MethodSpec& spec = method_spec("halo");
-  const MethodFlag* flag = nullptr;
-  const std::vector<MethodFlag> flags = spec.flags();
-  for (const MethodFlag& f : flags)
-    if (f.name == "--halo-transposed") flag = &f;
+  const std::vector<MethodFlag> flags = method_spec("halo").flags();
+  const MethodFlag* flag = test::method_flag_named(flags, "--halo-transposed");
   ASSERT_NE(flag, nullptr);
   MethodOptions m{"halo", {8, 16.0f}, parse_lora_targets("all")};
   flag->set(m, "per-step");
