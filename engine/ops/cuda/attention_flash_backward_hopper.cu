@@ -97,19 +97,15 @@ __device__ void produce_tiles(const CUtensorMap* qm, const CUtensorMap* km, cons
                               uint32_t kv_full, uint32_t full, uint32_t empty, int kvh, int k0, int row, int h0,
                               int steps, int total) {
   sync::arrive_expect_bytes(kv_full, 2 * kKTile);
-  for (int half = 0; half < 2; ++half) {
-    sync::load_box(sk + half * kKHalf, km, 64 * half, kvh, k0, row, kv_full);
-    sync::load_box(sv + half * kKHalf, vm, 64 * half, kvh, k0, row, kv_full);
-  }
+  hopper::load_head_tile(sk, kKHalf, km, kvh, k0, row, kv_full);
+  hopper::load_head_tile(sv, kKHalf, vm, kvh, k0, row, kv_full);
   StepWalk at{h0, k0};
   for (int n = 0; n < total; ++n, at.next(k0, steps)) {
     const int b = n & 1;
     sync::wait(empty + 8 * b, (n / 2 & 1) ^ 1);
     sync::arrive_expect_bytes(full + 8 * b, 2 * kQTile);
-    for (int half = 0; half < 2; ++half) {
-      sync::load_box(sq + b * kQTile + half * kQHalf, qm, 64 * half, at.h, at.q0, row, full + 8 * b);
-      sync::load_box(sdo + b * kQTile + half * kQHalf, dom, 64 * half, at.h, at.q0, row, full + 8 * b);
-    }
+    hopper::load_head_tile(sq + b * kQTile, kQHalf, qm, at.h, at.q0, row, full + 8 * b);
+    hopper::load_head_tile(sdo + b * kQTile, kQHalf, dom, at.h, at.q0, row, full + 8 * b);
   }
 }
 
@@ -352,7 +348,8 @@ void launch_backward_hopper(const BackwardArgs& a, dim3 grid, int device) {
   const int64_t rows = grid.y;
   const CUtensorMap qm = head_tile_map(a.q, rows, a.seq, a.hq, kQueries),
                     dom = head_tile_map(a.dout, rows, a.seq, a.hq, kQueries),
-                    km = head_tile_map(a.k, rows, a.seq, a.hkv, kKeys), vm = head_tile_map(a.v, rows, a.seq, a.hkv, kKeys);
+                    km = head_tile_map(a.k, rows, a.seq, a.hkv, kKeys),
+                    vm = head_tile_map(a.v, rows, a.seq, a.hkv, kKeys);
   cuda_kernels::allow_dynamic_smem(flash_backward_hopper_kernel, kSmemBytes, device);
   flash_backward_hopper_kernel<<<grid, kThreads, kSmemBytes, loft::cuda::stream(device)>>>(qm, km, vm, dom, a);
   loft::cuda::check_launch("attention flash_backward_hopper");

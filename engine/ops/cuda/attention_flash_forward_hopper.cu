@@ -124,35 +124,34 @@ __device__ __forceinline__ void online_softmax(float (&s)[64], float (&m)[2], fl
   for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + row_sum[r];  // quad-partial sums
 }
 
-// Loads rows first..first + 127 of one head (all 128 head-dim columns: two boxes) into the tile at
-// shared address `tile`, arriving on `bar`.
-__device__ __forceinline__ void load_head_tile(uint32_t tile, const CUtensorMap* map, int head, int first, int row,
-                                               uint32_t bar) {
-  sync::load_box(tile, map, 0, head, first, row, bar);
-  sync::load_box(tile + kHalfBytes, map, 64, head, first, row, bar);
-}
+// The barriers (8 bytes each, from shared address `base`): Q landed; K landed ×2, K emptied ×2,
+// V landed ×2, V emptied ×2 (buffer b's at + 8b).
+struct Barriers {
+  uint32_t q_full, k_full, k_empty, v_full, v_empty;
+  __device__ explicit Barriers(uint32_t base)
+      : q_full(base), k_full(base + 8), k_empty(base + 24), v_full(base + 40), v_empty(base + 56) {}
+};
 
 // The producer (one thread): Q and K of the diagonal tile, then K of tile t + 1 and V of tile t for
 // every t, each into its buffer once the consumers have emptied it. The n-th fill of a buffer
 // (n = t / 2) waits for the empty phase of parity (n − 1) & 1: the first fill passes at once.
 __device__ void produce(const CUtensorMap* qm, const CUtensorMap* km, const CUtensorMap* vm, uint32_t sq,
-                        uint32_t sk, uint32_t sv, uint32_t bars, int h, int kvh, int q0, int row, int tiles) {
-  const uint32_t q_full = bars, k_full = bars + 8, k_empty = bars + 24, v_full = bars + 40, v_empty = bars + 56;
-  sync::arrive_expect_bytes(q_full, kTileBytes);
-  load_head_tile(sq, qm, h, q0, row, q_full);
-  sync::arrive_expect_bytes(k_full, kTileBytes);
-  load_head_tile(sk, km, kvh, q0, row, k_full);
+                        uint32_t sk, uint32_t sv, const Barriers& bar, int h, int kvh, int q0, int row, int tiles) {
+  sync::arrive_expect_bytes(bar.q_full, kTileBytes);
+  hopper::load_head_tile(sq, kHalfBytes, qm, h, q0, row, bar.q_full);
+  sync::arrive_expect_bytes(bar.k_full, kTileBytes);
+  hopper::load_head_tile(sk, kHalfBytes, km, kvh, q0, row, bar.k_full);
   for (int t = 0; t < tiles; ++t) {
     if (t + 1 < tiles) {
       const int b = (t + 1) % 2;
-      sync::wait(k_empty + 8 * b, ((t + 1) / 2 & 1) ^ 1);
-      sync::arrive_expect_bytes(k_full + 8 * b, kTileBytes);
-      load_head_tile(sk + b * kTileBytes, km, kvh, q0 - (t + 1) * kKeys, row, k_full + 8 * b);
+      sync::wait(bar.k_empty + 8 * b, ((t + 1) / 2 & 1) ^ 1);
+      sync::arrive_expect_bytes(bar.k_full + 8 * b, kTileBytes);
+      hopper::load_head_tile(sk + b * kTileBytes, kHalfBytes, km, kvh, q0 - (t + 1) * kKeys, row, bar.k_full + 8 * b);
     }
     const int b = t % 2;
-    sync::wait(v_empty + 8 * b, (t / 2 & 1) ^ 1);
-    sync::arrive_expect_bytes(v_full + 8 * b, kTileBytes);
-    load_head_tile(sv + b * kTileBytes, vm, kvh, q0 - t * kKeys, row, v_full + 8 * b);
+    sync::wait(bar.v_empty + 8 * b, (t / 2 & 1) ^ 1);
+    sync::arrive_expect_bytes(bar.v_full + 8 * b, kTileBytes);
+    hopper::load_head_tile(sv + b * kTileBytes, kHalfBytes, vm, kvh, q0 - t * kKeys, row, bar.v_full + 8 * b);
   }
 }
 
@@ -173,8 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t sq = smem_address(base), sk = sq + kTileBytes, sv = sq + 3 * kTileBytes;
   bf16* const so = reinterpret_cast<bf16*>(base + 5 * kTileBytes);  // output staging
   int* const s_fk = reinterpret_cast<int*>(base + 5 * kTileBytes + kOutBytes);  // per row, then min, max
-  const uint32_t bars = smem_address(s_fk + kRows + 2);
-  const uint32_t q_full = bars, k_full = bars + 8, k_empty = bars + 24, v_full = bars + 40, v_empty = bars + 56;
+  const Barriers bar(smem_address(s_fk + kRows + 2));
 
   const int h = blockIdx.x, kvh = h / a.group;
   const int q0 = int(gridDim.z - 1 - blockIdx.z) * kRows;  // last tiles (most keys) first
@@ -184,12 +182,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     s_fk[kRows] = INT_MAX, s_fk[kRows + 1] = 0;
-    sync::barrier_init(q_full, 1);
+    sync::barrier_init(bar.q_full, 1);
     for (int b = 0; b < 2; ++b) {
-      sync::barrier_init(k_full + 8 * b, 1);
-      sync::barrier_init(v_full + 8 * b, 1);
-      sync::barrier_init(k_empty + 8 * b, 8);  // lane 0 of each consumer warp
-      sync::barrier_init(v_empty + 8 * b, 8);
+      sync::barrier_init(bar.k_full + 8 * b, 1);
+      sync::barrier_init(bar.v_full + 8 * b, 1);
+      sync::barrier_init(bar.k_empty + 8 * b, 8);  // lane 0 of each consumer warp
+      sync::barrier_init(bar.v_empty + 8 * b, 8);
     }
     sync::barriers_initialised();
   }
@@ -206,7 +204,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   if (wg == 0) {
     sync::lower_registers<kProducerRegs>();
-    if (threadIdx.x == 0) produce(&q_map, &k_map, &v_map, sq, sk, sv, bars, h, kvh, q0, blockIdx.y, tiles);
+    if (threadIdx.x == 0) produce(&q_map, &k_map, &v_map, sq, sk, sv, bar, h, kvh, q0, blockIdx.y, tiles);
     return;
   }
   sync::raise_registers<kConsumerRegs>();
@@ -220,8 +218,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint64_t v_desc = wgmma::descriptor(sv, kHalfBytes);
   constexpr uint32_t kTileStep = kTileBytes >> 4;  // one tile buffer on, in descriptor units
   // One arrival per warp on an empty barrier, once the warp's wait has seen the MMAs done.
-  const auto release = [&](uint32_t bar) {
-    if (lane == 0) sync::arrive(bar);
+  const auto release = [&](uint32_t empty) {
+    if (lane == 0) sync::arrive(empty);
   };
 
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, alpha[2];
@@ -229,8 +227,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint32_t p[kKeys / 16][4];
 
   if (w == 1) pass_turn(1);  // consumer 0 issues first
-  sync::wait(q_full, 0);
-  sync::wait(k_full, 0);
+  sync::wait(bar.q_full, 0);
+  sync::wait(bar.k_full, 0);
   take_turn(w);
   wgmma::fence();
   issue_scores(s, q_desc, k_desc);
@@ -238,7 +236,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   pass_turn(w);
   wgmma::wait<0>();
   wgmma::fence_operands(s);
-  release(k_empty);
+  release(bar.k_empty);
   online_softmax(s, m, l, alpha, a.scale_log2, q0, q0 + row_lo, fk_row, c, fk_max);
   hopper::accumulator_to_a(p, s);  // P as the A of P·V
 
@@ -247,8 +245,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int t = 1; t < tiles; ++t) {
     const int k0 = q0 - t * kKeys, kb = t % 2, vb = (t - 1) % 2;
     // Both waits before the MMAs: a wait loop between two wgmma issues makes ptxas fence them.
-    sync::wait(k_full + 8 * kb, t / 2 & 1);
-    sync::wait(v_full + 8 * vb, (t - 1) / 2 & 1);
+    sync::wait(bar.k_full + 8 * kb, t / 2 & 1);
+    sync::wait(bar.v_full + 8 * vb, (t - 1) / 2 & 1);
     take_turn(w);
     wgmma::fence();
     issue_scores(s, q_desc, k_desc + kb * kTileStep);
@@ -259,11 +257,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     pass_turn(w);
     wgmma::wait<1>();
     wgmma::fence_operands(s);
-    release(k_empty + 8 * kb);
+    release(bar.k_empty + 8 * kb);
     online_softmax(s, m, l, alpha, a.scale_log2, k0, q0 + row_lo, fk_row, c, fk_max);
     wgmma::wait<0>();
     wgmma::fence_operands(o);
-    release(v_empty + 8 * vb);
+    release(bar.v_empty + 8 * vb);
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] *= alpha[i / 2 % 2];
     hopper::accumulator_to_a(p, s);  // P as the A of P·V
@@ -271,7 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // P·V of the last tile. Consumer 1 hands back no turn after it: consumer 0 takes none more, and a
   // named barrier must not be left half arrived.
   const int vb = (tiles - 1) % 2;
-  sync::wait(v_full + 8 * vb, (tiles - 1) / 2 & 1);
+  sync::wait(bar.v_full + 8 * vb, (tiles - 1) / 2 & 1);
   take_turn(w);
   wgmma::fence();
   wgmma::fence_operands(o);

@@ -4,6 +4,7 @@
 // product. Their tiles arrive by TMA (hopper_async.cuh). Include only from .cu.
 #pragma once
 #include "engine/ops/cuda/attention_flash.cuh"
+#include "engine/ops/cuda/hopper_async.cuh"
 #include "engine/ops/cuda/wgmma.cuh"
 
 namespace loft::ops::cuda_attention::hopper {
@@ -33,6 +34,15 @@ __device__ __forceinline__ void accumulator_to_a(uint32_t (&a)[K][4], const floa
   for (int kk = 0; kk < K; ++kk)
 #pragma unroll
     for (int j = 0; j < 4; ++j) a[kk][j] = flash::pack(acc[8 * kk + 2 * j], acc[8 * kk + 2 * j + 1]);
+}
+
+// Tokens first.. of one head, all 128 head-dim columns, from a tile map (head_tile_map.h: one
+// 64-column box a half) into the tile at shared address `tile`, its halves `half_bytes` apart,
+// arriving on the barrier `bar`.
+__device__ __forceinline__ void load_head_tile(uint32_t tile, uint32_t half_bytes, const void* map, int head,
+                                               int first, int row, uint32_t bar) {
+  hopper_async::load_box(tile, map, 0, head, first, row, bar);
+  hopper_async::load_box(tile + half_bytes, map, 64, head, first, row, bar);
 }
 
 }  // namespace loft::ops::cuda_attention::hopper
