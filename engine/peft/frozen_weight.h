@@ -11,6 +11,7 @@
 #include "engine/tensor/tensor.h"
 
 namespace loft {
+class SharedBackward;
 class SharedInput;
 }
 
@@ -45,6 +46,16 @@ class FrozenWeight {
   virtual bool gemm_accumulates() const { return false; }
   // dx [T, in] = dy·W, or dx += dy·W when accumulate.
   virtual void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const;
+  // The same for one of the projections that read one input (`group`, in the order the model
+  // calls them; the first writes dx unless accumulate): a store whose products share a last step
+  // that is linear (HALO's inverse rotations) sums them in the group's scratch and queues that
+  // step once, writing or adding to dx at group.finish; it then returns true. False: nothing was
+  // done, the caller runs backward_input.
+  virtual bool backward_input_grouped(const Tensor& dy, Tensor& dx, bool accumulate,
+                                      SharedBackward& group) const {
+    (void)dy, (void)dx, (void)accumulate, (void)group;
+    return false;
+  }
 
   // State a store keeps beyond the weight (e.g. a counter or a per-layer choice), which the
   // projection holding it reports as its method state (AdaptedLinear::method_state); restored

@@ -2,6 +2,7 @@
 
 #include "engine/device/profile.h"
 #include "engine/ops/ops.h"
+#include "engine/peft/shared_backward.h"
 #include "engine/peft/shared_input.h"
 #include "engine/quant/code_transpose.h"
 #include "engine/quant/hadamard.h"
@@ -91,40 +92,83 @@ class HaloWeight final : public FrozenWeight {
   }
 
   void backward_input(const Tensor& dy, Tensor& dx, bool accumulate) const override {
-    quant::HadamardPlan tokens;
-    quant::QuantizedTensor dyq;
-    {
-      prof::Scope s(Part::QuantHadamard);
-      if (opt_.level >= 2) {
-        tokens = quant::token_plan(dy.size(0));
-        dyq = quant::token_rotate_quantize(tokens, dy, opt_.format);  // [tokens.n, out]
-      } else {
-        dyq = quant::quantize(dy, opt_.format);
-      }
-    }
-    const Tensor wct = weight_codes(/*transposed=*/true);
+    const quant::HadamardPlan tokens = token_plan_for(dy);
+    const quant::QuantizedTensor dyq = quantize_dy(dy, tokens);
     // The product lands in dx unless it needs un-padding along tokens or adding to dx.
     const bool direct = opt_.level < 2 && !accumulate;
     Tensor prod = direct ? dx : Tensor::empty({dyq.codes.size(0), in_}, dx.dtype(), dx.device());
-    {
-      prof::Scope s(Part::FrozenGemm);
-      // [T, out] · [in, out]ᵀ: the transposed weight codes keep both operands K-major.
-      quant::gemm_lowp(dyq.codes, dyq.scale, wct, q_.scale, prod);
-    }
-    Tensor out = prod;
-    {
-      prof::Scope s(Part::QuantHadamard);
-      if (opt_.level >= 2) {
-        out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
-        quant::token_transform(tokens, prod, out, /*inverse=*/true);  // drops the padded rows
-      }
-      if (opt_.level >= 1) quant::hadamard_transform(plan_, out, out, /*inverse=*/true);
-    }
-    if (accumulate) ops::axpy(1.0f, out, dx);
+    product(dyq, prod, 0.0f);
+    unrotate(tokens, prod, dx, accumulate);
+  }
+
+  // Rotated levels: the inverse rotations are linear, so the group's products (q, k, v; gate, up)
+  // are summed by their GEMMs (beta = 1) into one scratch and rotated back once, at the finish.
+  bool backward_input_grouped(const Tensor& dy, Tensor& dx, bool accumulate,
+                              SharedBackward& group) const override {
+    if (opt_.level < 1) return false;
+    const quant::HadamardPlan tokens = token_plan_for(dy);
+    const quant::QuantizedTensor dyq = quantize_dy(dy, tokens);
+    const std::string key = cat("halo:dx:level", opt_.level, ":", in_);
+    bool first = false;
+    Tensor sum = group.scratch(key, [&] {
+      first = true;
+      return Tensor::empty({dyq.codes.size(0), in_}, dx.dtype(), dx.device());
+    });
+    LOFT_CHECK(first || accumulate, "HALO: a projection after the first of its group overwrites dx");
+    LOFT_CHECK(sum.size(0) == dyq.codes.size(0) && sum.dtype() == dx.dtype(),
+               "HALO: the group's products ", sum.str(), " do not match this one's rows ",
+               dyq.codes.size(0), " and dtype");
+    product(dyq, sum, first ? 0.0f : 1.0f);
+    if (first)
+      group.at_finish(key, [this, tokens, sum, accumulate](Tensor& dx_all) mutable {
+        prof::Scope s(Part::FrozenGemm);
+        unrotate(tokens, sum, dx_all, accumulate);
+      });
+    return true;
   }
 
  private:
   bool nf4() const { return opt_.backbone == HaloBackbone::Nf4; }
+
+  // Level 2 rotates dY along tokens too (blocks of its token count); below, no plan.
+  quant::HadamardPlan token_plan_for(const Tensor& dy) const {
+    return opt_.level >= 2 ? quant::token_plan(dy.size(0)) : quant::HadamardPlan{};
+  }
+
+  // Q(dY), or at level 2 Q(H_T·dY) [tokens.n, out].
+  quant::QuantizedTensor quantize_dy(const Tensor& dy, const quant::HadamardPlan& tokens) const {
+    prof::Scope s(Part::QuantHadamard);
+    return opt_.level >= 2 ? quant::token_rotate_quantize(tokens, dy, opt_.format)
+                           : quant::quantize(dy, opt_.format);
+  }
+
+  // c = Q(dY)·Q(W·H) + beta·c: [rows, out] · [in, out]ᵀ, the transposed weight codes keeping both
+  // operands K-major.
+  void product(const quant::QuantizedTensor& dyq, Tensor& c, float beta) const {
+    const Tensor wct = weight_codes(/*transposed=*/true);
+    prof::Scope s(Part::FrozenGemm);
+    quant::gemm_lowp(dyq.codes, dyq.scale, wct, q_.scale, c, {.beta = beta});
+  }
+
+  // dx = H_Tᵀ·prod·Hᵀ as far as the level rotates (dropping level 2's padded token rows), or
+  // dx += that when accumulate; prod may be dx itself below level 2 (then in place). Prod is
+  // clobbered.
+  void unrotate(const quant::HadamardPlan& tokens, Tensor& prod, Tensor& dx, bool accumulate) const {
+    Tensor out = accumulate ? prod : dx;
+    {
+      prof::Scope s(Part::QuantHadamard);
+      if (opt_.level >= 2) {
+        out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
+        quant::token_transform(tokens, prod, out, /*inverse=*/true);
+        if (opt_.level >= 1) quant::hadamard_transform(plan_, out, out, /*inverse=*/true);
+      } else if (opt_.level == 1) {
+        quant::hadamard_transform(plan_, prod, out, /*inverse=*/true);
+      } else {
+        out = prod;
+      }
+    }
+    if (accumulate) ops::axpy(1.0f, out, dx);
+  }
 
   // Dense codes: their transpose kept (--halo-transposed keep) or made per backward in the device's
   // shared scratch.

@@ -164,13 +164,18 @@ void LoraLinear::backward(const Tensor& dy, const LinearSaved& saved, Tensor& dx
     if (!grouped) ops::gemm(gt, x, a_.grad, {.alpha = s, .beta = 1.0f});
   }
   if (grouped) {
+    {
+      // First, so that a store which defers its write of dx to the finish (HALO's one inverse
+      // rotation of the group's summed products) queues it before the terms added below.
+      prof::Scope scope(prof::Part::FrozenGemm);
+      if (!weight_->backward_input_grouped(dy, dx, accumulate_dx, *shared))
+        weight_->backward_input(dy, dx, accumulate_dx);
+    }
     shared->at_finish(group_->key, [g = group_, all, x, s](Tensor& dx_all) {
       prof::Scope scope(prof::Part::AdapterMath);
       ops::gemm(all, x, g->grad, {.alpha = s, .beta = 1.0f});
       ops::gemm(all, g->compute(), dx_all, {.trans_a = true, .alpha = s, .beta = 1.0f});
     });
-    prof::Scope scope(prof::Part::FrozenGemm);
-    weight_->backward_input(dy, dx, accumulate_dx);
     return;
   }
   const bool fused = weight_->gemm_accumulates();  // as in forward: LoRA's term first

@@ -1,10 +1,14 @@
 // HALO's frozen products (FP8/INT8, Hadamard levels 0/1/2, dense or NF4 backbone) against the
-// exact ones, level 2 against explicit matrices, the rotation's point (outlier channels). Training
-// quality against LoRA: tests/common/method_quality.
+// exact ones, level 2 against explicit matrices, the rotation's point (outlier channels), and the
+// dX of projections that read one input summed before one inverse rotation. Training quality
+// against LoRA: tests/common/method_quality.
 #include "engine/ops/ops.h"
 #include "engine/optim/adamw.h"
 #include "engine/peft/halo_weight.h"
+#include "engine/peft/lora_linear.h"
 #include "engine/peft/method.h"
+#include "engine/peft/shared_backward.h"
+#include "engine/peft/shared_input.h"
 #include "engine/quant/hadamard.h"
 #include "models/llama/loading.h"
 #include "tests/common/test_util.h"
@@ -126,6 +130,84 @@ TEST(Halo, Nf4BackboneProductsAreCloseToExactAndSmall) {
         EXPECT_LT(nf4->stored_bytes(), size_t(0.6 * double(in * out))) << nf4->stored_bytes();
         EXPECT_EQ(dense->stored_bytes(), size_t(in * out) + sizeof(float));
       }
+  }
+}
+
+// Three projections of one input (q, k, v widths), as the model calls their backwards: the first
+// writes dx unless `accumulate_first`, the others add.
+constexpr int64_t kGroupIn = 64, kGroupT = 13;
+const int64_t kGroupOut[3] = {40, 16, 16};
+
+TEST(Halo, GroupedDxIsTheSumOfEachProjectionsRotatedBackOnce) {
+  std::mt19937 rng(15);
+  std::vector<Tensor> ws, dys;
+  for (int64_t out : kGroupOut) {
+    ws.push_back(test::random_tensor({out, kGroupIn}, rng, -0.1f, 0.1f));
+    dys.push_back(test::random_tensor({kGroupT, out}, rng));
+  }
+  const Tensor before = test::random_tensor({kGroupT, kGroupIn}, rng);
+  for (int level : {0, 1, 2})
+    for (quant::LowpFormat f : {quant::LowpFormat::E4M3, quant::LowpFormat::INT8})
+      for (HaloBackbone backbone : {HaloBackbone::Dense, HaloBackbone::Nf4})
+        for (bool accumulate_first : {false, true}) {
+          const std::string what = cat("level ", level, " ", quant::format_name(f),
+                                       backbone == HaloBackbone::Nf4 ? " nf4" : " dense",
+                                       accumulate_first ? " onto dx" : "");
+          std::vector<std::unique_ptr<FrozenWeight>> hw;
+          for (const Tensor& w : ws) hw.push_back(halo_weight(w.clone(), {level, f, backbone}));
+          Tensor want = before.clone(), got = before.clone();
+          for (size_t i = 0; i < hw.size(); ++i) hw[i]->backward_input(dys[i], want, i > 0 || accumulate_first);
+          SharedBackward group;
+          for (size_t i = 0; i < hw.size(); ++i) {
+            const bool acc = i > 0 || accumulate_first;
+            const bool deferred = hw[i]->backward_input_grouped(dys[i], got, acc, group);
+            EXPECT_EQ(deferred, level >= 1) << what << ": only the rotated levels have a step to share";
+            if (!deferred) hw[i]->backward_input(dys[i], got, acc);
+          }
+          group.finish(got);
+          // Summing before the rotations rounds differently in the last fp32 bits only.
+          EXPECT_LT(test::rel_error(got, want), 1e-6) << what;
+        }
+}
+
+TEST(Halo, GroupedLoraOnHaloGivesTheUngroupedGradients) {
+  // LoRA's terms join dx at the group's finish too: the one rotation must write dx before them.
+  for (int level : {1, 2}) {
+    std::vector<Tensor> dx, grads;
+    for (bool grouped : {false, true}) {
+      std::mt19937 r(7);
+      std::mt19937_64 rng(1);
+      std::vector<std::unique_ptr<LoraLinear>> ls;
+      for (int64_t out : kGroupOut) {
+        const Tensor w = test::random_tensor({out, kGroupIn}, r, -0.1f, 0.1f);
+        ls.push_back(std::make_unique<LoraLinear>("p" + std::to_string(ls.size()),
+                                                  halo_weight(w, {level, quant::LowpFormat::E4M3}),
+                                                  LoraOptions{4, 8.0f}, rng));
+        ls.back()->set_adapter(test::random_tensor({4, kGroupIn}, r), test::random_tensor({out, 4}, r));
+      }
+      std::vector<AdaptedLinear*> all;
+      for (auto& l : ls) all.push_back(l.get());
+      if (grouped)
+        for (AdaptedLinear* l : all) l->group_with(all);
+      std::mt19937 d(9);
+      const Tensor x = test::random_tensor({kGroupT, kGroupIn}, d);
+      SharedInput in(x);
+      SharedBackward group;
+      std::vector<LinearSaved> saved(ls.size());
+      for (size_t i = 0; i < ls.size(); ++i) {
+        Tensor y = Tensor::empty({kGroupT, kGroupOut[i]}, DType::F32);
+        ls[i]->forward(x, y, &saved[i], &in);
+      }
+      dx.push_back(Tensor::empty({kGroupT, kGroupIn}, DType::F32));
+      for (size_t i = 0; i < ls.size(); ++i)
+        ls[i]->backward(test::random_tensor({kGroupT, kGroupOut[i]}, d), saved[i], dx.back(), i > 0, nullptr, &group);
+      group.finish(dx.back());
+      for (auto& l : ls)
+        for (Param* p : l->params()) grads.push_back(p->grad.clone());
+    }
+    EXPECT_LT(test::rel_error(dx[1], dx[0]), 1e-6) << "level " << level;
+    const size_t n = grads.size() / 2;
+    for (size_t i = 0; i < n; ++i) EXPECT_LT(test::rel_error(grads[n + i], grads[i]), 1e-6) << "level " << level;
   }
 }
 
