@@ -17,6 +17,27 @@ namespace {
 
 using prof::Part;
 
+// dx = H_Tᵀ·prod·Hᵀ as far as `level` rotates (dropping level 2's padded token rows), or dx +=
+// that when accumulate; prod may be dx itself below level 2 (then in place). Prod is clobbered.
+// Free of the weight: a group's finish runs it after its projections' backwards.
+void unrotate(int level, const quant::HadamardPlan& plan, const quant::HadamardPlan& tokens,
+              Tensor& prod, Tensor& dx, bool accumulate) {
+  Tensor out = accumulate ? prod : dx;
+  {
+    prof::Scope s(Part::QuantHadamard);
+    if (level >= 2) {
+      out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
+      quant::token_transform(tokens, prod, out, /*inverse=*/true);
+      quant::hadamard_transform(plan, out, out, /*inverse=*/true);
+    } else if (level == 1) {
+      quant::hadamard_transform(plan, prod, out, /*inverse=*/true);
+    } else {
+      out = prod;
+    }
+  }
+  if (accumulate) ops::axpy(1.0f, out, dx);
+}
+
 class HaloWeight final : public FrozenWeight {
  public:
   HaloWeight(const WeightSource& src, const HaloOptions& opt)
@@ -98,7 +119,7 @@ class HaloWeight final : public FrozenWeight {
     const bool direct = opt_.level < 2 && !accumulate;
     Tensor prod = direct ? dx : Tensor::empty({dyq.codes.size(0), in_}, dx.dtype(), dx.device());
     product(dyq, prod, 0.0f);
-    unrotate(tokens, prod, dx, accumulate);
+    unrotate(opt_.level, plan_, tokens, prod, dx, accumulate);
   }
 
   // Rotated levels: the inverse rotations are linear, so the group's products (q, k, v; gate, up)
@@ -119,10 +140,10 @@ class HaloWeight final : public FrozenWeight {
                "HALO: the group's products ", sum.str(), " do not match this one's rows ",
                dyq.codes.size(0), " and dtype");
     product(dyq, sum, first ? 0.0f : 1.0f);
-    if (first)
-      group.at_finish(key, [this, tokens, sum, accumulate](Tensor& dx_all) mutable {
+    if (first)  // by value: the finish may come after this weight is gone
+      group.at_finish(key, [level = opt_.level, plan = plan_, tokens, sum, accumulate](Tensor& dx_all) mutable {
         prof::Scope s(Part::FrozenGemm);
-        unrotate(tokens, sum, dx_all, accumulate);
+        unrotate(level, plan, tokens, sum, dx_all, accumulate);
       });
     return true;
   }
@@ -150,25 +171,6 @@ class HaloWeight final : public FrozenWeight {
     quant::gemm_lowp(dyq.codes, dyq.scale, wct, q_.scale, c, {.beta = beta});
   }
 
-  // dx = H_Tᵀ·prod·Hᵀ as far as the level rotates (dropping level 2's padded token rows), or
-  // dx += that when accumulate; prod may be dx itself below level 2 (then in place). Prod is
-  // clobbered.
-  void unrotate(const quant::HadamardPlan& tokens, Tensor& prod, Tensor& dx, bool accumulate) const {
-    Tensor out = accumulate ? prod : dx;
-    {
-      prof::Scope s(Part::QuantHadamard);
-      if (opt_.level >= 2) {
-        out = accumulate ? Tensor::empty(dx.shape(), dx.dtype(), dx.device()) : dx;
-        quant::token_transform(tokens, prod, out, /*inverse=*/true);
-        if (opt_.level >= 1) quant::hadamard_transform(plan_, out, out, /*inverse=*/true);
-      } else if (opt_.level == 1) {
-        quant::hadamard_transform(plan_, prod, out, /*inverse=*/true);
-      } else {
-        out = prod;
-      }
-    }
-    if (accumulate) ops::axpy(1.0f, out, dx);
-  }
 
   // Dense codes: their transpose kept (--halo-transposed keep) or made per backward in the device's
   // shared scratch.

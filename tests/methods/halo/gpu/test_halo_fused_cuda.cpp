@@ -1,8 +1,10 @@
 // HALO's CUDA pieces against their references: the token-dimension transform against the CPU;
 // the fused rotate + quantize (rows and tokens) bit for bit against the unfused CUDA path
 // (hadamard_transform / token_transform into x's dtype, then quantize); NF4 -> FP8/INT8 codes bit
-// for bit against the CPU and quantize(deq_nf4); a level-2 HALO weight against the CPU one.
+// for bit against the CPU and quantize(deq_nf4); a level-2 HALO weight against the CPU one, and a
+// group's dX summed before one inverse rotation against the CPU's per-projection products.
 #include "engine/peft/halo_weight.h"
+#include "engine/peft/shared_backward.h"
 #include "engine/quant/nf4_lowp.h"
 #include "engine/quant/rotate_quantize.h"
 #include "tests/engine/test_quant_fp8_reference.h"
@@ -142,6 +144,33 @@ TEST(HaloCuda, LevelTwoWeightMatchesCpu) {
       EXPECT_LT(rel_error(yg, y), 1e-3) << what;
       EXPECT_LT(rel_error(dxg, dx), 1e-3) << what;
     }
+}
+
+// q, k and v widths of one input: the GPU's FP8 products added by the GEMMs' beta and rotated
+// back once at the finish, in bf16 and f32, against the CPU's per-projection dX summed in f32 from
+// the same dY values (bf16 dY rounded first: a different dY flips FP8 codes, ~1% here).
+TEST(HaloCuda, GroupedDxMatchesTheCpusSumOfProjections) {
+  LOFT_REQUIRE_GPU();
+  std::mt19937 rng(6);
+  const int64_t in = 256, outs[3] = {512, 128, 128};
+  for (auto backbone : {HaloBackbone::Dense, HaloBackbone::Nf4})
+    for (int level : {1, 2})
+      for (int64_t t : {130, 2048})
+        for (DType dt : kActivationDtypes) {
+          const HaloOptions opt{level, LowpFormat::E4M3, backbone};
+          Tensor want = Tensor::empty({t, in}, DType::F32), got = Tensor::empty({t, in}, dt, kGpu);
+          SharedBackward group;
+          for (int i = 0; i < 3; ++i) {
+            const Tensor w = random_tensor({outs[i], in}, rng, -0.1f, 0.1f);
+            const Tensor dy = to_gpu(random_tensor({t, outs[i]}, rng), dt);
+            halo_weight(w.clone(), opt)->backward_input(cpu_f32(dy), want, i > 0);
+            const auto hg = halo_weight(w.to(kGpu), opt);
+            ASSERT_TRUE(hg->backward_input_grouped(dy, got, i > 0, group));
+          }
+          group.finish(got);
+          const std::string what = cat("level ", level, " T=", t, " ", backbone_name(backbone), " ", name(dt));
+          EXPECT_LT(rel_error(got, want), dt == DType::F32 ? 1e-3 : tol(dt)) << what;
+        }
 }
 
 }  // namespace
