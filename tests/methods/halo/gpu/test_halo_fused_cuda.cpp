@@ -169,7 +169,11 @@ TEST(HaloCuda, GroupedDxMatchesTheCpusSumOfProjections) {
           }
           group.finish(got);
           const std::string what = cat("level ", level, " T=", t, " ", backbone_name(backbone), " ", name(dt));
-          EXPECT_LT(rel_error(got, want), dt == DType::F32 ? 1e-3 : tol(dt)) << what;
+          // bf16: the products, their sum and the rotations round to bf16, and at level 2 the
+          // GPU rounds H_T·dY to bf16 before its FP8 codes where the CPU quantizes it in f32,
+          // which moves ~1% of the codes by a step (1.3–1.5% measured with dY itself also
+          // rounded, 1.0% at level 1). A product lost or rotated wrongly is off by O(1).
+          EXPECT_LT(rel_error(got, want), dt == DType::F32 ? 1e-3 : 2.5e-2) << what;
         }
 }
 
