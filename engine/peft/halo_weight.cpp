@@ -171,7 +171,6 @@ class HaloWeight final : public FrozenWeight {
     quant::gemm_lowp(dyq.codes, dyq.scale, wct, q_.scale, c, {.beta = beta});
   }
 
-
   // Dense codes: their transpose kept (--halo-transposed keep) or made per backward in the device's
   // shared scratch.
   void keep_or_share_transpose() {

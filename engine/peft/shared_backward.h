@@ -1,8 +1,10 @@
 // The backward's half of SharedInput (engine/peft/shared_input.h): what the projections that read
 // one input do once for all of them after their own backwards. LoRA's grouped A (lora_linear.h)
 // keeps each member's gᵀ = (dy·B)ᵀ in one scratch here and queues one dA and one dx GEMM for the
-// group. The model makes one per input, passes it to each reader's backward, then calls finish()
-// with the input's gradient, which every reader's backward has written or added to.
+// group; HALO's frozen products (FrozenWeight::backward_input_grouped) are summed in another and
+// rotated back once, queued first because that writes dx. The model makes one per input, passes it
+// to each reader's backward, then calls finish() with the input's gradient, which the readers'
+// backwards or their queued work write or add to.
 #pragma once
 #include <functional>
 #include <map>
