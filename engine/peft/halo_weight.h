@@ -8,8 +8,10 @@
 // zero-padded to a block multiple when it has no such split). The rotated weight is kept either
 // as codes (backbone dense; the dX GEMM's transposed codes are kept beside them, or made just
 // before it in the device's shared scratch, quant::TransposeScratch: --halo-transposed), or NF4-DQ
-// and decoded straight into the codes each GEMM needs (backbone nf4; the scale is fixed at load). The LoRA path stays in the compute
-// dtype, unrotated and unquantized (LoraLinear).
+// and decoded straight into the codes each GEMM needs (backbone nf4; the scale is fixed at load).
+// At levels 1 and 2 the projections that read one input sum their dX products and rotate the sum
+// back once (FrozenWeight::backward_input_grouped). The LoRA path stays in the compute dtype,
+// unrotated and unquantized (LoraLinear).
 // Shared, so it lives here rather than in engine/methods/halo/: HOT's --backbone fp8 is this store
 // at level 0 in E4M3 (engine/methods/hot/hot_weight.cpp).
 #pragma once

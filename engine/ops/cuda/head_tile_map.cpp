@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
-
 #include "engine/core/error.h"
 
 namespace loft::ops::cuda_attention {
